@@ -1,0 +1,1 @@
+"""The ``hardneg`` command line."""

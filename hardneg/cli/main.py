@@ -1,0 +1,67 @@
+"""Entry point of the ``hardneg`` command.
+
+Each command group lives in its own module and is registered here. User
+errors (bad input, missing data, corrupt files) print one line and exit with
+code 2; a traceback is only shown with ``-vv``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+import typer
+
+from ._common import USER_ERRORS, err_console, setup_logging
+from .datasets import app as datasets_app
+from .store import app as store_app
+
+app = typer.Typer(
+    name="hardneg",
+    help="Learn image search and categorization from a few labels and the hard examples in a large pool.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(datasets_app, name="datasets")
+app.add_typer(store_app, name="store")
+# Method command groups register below (one line each).
+
+
+@app.callback()
+def _root(verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log progress (-v) or debug detail (-vv).")):
+    setup_logging(verbose)
+
+
+@app.command()
+def demo(
+    out: str = typer.Option("demo-output", "--out", "-o", help="Folder for the demo's results."),
+):
+    """Run the main job on the embedded default dataset and write its results."""
+    from ..demo import run_demo
+
+    run_demo(out)
+
+
+def main(argv=None) -> int:
+    try:
+        app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err_console.print("[red]aborted[/red]")
+        return 130
+    except click.ClickException as exc:  # usage errors: Click formats them itself
+        exc.show()
+        return exc.exit_code
+    except USER_ERRORS as exc:
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            raise
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
