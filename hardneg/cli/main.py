@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import sys
 
-import click
 import typer
 
 from ._common import USER_ERRORS, err_console, setup_logging
@@ -45,16 +44,14 @@ def demo(
 
 
 def main(argv=None) -> int:
+    """Run the CLI and return its exit code (usage errors are Typer's own: code 2)."""
     try:
-        app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
+        app(args=argv, prog_name="hardneg")
+    except SystemExit as exc:  # standalone mode always ends in sys.exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
         err_console.print("[red]aborted[/red]")
         return 130
-    except click.ClickException as exc:  # usage errors: Click formats them itself
-        exc.show()
-        return exc.exit_code
     except USER_ERRORS as exc:
         if logging.getLogger().isEnabledFor(logging.DEBUG):
             raise
