@@ -47,9 +47,7 @@ def save_model(path, kind: str, version: int, arrays: dict, meta: dict) -> Path:
     return path
 
 
-def load_model(path, kind: str, supported_versions) -> tuple[dict, dict]:
-    """Read a file written by :func:`save_model`; return ``(arrays, meta)``."""
-    path = Path(path)
+def _read(path: Path, with_arrays: bool) -> tuple[dict, dict]:
     if not path.is_file():
         raise ModelFileError(f"model file {str(path)!r} does not exist")
     try:
@@ -57,13 +55,26 @@ def load_model(path, kind: str, supported_versions) -> tuple[dict, dict]:
             if "__meta__" not in npz.files:
                 raise ModelFileError(f"{path}: not a hardneg model file (no metadata entry)")
             header = json.loads(npz["__meta__"].tobytes().decode("utf-8"))
-            arrays = {k: npz[k] for k in npz.files if k != "__meta__"}
+            arrays = {k: npz[k] for k in npz.files if k != "__meta__"} if with_arrays else {}
     except ModelFileError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelFileError(f"{path}: corrupt or not a hardneg model file ({exc})") from None
     if not isinstance(header, dict) or header.get("library") != _LIBRARY:
         raise ModelFileError(f"{path}: not a hardneg model file")
+    return header, arrays
+
+
+def model_kind(path) -> str:
+    """The kind of model a file holds (reads only its metadata)."""
+    header, _ = _read(Path(path), with_arrays=False)
+    return str(header.get("kind"))
+
+
+def load_model(path, kind: str, supported_versions) -> tuple[dict, dict]:
+    """Read a file written by :func:`save_model`; return ``(arrays, meta)``."""
+    path = Path(path)
+    header, arrays = _read(path, with_arrays=True)
     if header.get("kind") != kind:
         raise ModelFileError(f"{path}: holds a {header.get('kind')!r} model, expected {kind!r}")
     version = header.get("format_version")

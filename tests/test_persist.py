@@ -45,3 +45,13 @@ def test_truncated_file(tmp_path):
     path.write_bytes(path.read_bytes()[:500])
     with pytest.raises(ModelFileError):
         load_model(path, "toy", {1})
+
+
+def test_model_kind_reads_only_the_header(tmp_path):
+    from hardneg._persist import model_kind
+
+    save_model(tmp_path / "m.npz", "toy", 1, {"w": np.ones(3)}, {})
+    assert model_kind(tmp_path / "m.npz") == "toy"
+    (tmp_path / "bad.npz").write_bytes(b"nope")
+    with pytest.raises(ModelFileError, match="corrupt"):
+        model_kind(tmp_path / "bad.npz")

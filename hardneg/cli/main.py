@@ -13,7 +13,10 @@ import sys
 import typer
 
 from ._common import USER_ERRORS, err_console, setup_logging
+from .concept import app as concept_app
 from .datasets import app as datasets_app
+from .extract import app as extract_app
+from .hash import app as hash_app
 from .store import app as store_app
 
 app = typer.Typer(
@@ -26,6 +29,9 @@ app = typer.Typer(
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(store_app, name="store")
 # Method command groups register below (one line each).
+app.add_typer(concept_app, name="concept")
+app.add_typer(extract_app, name="extract")
+app.add_typer(hash_app, name="hash")
 
 
 @app.callback()

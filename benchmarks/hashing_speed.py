@@ -1,0 +1,108 @@
+"""Speed of TSVM hashing's parts against the plain baselines, measured in one process.
+
+  1. One RTSVM node (labeled + unlabeled, the settings TSVMHashing uses) vs scikit-learn's
+     LinearSVC on the same labeled data (10,000 x 1,024 dense by default).
+  2. Encoding 1,000 images: TSVMHashing.transform vs the plain matrix product X @ W.T.
+  3. Hamming search, k = 500 over 1,000,000 64-bit codes: HammingIndex.search vs FAISS
+     IndexBinaryFlat used directly.
+Timings are medians of repeats; ratios are against the baseline in the same run.
+
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/hashing_speed.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+
+import faiss
+import numpy as np
+from sklearn.svm import LinearSVC
+
+from hardneg.hashing import TSVMHashing
+from hardneg.index import HammingIndex
+from hardneg.svm import RampTSVM
+
+
+def best_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    n, d = (2000, 256) if args.quick else (10000, 1024)
+    n_codes = 100_000 if args.quick else 1_000_000
+    out = {"machine": {"processor": platform.processor(), "cpu_count": os.cpu_count(), "numpy": np.__version__,
+                       "faiss": faiss.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds")}}
+
+    # 1. one node: overlapping Gaussian classes along a random direction, unit-scale rows
+    direction = rng.normal(size=d)
+    direction /= np.linalg.norm(direction)
+    def sample(m):
+        y = np.where(rng.random(m) < 0.5, 1, -1)
+        X = rng.normal(size=(m, d)) / np.sqrt(d) + 0.15 * y[:, None] * direction
+        return X.astype(np.float32), y
+    XL, yL = sample(n)
+    XU, yU = sample(n)
+    RampTSVM(n_epochs=1, max_iter=1).fit(XL[:50], yL[:50], X_unlabeled=XU[:50])  # JIT compile outside the timing
+    t_svc = best_time(lambda: LinearSVC(dual=True, loss="hinge", C=1.0, random_state=0).fit(XL, yL), 3)
+    holder = {}
+    def fit_rtsvm():
+        holder["m"] = RampTSVM(C=1.0, n_epochs=3, max_iter=5, random_state=0).fit(XL, yL, X_unlabeled=XU)
+    t_rt = best_time(fit_rtsvm, 3)
+    svc = LinearSVC(dual=True, loss="hinge", C=1.0, random_state=0).fit(XL, yL)
+    out["node"] = {"shape": [n, d], "n_unlabeled": n, "linearsvc_s": t_svc, "rtsvm_s": t_rt, "ratio": t_rt / t_svc,
+                   "acc_unlabeled_rtsvm": float((holder["m"].predict(XU) == yU).mean()),
+                   "acc_unlabeled_linearsvc": float((svc.predict(XU) == yU).mean()),
+                   "rtsvm_cccp_iterations": int(holder["m"].n_iter_)}
+    print("node", out["node"], flush=True)
+
+    # 2. encoding: 1,000 MNIST-sized rows through a 256-bit model
+    h = TSVMHashing(n_bits=256, random_state=0)
+    h.coef_ = rng.normal(size=(256, 784)).astype(np.float32)
+    h.intercept_ = rng.normal(size=256).astype(np.float32)
+    h.n_features_in_, h.n_bits_ = 784, 256
+    X = rng.random((1000, 784), dtype=np.float32)
+    W = h.coef_
+    t_mat = best_time(lambda: X @ W.T, 30)
+    t_enc = best_time(lambda: h.transform(X), 30)
+    out["encoding"] = {"rows": 1000, "bits": 256, "matmul_s": t_mat, "transform_s": t_enc, "ratio": t_enc / t_mat}
+    print("encoding", out["encoding"], flush=True)
+
+    # 3. Hamming search
+    codes = rng.integers(0, 256, (n_codes, 8), dtype=np.uint8)
+    queries = rng.integers(0, 256, (200, 8), dtype=np.uint8)
+    raw = faiss.IndexBinaryFlat(64)
+    raw.add(codes)
+    ours = HammingIndex(64)
+    ours.add(codes, ids=np.arange(n_codes).astype(str))
+    ours.search(queries[:2], 500)
+    t_raw = best_time(lambda: raw.search(queries, 500), 3)
+    t_ours = best_time(lambda: ours.search(queries, 500), 3)
+    out["search"] = {"codes": n_codes, "bits": 64, "queries": 200, "k": 500, "faiss_qps": 200 / t_raw,
+                     "hammingindex_qps": 200 / t_ours, "ratio_qps": t_raw / t_ours}
+    print("search", out["search"], flush=True)
+
+    name = "hashing_speed_quick.json" if args.quick else "hashing_speed.json"
+    with open(os.path.join(os.path.dirname(__file__), "results", name), "w") as fh:
+        json.dump(out, fh, indent=2)
+    print("\n| measure | ours | baseline | ratio |\n|---|---|---|---|")
+    print(f"| RTSVM node vs LinearSVC ({n}x{d} + {n} unlabeled) | {t_rt:.2f} s | {t_svc:.2f} s | {t_rt / t_svc:.2f}x time |")
+    print(f"| encode 1,000 rows, 256 bits vs X @ W.T | {1e3 * t_enc:.2f} ms | {1e3 * t_mat:.2f} ms | {t_enc / t_mat:.2f}x time |")
+    print(f"| Hamming top-500 over {n_codes:,} codes vs FAISS | {200 / t_ours:.0f} q/s | {200 / t_raw:.0f} q/s | {t_raw / t_ours:.2f}x qps |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""``hardneg concept``: train a concept from a few positives, search a store with it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ._common import CLIError, console, task_progress
+
+app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
+
+_METHODS = ("bootstrap", "bagging", "random", "positives", "pooled")
+
+
+def _estimator(method: str, iterations: int, candidates: int | None, bins: int, seed: int):
+    from ..concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
+
+    if method == "bootstrap":
+        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, n_bins=bins, random_state=seed)
+    if method == "bagging":
+        return AsymmetricBagging(n_iter=iterations, n_bins=bins, random_state=seed)
+    if method == "random":
+        return RandomSampling(n_iter=iterations, n_bins=bins, random_state=seed)
+    if method == "positives":
+        return PositiveSampling(n_iter=iterations, n_bins=bins, random_state=seed)
+    if method == "pooled":
+        return PooledClassifier(n_bins=bins, random_state=seed)
+    raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
+
+
+@app.command("train")
+def train(
+    store_path: str = typer.Argument(..., help="FeatureStore holding positives and the tagged pool."),
+    concept: str = typer.Option(..., "--concept", "-c", help="Concept tag: items with it are the positives and never negatives."),
+    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
+    related: list[str] = typer.Option([], "--related", help="Related tags to exclude from the negatives (repeatable)."),
+    positives: int = typer.Option(100, "--positives", "-p", help="Use at most this many tagged items as B+ (random subset)."),
+    split: str | None = typer.Option("train", "--split", help="Take positives and pool from this split ('' for all rows)."),
+    method: str = typer.Option("bootstrap", "--method", help="bootstrap | bagging | random | positives | pooled"),
+    iterations: int = typer.Option(10, "--iterations", "-T", help="Number of meta classifiers T."),
+    candidates: int | None = typer.Option(None, "--candidates", "-m", help="Candidates scored per iteration (default 10 x |B+|)."),
+    bins: int = typer.Option(100, "--bins", "-q", help="Bins per dimension of the compressed model; 0 = exact tables."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+):
+    """Learn a concept classifier from tagged items of a store and save it compressed."""
+    from ..store import FeatureStore
+
+    store = FeatureStore.open(store_path)
+    split = split or None
+    pos_rows = store.select(tags=[concept], split=split)
+    if pos_rows.size == 0:
+        raise CLIError(f"no items tagged {concept!r}{f' in split {split!r}' if split else ''} in {store_path}")
+    rng = np.random.default_rng(seed)
+    if pos_rows.size > positives:
+        pos_rows = np.sort(rng.choice(pos_rows, size=positives, replace=False))
+    pool_rows = store.select(split=split) if split else None
+    est = _estimator(method, iterations, candidates, bins, seed)
+    n_iter = 1 if method == "pooled" else iterations
+    X_pos = store.take(pos_rows)
+    if hasattr(X_pos, "toarray"):
+        X_pos = X_pos.toarray()
+    with task_progress(f"training '{concept}' ({method})", n_iter) as advance:
+        est.fit(X_pos, store, exclude_tags=[concept], related_tags=related, pool_rows=pool_rows, progress=advance)
+    model = est.compress(None if bins == 0 else bins)
+    model.meta.update(concept=concept, store=str(store.path), positives=int(pos_rows.size))
+    model.save(out)
+    table = Table(title=f"concept '{concept}' -> {out}", show_header=True)
+    table.add_column("iteration")
+    table.add_column("support vectors")
+    table.add_column("most frequent tags of the selected negatives")
+    for rec, counts in zip(est.iterations_, est.negative_tag_counts(top=5)):
+        table.add_row(str(rec["iteration"]), str(rec["n_support"]), ", ".join(f"{t} ({n})" for t, n in counts) or "-")
+    console.print(table)
+
+
+@app.command("search")
+def search_cmd(
+    model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
+    store_path: str = typer.Argument(..., help="FeatureStore to search."),
+    k: int = typer.Option(20, "--k", "-k", help="Number of results."),
+    split: str | None = typer.Option(None, "--split", help="Search only this split."),
+    chunk_rows: int = typer.Option(16384, "--chunk-rows", help="Rows scored per block."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+):
+    """Rank every item of a store by a concept model and print the top k."""
+    from ..concept import load_concept, search
+    from ..store import FeatureStore
+
+    model = load_concept(model_path)
+    store = FeatureStore.open(store_path)
+    if store.dim != model.n_features_in_:
+        raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
+    rows = store.select(split=split) if split else None
+    total = len(store) if rows is None else int(rows.size)
+    with task_progress("searching", total) as advance:
+        res = search(model, store, k=min(k, total) if total else k, rows=rows, chunk_rows=chunk_rows, progress=advance)
+    paths = store.items.column("path")
+    results = [{"rank": i + 1, "id": res.ids[i], "score": float(res.scores[i]), "path": paths[int(r)].as_py()}
+               for i, r in enumerate(res.rows)]
+    if as_json:
+        typer.echo(json.dumps(results, indent=1))
+        return
+    table = Table(title=f"top {len(results)} for {model.meta.get('concept', model_path)!r}")
+    for col in ("rank", "id", "score", "path"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(str(r["rank"]), r["id"], f"{r['score']:.4f}", r["path"] or "")
+    console.print(table)

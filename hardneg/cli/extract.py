@@ -1,0 +1,178 @@
+"""``hardneg extract``: images (folders, lists, datasets) to FeatureStores."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from ._common import CLIError, console, task_progress
+
+app = typer.Typer(
+    help="Extract CNN or dense-SIFT bag-of-words features from images into a FeatureStore (resumable).",
+    no_args_is_help=True,
+)
+
+
+class Features(str, Enum):
+    cnn = "cnn"
+    dsift = "dsift"
+
+
+def _extractor(features: Features, *, input_size: int, l2: bool, threads: int | None, model: str | None, n_words: int,
+               tfidf: bool, sparse: bool | None, step: int, seed: int):
+    from ..features import BagOfWords, DenseSift, EfficientNetLite0, TorchExtractor
+
+    if features == Features.cnn:
+        if model is not None:
+            return TorchExtractor(model, input_size=input_size, l2_normalize=l2, num_threads=threads, name=Path(model).name)
+        return EfficientNetLite0(input_size=input_size, l2_normalize=l2, num_threads=threads)
+    return BagOfWords(
+        DenseSift(step=step), n_words=n_words, weighting="tfidf" if tfidf else "tf", normalize="l1", sparse=sparse, random_state=seed,
+    )
+
+
+def _report(summary) -> None:
+    console.print(
+        f"[green]{summary.store_path}[/green]: {summary.n_added:,} added, {summary.n_already:,} already there, "
+        f"{summary.n_failed:,} skipped of {summary.n_inputs:,} inputs ({summary.seconds:.1f}s)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if summary.failed:
+        console.print(f"[yellow]skipped {summary.n_failed} unreadable input(s):[/yellow]", highlight=False, soft_wrap=True)
+        for item_id, reason in summary.failed:
+            console.print(f"  {item_id}: {reason}", highlight=False, soft_wrap=True)
+
+
+_OPT_FEATURES = typer.Option(Features.cnn, "--features", "-f", help="cnn: EfficientNet-Lite0 1280-d; dsift: dense-SIFT bag of visual words.")
+_OPT_THREADS = typer.Option(None, "--threads", help="Torch threads for the CNN (default: torch's own).")
+
+
+@app.command("images")
+def images(
+    sources: list[str] = typer.Argument(None, help="Image folders or files. Ids are paths relative to each folder."),
+    out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
+    features: Features = _OPT_FEATURES,
+    list_file: str = typer.Option(None, "--list", help="Text file with one image path per line (relative to the file's folder)."),
+    labels_from_folders: bool = typer.Option(False, "--labels-from-folders", help="Label each image by its first sub-folder."),
+    input_size: int = typer.Option(224, "--input-size", help="CNN input side (a multiple of 32 for EfficientNet-Lite0)."),
+    l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
+    model: str = typer.Option(None, "--model", help="A TorchScript file to use instead of EfficientNet-Lite0."),
+    n_words: int = typer.Option(1024, "--n-words", help="Visual words (dsift); above 4,096 the store is sparse CSR."),
+    tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
+    step: int = typer.Option(8, "--step", help="Dense-SIFT grid step in pixels."),
+    n_fit_images: int = typer.Option(1000, "--fit-images", help="Images sampled to learn the codebook."),
+    batch_size: int = typer.Option(64, "--batch-size", help="Images per committed batch."),
+    threads: int = _OPT_THREADS,
+    seed: int = typer.Option(0, "--seed", help="Seed of the codebook sample and k-means."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild the store instead of resuming it."),
+):
+    """Extract features of image files (folders and/or a list) into a store; reruns skip what is done."""
+    from ..features import extract_to_store, list_image_files, resolve_images
+
+    sources = list(sources or [])
+    if not sources and list_file is None:
+        raise CLIError("give image folders/files or --list FILE")
+    paths: list[str] = []
+    ids: list[str] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir():
+            files = list_image_files(p)
+            paths += [str(f) for f in files]
+            prefix = "" if len(sources) == 1 else p.name.rstrip("/") + "/"
+            ids += [prefix + f.relative_to(p).as_posix() for f in files]
+        elif p.exists():
+            paths.append(str(p))
+            ids.append(p.as_posix())
+        else:
+            raise CLIError(f"{src}: no such file or folder")
+    if list_file is not None:
+        lf = Path(list_file)
+        if not lf.is_file():
+            raise CLIError(f"--list {list_file}: no such file")
+        for line in lf.read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                paths.append(str(lf.parent / line))
+                ids.append(line)
+    if not paths:
+        raise CLIError("no image files found in the given sources")
+    items = resolve_images(paths, ids=ids)
+    extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
+                           tfidf=tfidf, sparse=None, step=step, seed=seed)
+    with task_progress(f"extracting {features.value}", len(items)) as advance:
+        summary = extract_to_store(
+            paths, out, extractor, ids=ids, labels="folders" if labels_from_folders else None,
+            batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
+        )
+    _report(summary)
+
+
+@app.command("dataset")
+def dataset(
+    name: str = typer.Argument(..., help="A dataset with images: digits, faces, mnist5k, mnist, fashion-mnist (see `hardneg datasets list`)."),
+    out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
+    features: Features = _OPT_FEATURES,
+    input_size: int = typer.Option(96, "--input-size", help="CNN input side (small dataset images are upscaled)."),
+    l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
+    n_words: int = typer.Option(1024, "--n-words", help="Visual words (dsift)."),
+    tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
+    resize_to: int = typer.Option(64, "--sift-size", help="Dense SIFT: resize images to this square side first."),
+    step: int = typer.Option(4, "--step", help="Dense-SIFT grid step in pixels (after resizing)."),
+    batch_size: int = typer.Option(256, "--batch-size", help="Images per committed batch."),
+    threads: int = _OPT_THREADS,
+    seed: int = typer.Option(0, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild the store instead of resuming it."),
+):
+    """Extract features of a built-in dataset's images, with its labels and split."""
+    from ..datasets import load
+    from ..features import BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
+
+    ds = load(name)
+    if ds.images is None:
+        raise CLIError(f"dataset {name!r} has no images to extract features from")
+    images = ds.images
+    if images.dtype != np.uint8:
+        # e.g. digits hold 0-16 floats: scale by the dataset's maximum, not per image.
+        top = float(images.max()) or 1.0
+        images = np.clip(np.rint(images.astype(np.float64) * (255.0 / top)), 0, 255).astype(np.uint8)
+    if features == Features.cnn:
+        extractor = EfficientNetLite0(input_size=input_size, l2_normalize=l2, resize="stretch", num_threads=threads)
+    else:
+        extractor = BagOfWords(DenseSift(step=step, bin_sizes=(4, 6), resize_to=resize_to), n_words=n_words,
+                               weighting="tfidf" if tfidf else "tf", random_state=seed)
+    with task_progress(f"extracting {name} ({features.value})", len(ds.images)) as advance:
+        summary = extract_to_store(
+            images, out, extractor, labels=ds.y, split=None if ds.split is None else list(ds.split),
+            batch_size=batch_size, overwrite=overwrite, random_state=seed, progress=advance,
+            attrs={"dataset": name, "class_names": list(ds.class_names or [])},
+        )
+    _report(summary)
+
+
+@app.command("fashion-mnist")
+def fashion_mnist(
+    features: Features = _OPT_FEATURES,
+    out: str = typer.Option(None, "--out", "-o", help="Store folder (default: the cache, ~/.cache/hardneg/stores/fashion-mnist-<features>)."),
+    data: str = typer.Option(None, "--data", help="Folder with the four Fashion-MNIST IDX files (default: found automatically)."),
+    limit: int = typer.Option(None, "--limit", help="Only the first N images of each split (a trial run)."),
+    threads: int = _OPT_THREADS,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild instead of resuming."),
+):
+    """Build (or finish) the cached Fashion-MNIST store: all 70,000 images, labels, train/test split.
+
+    cnn: EfficientNet-Lite0 at 96x96, 1280-d (store `fashion-mnist-cnn`);
+    dsift: 1,024-word dense-SIFT l1 histograms (store `fashion-mnist-dsift1024`).
+    """
+    from ..features import build_fashion_mnist_store, fashion_mnist_store_path
+
+    target = Path(out) if out else fashion_mnist_store_path(features.value)
+    with task_progress(f"fashion-mnist ({features.value})", 70000 if limit is None else 2 * limit) as advance:
+        summary = build_fashion_mnist_store(
+            features.value, path=target, data_path=data, limit=limit, num_threads=threads, overwrite=overwrite, progress=advance,
+        )
+    _report(summary)

@@ -1,0 +1,37 @@
+"""Concept search from a few positives: Negative Bootstrap + Model Compression.
+
+Li, Snoek, Worring, Koelma & Smeulders, "Bootstrapping Visual Categorization
+with Relevant Negatives", IEEE Trans. Multimedia 15(4), 2013, with the
+baselines it is compared against and a chunked top-k search.
+
+Examples
+--------
+>>> import numpy as np
+>>> from hardneg.concept import NegativeBootstrap, search
+>>> rng = np.random.default_rng(0)
+>>> pos = rng.random((20, 8)) + np.r_[1.0, np.zeros(7)]
+>>> pool = rng.random((300, 8))
+>>> model = NegativeBootstrap(n_iter=4, random_state=0).fit(pos, pool).compress(n_bins=50)
+>>> hits = search(model, np.vstack([pool, pos]), k=5)
+>>> bool((hits.rows >= 300).all())
+True
+"""
+
+from hardneg.concept._baselines import AsymmetricBagging, PooledClassifier, PositiveSampling, RandomSampling
+from hardneg.concept._compressed import CompressedConcept, load_concept
+from hardneg.concept._ensemble import HIKEnsembleConcept
+from hardneg.concept._negative_bootstrap import NegativeBootstrap
+from hardneg.concept._search import SearchResult, search
+
+__all__ = [
+    "AsymmetricBagging",
+    "CompressedConcept",
+    "HIKEnsembleConcept",
+    "NegativeBootstrap",
+    "PooledClassifier",
+    "PositiveSampling",
+    "RandomSampling",
+    "SearchResult",
+    "load_concept",
+    "search",
+]

@@ -1,0 +1,126 @@
+"""The baselines Negative Bootstrap is compared with (Li et al. 2013, Section V).
+
+All share the HIK meta classifier, the pool handling and the estimator API
+of :class:`~hardneg.concept.NegativeBootstrap`, so a benchmark swaps one for
+another and nothing else changes.
+"""
+
+from __future__ import annotations
+
+from ._ensemble import HIKEnsembleConcept
+
+__all__ = ["AsymmetricBagging", "PooledClassifier", "PositiveSampling", "RandomSampling"]
+
+
+class RandomSampling(HIKEnsembleConcept):
+    """A fresh random negative set each iteration, no ensemble: G_t = g_t.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.concept import RandomSampling
+    >>> rng = np.random.default_rng(0)
+    >>> m = RandomSampling(n_iter=3, random_state=0).fit(rng.random((10, 4)) + 0.5, rng.random((100, 4)))
+    >>> len(m.member_support_)
+    3
+    """
+
+    _bootstrap = False
+    _average = False
+
+    def __init__(self, n_iter=10, n_bins=100, C=1.0, n_negatives=None, random_state=None):
+        self.n_iter = n_iter
+        self.n_bins = n_bins
+        self.C = C
+        self.n_negatives = n_negatives
+        self.random_state = random_state
+
+
+class AsymmetricBagging(HIKEnsembleConcept):
+    """Random negatives per iteration, all positives, uniform ensemble (Tao et al. 2006).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.concept import AsymmetricBagging
+    >>> rng = np.random.default_rng(0)
+    >>> m = AsymmetricBagging(n_iter=3, random_state=0).fit(rng.random((10, 4)) + 0.5, rng.random((100, 4)))
+    >>> m.weights_.tolist()
+    [0.3333333333333333, 0.3333333333333333, 0.3333333333333333]
+    """
+
+    _bootstrap = False
+    _average = True
+
+    def __init__(self, n_iter=10, n_bins=100, C=1.0, weights=None, n_negatives=None, random_state=None):
+        self.n_iter = n_iter
+        self.n_bins = n_bins
+        self.C = C
+        self.weights = weights
+        self.n_negatives = n_negatives
+        self.random_state = random_state
+
+
+class PositiveSampling(HIKEnsembleConcept):
+    """Bagging that samples the positives too: a random ``positive_fraction``
+    of B+ and as many random negatives per iteration, uniform ensemble.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.concept import PositiveSampling
+    >>> rng = np.random.default_rng(0)
+    >>> m = PositiveSampling(n_iter=3, random_state=0).fit(rng.random((10, 4)) + 0.5, rng.random((100, 4)))
+    >>> m.n_negatives_
+    5
+    """
+
+    _bootstrap = False
+    _average = True
+
+    def __init__(self, n_iter=10, positive_fraction=0.5, n_bins=100, C=1.0, random_state=None):
+        self.n_iter = n_iter
+        self.positive_fraction = positive_fraction
+        self.n_bins = n_bins
+        self.C = C
+        self.random_state = random_state
+
+    def _param(self, name, default):
+        if name == "n_negatives":  # as many negatives as sampled positives
+            return None
+        return super()._param(name, default)
+
+
+class PooledClassifier(HIKEnsembleConcept):
+    """One HIK SVM on B+ and all pooled negatives, with class-weighted costs.
+
+    Kernel SVM training is quadratic in the number of rows, so at most
+    ``max_negatives`` pool rows (a uniform random subset when the pool is
+    larger) are used; costs are weighted by inverse class frequency.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.concept import PooledClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> m = PooledClassifier(random_state=0).fit(rng.random((10, 4)) + 0.5, rng.random((100, 4)))
+    >>> m.n_negatives_
+    100
+    """
+
+    _bootstrap = False
+    _average = True
+
+    def __init__(self, C=1.0, class_weight="balanced", max_negatives=5000, n_bins=100, random_state=None):
+        self.C = C
+        self.class_weight = class_weight
+        self.max_negatives = max_negatives
+        self.n_bins = n_bins
+        self.random_state = random_state
+
+    def _param(self, name, default):
+        if name == "n_iter":
+            return 1
+        if name == "n_negatives":
+            return self.max_negatives
+        return super()._param(name, default)

@@ -1,0 +1,309 @@
+"""Visual-word codebooks (FAISS k-means) and bag-of-visual-words histograms.
+
+A codebook is ``K`` centroids learned by k-means on a sample of local
+descriptors; an image becomes the histogram of its descriptors' nearest
+centroids. The Negative Bootstrap paper uses ``K = 1024`` with
+l1-normalized dense histograms (the histogram-intersection kernel wants
+them); SOLIS uses 10K-1M words as sparse vectors, optionally weighted by
+TF-IDF, ``w_j = tf_j * idf_j`` with ``idf_j = log((1 + N) / (1 + df_j)) + 1``
+(the smoothed form, so a word seen in every sample image keeps weight 1).
+Document frequencies are counted on the images the codebook was learned
+from, so a single pass over the collection suffices.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._persist import load_model, save_model
+from .._validation import check_matrix, check_positive_int, check_random_state
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Codebook", "BagOfWords"]
+
+_KIND = "hardneg.Codebook"
+_VERSION = 1
+CODEBOOK_FILE = "codebook.npz"
+_HNSW_FROM = 16384  # beyond this many words exact assignment costs too much per descriptor
+
+
+def _require_faiss():
+    import faiss
+
+    return faiss
+
+
+class Codebook:
+    """Visual words: FAISS k-means centroids and nearest-centroid assignment.
+
+    Parameters
+    ----------
+    n_words : int
+        Number of visual words ``K`` (1,024 dense; 10K / 100K sparse).
+    n_iter : int
+        k-means iterations.
+    max_descriptors : int or None
+        Descriptors sampled for k-means (at most; all if fewer). Default:
+        ``100 * n_words``, at least 100,000 and at most 2,000,000 (k-means
+        costs ``O(max_descriptors * n_words)`` per iteration).
+    assign : {"auto", "exact", "hnsw"}
+        Nearest-centroid search: exact (``IndexFlatL2``) or approximate
+        (HNSW graph, 32 links); ``"auto"`` is exact up to 16,384 words.
+    random_state : int, Generator or None
+
+    Attributes
+    ----------
+    centroids_ : ndarray (n_words, d) float32
+    idf_ : ndarray (n_words,) float32
+        Inverse document frequencies from the fitting images (ones if
+        fitted on a plain descriptor matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> desc = np.vstack([rng.normal(c, 0.1, (50, 2)) for c in (0.0, 5.0)]).astype(np.float32)
+    >>> cb = Codebook(n_words=2, random_state=0).fit(desc)
+    >>> h = cb.histograms([desc[:50], desc[50:60]])
+    >>> np.allclose(h.sum(axis=1), 1.0), sorted(h[0].tolist())
+    (True, [0.0, 1.0])
+    """
+
+    def __init__(self, n_words: int = 1024, *, n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None):
+        self.n_words = n_words
+        self.n_iter = n_iter
+        self.max_descriptors = max_descriptors
+        self.assign = assign
+        self.random_state = random_state
+        self._index = None
+
+    def _check_params(self) -> None:
+        check_positive_int(self.n_words, "n_words")
+        check_positive_int(self.n_iter, "n_iter")
+        if self.max_descriptors is not None:
+            check_positive_int(self.max_descriptors, "max_descriptors")
+        if self.assign not in ("auto", "exact", "hnsw"):
+            raise ValueError(f"assign: expected 'auto', 'exact' or 'hnsw', got {self.assign!r}")
+
+    def fit(self, descriptors, random_state=None) -> Codebook:
+        """Learn the words from descriptors: one ``(n, d)`` array, or a list of per-image arrays.
+
+        A list also gives document frequencies for TF-IDF.
+        """
+        self._check_params()
+        faiss = _require_faiss()
+        rng = check_random_state(self.random_state if random_state is None else random_state)
+        per_image = isinstance(descriptors, (list, tuple))
+        if per_image:
+            sets = [s for s in (np.asarray(d, np.float32) for d in descriptors) if s.ndim == 2 and s.shape[0] > 0]
+            if not sets:
+                raise ValueError("descriptors: every image has zero descriptors")
+            X = check_matrix(np.vstack(sets), "descriptors")
+        else:
+            X = check_matrix(descriptors, "descriptors", min_rows=1)
+        if X.shape[0] < self.n_words:
+            raise ValueError(f"descriptors: {X.shape[0]} descriptors cannot make {self.n_words} words (need at least as many)")
+        cap = self.max_descriptors if self.max_descriptors is not None else min(max(100 * int(self.n_words), 100_000), 2_000_000)
+        if X.shape[0] > cap:
+            X = X[np.sort(rng.choice(X.shape[0], size=cap, replace=False))]
+        seed = int(rng.integers(0, 2**31 - 1))
+        km = faiss.Kmeans(
+            X.shape[1], int(self.n_words), niter=int(self.n_iter), seed=seed,
+            max_points_per_centroid=max(1, X.shape[0] // int(self.n_words) + 1), min_points_per_centroid=1, verbose=False,
+        )
+        km.train(np.ascontiguousarray(X, np.float32))
+        self.centroids_ = np.ascontiguousarray(km.centroids, np.float32)
+        self._index = None
+        if per_image:
+            df = np.zeros(self.n_words, np.int64)
+            for s in sets:
+                df[np.unique(self.predict(s))] += 1
+            n_docs = len(descriptors)
+        else:
+            df, n_docs = np.zeros(self.n_words, np.int64), 0
+        self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+        return self
+
+    # ------------------------------------------------------------------ assignment
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "centroids_"):
+            raise ValueError("this Codebook is not fitted yet: call fit() or Codebook.load()")
+
+    def _search_index(self):
+        if self._index is None:
+            faiss = _require_faiss()
+            k, d = self.centroids_.shape
+            use_hnsw = self.assign == "hnsw" or (self.assign == "auto" and k > _HNSW_FROM)
+            if use_hnsw:
+                index = faiss.IndexHNSWFlat(d, 32)
+                index.hnsw.efSearch = 64
+            else:
+                index = faiss.IndexFlatL2(d)
+            index.add(self.centroids_)
+            self._index = index
+        return self._index
+
+    def predict(self, descriptors) -> np.ndarray:
+        """Nearest word of each descriptor, int64 ``(n,)``."""
+        self._check_fitted()
+        X = check_matrix(descriptors, "descriptors", min_rows=0, n_features=self.centroids_.shape[1])
+        if X.shape[0] == 0:
+            return np.empty(0, np.int64)
+        _, idx = self._search_index().search(X, 1)
+        return idx[:, 0].astype(np.int64)
+
+    def counts(self, descriptor_sets) -> sp.csr_matrix:
+        """Word counts per image: CSR ``(n_images, n_words)`` float32 (one batched search)."""
+        self._check_fitted()
+        sets = list(descriptor_sets)
+        sets = [np.asarray(s, np.float32) for s in sets]
+        lengths = np.array([s.shape[0] if s.ndim == 2 else 0 for s in sets], np.int64)
+        nonempty = [s for s, n in zip(sets, lengths) if n]
+        words = self.predict(np.vstack(nonempty)) if nonempty else np.empty(0, np.int64)
+        rows = np.repeat(np.arange(len(sets)), lengths)
+        C = sp.csr_matrix((np.ones(words.size, np.float32), (rows, words)), shape=(len(sets), self.centroids_.shape[0]), dtype=np.float32)
+        C.sum_duplicates()
+        return C
+
+    def histograms(self, descriptor_sets, *, weighting: str = "tf", normalize: str | None = "l1", sparse: bool = False):
+        """Bag-of-words vectors per image.
+
+        Parameters
+        ----------
+        weighting : {"tf", "tfidf"}
+            Raw counts, or counts times ``idf_``.
+        normalize : {"l1", "l2", None}
+            Row normalization; an image without descriptors stays all-zero.
+        sparse : bool
+            Return CSR (for 10K+ words) instead of a dense float32 array.
+        """
+        if weighting not in ("tf", "tfidf"):
+            raise ValueError(f"weighting: expected 'tf' or 'tfidf', got {weighting!r}")
+        if normalize not in ("l1", "l2", None):
+            raise ValueError(f"normalize: expected 'l1', 'l2' or None, got {normalize!r}")
+        H = self.counts(descriptor_sets)
+        if weighting == "tfidf":
+            H = sp.csr_matrix(H.multiply(self.idf_[None, :]), dtype=np.float32)
+        if normalize is not None:
+            if normalize == "l1":
+                norms = np.asarray(abs(H).sum(axis=1)).ravel()
+            else:
+                norms = np.sqrt(np.asarray(H.multiply(H).sum(axis=1)).ravel())
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms, dtype=np.float64), where=norms > 0)
+            H = sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ H, dtype=np.float32)
+        return H if sparse else np.ascontiguousarray(H.toarray(), np.float32)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Path:
+        """Write the codebook to a portable ``.npz`` file (no pickle)."""
+        self._check_fitted()
+        meta = {"n_words": int(self.n_words), "n_iter": int(self.n_iter), "max_descriptors": self.max_descriptors, "assign": self.assign}
+        return save_model(path, _KIND, _VERSION, {"centroids": self.centroids_, "idf": self.idf_}, meta)
+
+    @classmethod
+    def load(cls, path) -> Codebook:
+        """Read a codebook written by :meth:`save`."""
+        arrays, meta = load_model(path, _KIND, {_VERSION})
+        try:
+            cb = cls(meta["n_words"], n_iter=meta["n_iter"], max_descriptors=meta["max_descriptors"], assign=meta["assign"])
+            centroids = np.ascontiguousarray(arrays["centroids"], np.float32)
+            idf = np.ascontiguousarray(arrays["idf"], np.float32)
+        except KeyError as exc:
+            raise ValueError(f"{path}: codebook file lacks {exc}") from None
+        if centroids.ndim != 2 or centroids.shape[0] != cb.n_words or idf.shape != (cb.n_words,):
+            raise ValueError(f"{path}: codebook arrays have inconsistent shapes {centroids.shape}, {idf.shape}")
+        cb.centroids_, cb.idf_ = centroids, idf
+        return cb
+
+
+class BagOfWords:
+    """An extractor: local descriptors -> codebook -> one histogram per image.
+
+    Parameters
+    ----------
+    descriptor : object with ``describe(images) -> list of (m, d) arrays`` and ``config()``
+        e.g. :class:`DenseSift`, or a CNN (:class:`EfficientNetLite0`), whose
+        ``describe`` gives the ``h x w`` grid of local feature vectors.
+    n_words : int
+        Codebook size.
+    weighting : {"tf", "tfidf"}
+    normalize : {"l1", "l2", None}
+    sparse : bool or None
+        Store CSR rows; default: sparse above 4,096 words.
+    n_iter, max_descriptors, assign, random_state
+        Passed to :class:`Codebook`.
+    codebook : Codebook, optional
+        A fitted codebook to use instead of learning one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.features import DenseSift
+    >>> imgs = list(np.random.default_rng(0).integers(0, 255, (4, 48, 48), dtype=np.uint8))
+    >>> bow = BagOfWords(DenseSift(step=8, bin_sizes=(4,)), n_words=8, random_state=0).fit_images(imgs)
+    >>> bow.transform(imgs).sum(axis=1).round(6).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+
+    def __init__(self, descriptor, *, n_words: int = 1024, weighting: str = "tf", normalize: str | None = "l1", sparse: bool | None = None,
+                 n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None, codebook: Codebook | None = None):
+        self.descriptor = descriptor
+        self.n_words = n_words
+        self.weighting = weighting
+        self.normalize = normalize
+        self.sparse = (n_words > 4096) if sparse is None else bool(sparse)
+        self.n_iter = n_iter
+        self.max_descriptors = max_descriptors
+        self.assign = assign
+        self.random_state = random_state
+        self.codebook = codebook
+
+    @property
+    def sift(self):
+        return self.descriptor
+
+    @property
+    def dim(self) -> int:
+        return int(self.n_words)
+
+    def config(self) -> dict:
+        return {
+            "extractor": "bow",
+            "descriptor": self.descriptor.config(),
+            "n_words": int(self.n_words),
+            "weighting": self.weighting,
+            "normalize": self.normalize,
+            "sparse": bool(self.sparse),
+        }
+
+    def is_fitted(self) -> bool:
+        return self.codebook is not None and hasattr(self.codebook, "centroids_")
+
+    def fit_images(self, images, random_state=None) -> BagOfWords:
+        """Learn the codebook (and document frequencies) from these images' descriptors."""
+        sets = self.descriptor.describe(images)
+        cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign, random_state=self.random_state)
+        self.codebook = cb.fit(sets, random_state=random_state if self.random_state is None else None)
+        if self.codebook.n_words != self.n_words:
+            raise ValueError("codebook: size mismatch")
+        return self
+
+    def transform(self, images):
+        """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``."""
+        if not self.is_fitted():
+            raise ValueError("BagOfWords has no codebook: call fit_images() or pass codebook=")
+        if self.codebook.centroids_.shape[0] != self.n_words:
+            raise ValueError(f"codebook: has {self.codebook.centroids_.shape[0]} words, expected n_words={self.n_words}")
+        return self.codebook.histograms(self.descriptor.describe(images), weighting=self.weighting, normalize=self.normalize, sparse=self.sparse)
+
+    def save_state(self, folder) -> None:
+        """Save the codebook inside the store folder, next to the vectors."""
+        self.codebook.save(Path(folder) / CODEBOOK_FILE)
+
+    def load_state(self, folder) -> None:
+        self.codebook = Codebook.load(Path(folder) / CODEBOOK_FILE)

@@ -1,0 +1,214 @@
+"""Reading images: from a folder, a list of paths or an in-memory array.
+
+Every image leaves this module as an ``uint8`` array: ``(H, W, 3)`` RGB for
+the CNN, or ``(H, W)`` grey for SIFT. Grey images are repeated to three
+channels, RGBA images are composited onto white (transparent pixels carry no
+colour, and white is how a viewer shows them), 16-bit and float images are
+rescaled. A file that cannot be decoded raises :class:`ImageReadError`, which
+the extraction pipeline catches, skips and lists.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageItem",
+    "ImageReadError",
+    "list_image_files",
+    "read_image",
+    "resolve_images",
+    "to_gray",
+    "to_rgb",
+]
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm"})
+
+
+class ImageReadError(ValueError):
+    """An image file is missing, corrupt, or not an image."""
+
+
+def _require_pil():
+    try:
+        from PIL import Image
+    except ImportError as exc:  # pragma: no cover - pillow is in both extras
+        raise ImportError("reading image files needs Pillow: pip install 'hardneg[cnn]' or 'hardneg[bow]'") from exc
+    return Image
+
+
+def to_rgb(image) -> np.ndarray:
+    """Convert one image array to ``uint8`` RGB ``(H, W, 3)``.
+
+    Accepts ``(H, W)`` grey, ``(H, W, 1)``, ``(H, W, 3)`` RGB and ``(H, W, 4)``
+    RGBA (composited onto white). Integer images wider than 8 bits are scaled
+    by their dtype's maximum; float images are taken as ``[0, 1]`` when their
+    maximum is at most 1, else as ``[0, 255]``.
+    """
+    a = np.asarray(image)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)):
+        raise ValueError(f"image: expected shape (H, W), (H, W, 1), (H, W, 3) or (H, W, 4), got {a.shape}")
+    if a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"image: empty image of shape {a.shape}")
+    a = _to_uint8(a)
+    if a.ndim == 2:
+        return np.repeat(a[:, :, None], 3, axis=2)
+    if a.shape[2] == 4:
+        alpha = a[:, :, 3:4].astype(np.float32) / 255.0
+        rgb = a[:, :, :3].astype(np.float32) * alpha + 255.0 * (1.0 - alpha)
+        return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(a)
+
+
+def to_gray(image) -> np.ndarray:
+    """Convert one image array to ``uint8`` grey ``(H, W)`` (ITU-R 601 luma, as PIL's ``L``)."""
+    a = np.asarray(image)
+    if a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 1):
+        return np.ascontiguousarray(_to_uint8(a.reshape(a.shape[0], a.shape[1])))
+    rgb = to_rgb(a).astype(np.float32)
+    grey = rgb[:, :, 0] * 0.299 + rgb[:, :, 1] * 0.587 + rgb[:, :, 2] * 0.114
+    return np.clip(np.rint(grey), 0, 255).astype(np.uint8)
+
+
+def _to_uint8(a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.uint8:
+        return a
+    if a.dtype == np.bool_:
+        return a.astype(np.uint8) * 255
+    if np.issubdtype(a.dtype, np.integer):
+        top = 65535.0 if a.dtype.itemsize >= 2 and a.max(initial=0) > 255 else 255.0
+        return np.clip(np.rint(a.astype(np.float64) * (255.0 / top)), 0, 255).astype(np.uint8)
+    if np.issubdtype(a.dtype, np.floating):
+        if not np.isfinite(a).all():
+            raise ValueError("image: contains NaN or infinity")
+        scale = 255.0 if a.max(initial=0.0) <= 1.0 else 1.0
+        return np.clip(np.rint(a.astype(np.float64) * scale), 0, 255).astype(np.uint8)
+    raise TypeError(f"image: unsupported dtype {a.dtype}")
+
+
+def read_image(path) -> np.ndarray:
+    """Decode an image file into ``uint8`` RGB ``(H, W, 3)``.
+
+    Raises
+    ------
+    ImageReadError
+        If the file is missing, truncated or not an image.
+    """
+    Image = _require_pil()
+    path = Path(path)
+    try:
+        with Image.open(path) as im:
+            im.load()  # decode now, so a truncated file fails here and not later
+            if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+                arr = np.asarray(im.convert("RGBA"))
+            elif im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+                arr = np.asarray(im)
+            else:
+                arr = np.asarray(im.convert("RGB"))
+    except FileNotFoundError:
+        raise ImageReadError(f"{path}: no such file") from None
+    except Exception as exc:  # PIL raises many types (UnidentifiedImageError, OSError, SyntaxError, ...)
+        raise ImageReadError(f"{path}: cannot decode ({type(exc).__name__}: {exc})") from None
+    try:
+        return to_rgb(arr)
+    except (ValueError, TypeError) as exc:
+        raise ImageReadError(f"{path}: {exc}") from None
+
+
+def list_image_files(folder, *, recursive: bool = True, extensions=IMAGE_EXTENSIONS) -> list[Path]:
+    """Files under ``folder`` whose extension marks an image, sorted by relative path.
+
+    Only the extension is checked: a corrupt file with an image extension is
+    listed and will be reported when it fails to decode.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{str(folder)!r} is not a folder")
+    exts = {e.lower() for e in extensions}
+    walker = folder.rglob("*") if recursive else folder.iterdir()
+    files = [p for p in walker if p.suffix.lower() in exts and p.is_file()]
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+@dataclass(frozen=True)
+class ImageItem:
+    """One image to extract: its store id, its path (if a file) and how to get its pixels."""
+
+    id: str
+    path: str | None
+    index: int  # position in the input, to look up labels and in-memory arrays
+    _array: object = None
+
+    def load(self) -> np.ndarray:
+        if self._array is not None:
+            return to_rgb(self._array)
+        return read_image(self.path)
+
+
+def resolve_images(source, *, ids: Sequence[str] | None = None, root=None, recursive: bool = True) -> list[ImageItem]:
+    """Turn a folder, a list of paths or an image array into :class:`ImageItem` s.
+
+    Parameters
+    ----------
+    source : str, Path, sequence of paths, ndarray or sequence of arrays
+        A folder (every image file under it, sorted), a list of image paths,
+        an array ``(N, H, W)`` / ``(N, H, W, C)``, or a list of image arrays.
+    ids : sequence of str, optional
+        Item ids. Defaults: the path relative to the folder (or to ``root``)
+        in POSIX form for files, and ``"0".."N-1"`` for arrays.
+    root : str or Path, optional
+        For a list of paths: ids are the paths relative to ``root``.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        folder = Path(source)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"source: {str(folder)!r} is not a folder (pass a list for single files)")
+        files = list_image_files(folder, recursive=recursive)
+        default_ids = [p.relative_to(folder).as_posix() for p in files]
+        items = [ImageItem(i, str(p), k) for k, (i, p) in enumerate(zip(default_ids, files))]
+    elif isinstance(source, np.ndarray):
+        if source.ndim not in (3, 4):
+            raise ValueError(f"source: an image array must be (N, H, W) or (N, H, W, C), got shape {source.shape}")
+        items = [ImageItem(str(k), None, k, source[k]) for k in range(source.shape[0])]
+    elif isinstance(source, Sequence):
+        items = []
+        root_path = Path(root).resolve() if root is not None else None
+        for k, entry in enumerate(source):
+            if isinstance(entry, (str, os.PathLike)):
+                p = Path(entry)
+                if root_path is not None:
+                    try:
+                        item_id = p.resolve().relative_to(root_path).as_posix()
+                    except ValueError:
+                        raise ValueError(f"source: {str(p)!r} is not under root {str(root_path)!r}") from None
+                else:
+                    item_id = p.as_posix()
+                items.append(ImageItem(item_id, str(p), k))
+            elif isinstance(entry, np.ndarray):
+                items.append(ImageItem(str(k), None, k, entry))
+            else:
+                raise TypeError(f"source[{k}]: expected a path or an image array, got {type(entry).__name__}")
+    else:
+        raise TypeError(f"source: expected a folder, a list of paths or an image array, got {type(source).__name__}")
+    if ids is not None:
+        ids = [str(i) for i in ids]
+        if len(ids) != len(items):
+            raise ValueError(f"ids: has {len(ids)} entries for {len(items)} images")
+        items = [ImageItem(i, it.path, it.index, it._array) for i, it in zip(ids, items)]
+    seen = set()
+    for it in items:
+        if it.id in seen:
+            raise ValueError(f"ids: duplicate id {it.id!r}")
+        seen.add(it.id)
+    return items

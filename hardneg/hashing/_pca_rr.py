@@ -1,0 +1,42 @@
+"""PCA-RR: PCA followed by a random orthogonal rotation (Jegou et al. 2010;
+the baseline of Gong & Lazebnik 2011), via FAISS."""
+
+from __future__ import annotations
+
+import faiss
+
+from hardneg.hashing._faiss_base import FaissChainHasher, lsh_stage
+
+__all__ = ["PCARRHasher"]
+
+
+class PCARRHasher(FaissChainHasher):
+    """Sign of randomly rotated PCA projections.
+
+    FAISS chain: ``PCAMatrix(d, n_bits)`` (centers) ->
+    ``RandomRotationMatrix(n_bits, n_bits)`` seeded from ``random_state`` ->
+    ``IndexLSH``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.hashing import PCARRHasher
+    >>> X = np.random.default_rng(0).normal(size=(200, 16))
+    >>> PCARRHasher(n_bits=8, random_state=0).fit(X).transform(X[:3]).shape
+    (3, 1)
+    """
+
+    _kind = "hash-pca-rr"
+
+    def __init__(self, n_bits=64, random_state=None):
+        self.n_bits = n_bits
+        self.random_state = random_state
+
+    def _build_index(self, d, n_bits, seed):
+        if n_bits > d:
+            raise ValueError(f"n_bits={n_bits}: PCA-RR needs n_bits <= the input dimension ({d})")
+        rot = faiss.RandomRotationMatrix(n_bits, n_bits)
+        rot.init(seed)
+        index = faiss.IndexPreTransform(rot, lsh_stage(n_bits))
+        index.prepend_transform(faiss.PCAMatrix(d, n_bits, 0.0, False))
+        return index

@@ -1,0 +1,255 @@
+"""Hashing with robust transductive SVMs on binary hierarchical trees (TSVMH-BHT).
+
+Cevikalp, Elmas & Ozkan, "Large-scale image retrieval using transductive
+support vector machines", CVIU 2017, Section 2.3.
+
+Each tree is a binary class hierarchy (Section 2.2, :mod:`._hierarchy`)
+built on a random subset of the labeled data. At each of its C - 1 internal
+nodes an RTSVM (:class:`hardneg.svm.RampTSVM`) separates the node's two class
+groups, trained on the labeled samples of those classes plus randomly chosen
+unlabeled samples. Eq. (12): bit k of a code is sign(w_k . x + b_k), so a
+tree gives C - 1 bits and ``ceil(n_bits / (C - 1))`` trees give the code (the
+last tree's surplus bits are dropped). The random subsets make the trees
+differ, as in a random forest.
+
+``mode="itq"``: the hyperplanes embed the data into n_trees * (C - 1)
+dimensions and PCA-ITQ turns that embedding into ``n_bits`` bits, for data
+sets with many classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from hardneg._validation import check_matrix, check_positive_int, check_random_state
+from hardneg.hashing._base import BaseHasher
+from hardneg.hashing._hierarchy import _indicator, build_hierarchy, class_similarity, convex_hull_distances
+from hardneg.hashing._itq import PCAITQHasher
+from hardneg.svm._ramp_tsvm import RampTSVM
+
+__all__ = ["TSVMHashing"]
+
+logger = logging.getLogger(__name__)
+
+_MODES = ("bits", "itq")
+
+
+class TSVMHashing(BaseHasher):
+    """Binary codes from RTSVM hyperplanes on binary hierarchical trees.
+
+    Parameters
+    ----------
+    n_bits : int
+        Code length; chooses the number of trees, ``ceil(n_bits / (C - 1))``.
+    mode : {"bits", "itq"}
+        ``"bits"``: the hyperplanes' signs are the bits (Eq. (12)).
+        ``"itq"``: embed with the hyperplanes, then PCA-ITQ to ``n_bits``.
+    n_trees : int, optional
+        Number of trees (``mode="itq"``: embedding size / (C - 1)); default
+        from ``n_bits``.
+    subsample : float in (0, 1]
+        Fraction of each class's labeled samples used by one tree.
+    n_unlabeled : int, optional
+        Unlabeled samples drawn at random for each node; default as many as
+        the node's labeled samples.
+    C, C_star, s, loss, n_epochs, max_iter
+        Passed to :class:`hardneg.svm.RampTSVM` at every node.
+    hull_method : {"svm", "qp"}
+        Convex-hull distance for the hierarchy (Eq. (9)).
+    hull_C : float
+        C of the nearly hard-margin SVM for ``hull_method="svm"``.
+    max_per_class : int
+        Samples per class used to measure hull distances.
+    normalize : bool
+        Center the features and scale them to unit mean row norm before
+        learning (the folded affine map is part of every hyperplane).
+    random_state : None, int or Generator
+
+    Attributes
+    ----------
+    coef_ : ndarray of float32, shape (n_hyperplanes, n_features)
+        Every tree's node hyperplanes, in the original feature space.
+    intercept_ : ndarray of float32, shape (n_hyperplanes,)
+    trees_ : ndarray of int8, shape (n_trees, C - 1, C)
+        Node membership of every tree (see :func:`build_hierarchy`).
+    classes_ : ndarray of the class labels (column indices for multi-hot y)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from hardneg.hashing import TSVMHashing
+    >>> X, y = load_digits(return_X_y=True)
+    >>> h = TSVMHashing(n_bits=18, random_state=0).fit(X[:600], y[:600], X_unlabeled=X[600:1200])
+    >>> h.transform(X[:4]).shape, h.trees_.shape
+    ((4, 3), (2, 9, 10))
+    """
+
+    _kind = "hash-tsvm-bht"
+    _fitted_attr = "coef_"
+
+    def __init__(
+        self, n_bits=64, mode="bits", n_trees=None, subsample=0.5, n_unlabeled=None, C=1.0, C_star=None, s=-0.2,
+        loss="ramp", n_epochs=3, max_iter=5, hull_method="svm", hull_C=100.0, max_per_class=200, normalize=True,
+        random_state=None,
+    ):
+        self.n_bits = n_bits
+        self.mode = mode
+        self.n_trees = n_trees
+        self.subsample = subsample
+        self.n_unlabeled = n_unlabeled
+        self.C = C
+        self.C_star = C_star
+        self.s = s
+        self.loss = loss
+        self.n_epochs = n_epochs
+        self.max_iter = max_iter
+        self.hull_method = hull_method
+        self.hull_C = hull_C
+        self.max_per_class = max_per_class
+        self.normalize = normalize
+        self.random_state = random_state
+
+    def _plan(self, n_classes):
+        n_bits = self._check_n_bits()
+        if self.mode not in _MODES:
+            raise ValueError(f"mode: expected one of {_MODES}, got {self.mode!r}")
+        if not (0 < self.subsample <= 1):
+            raise ValueError(f"subsample: must lie in (0, 1], got {self.subsample!r}")
+        per_tree = n_classes - 1
+        if self.n_trees is None:
+            n_trees = math.ceil(n_bits / per_tree)
+        else:
+            n_trees = check_positive_int(self.n_trees, "n_trees")
+            if n_trees * per_tree < n_bits:
+                raise ValueError(
+                    f"n_trees={n_trees}: {n_trees} trees of {per_tree} bits cannot give n_bits={n_bits}"
+                )
+        return n_bits, n_trees
+
+    def fit(self, X, y, X_unlabeled=None, progress=None):
+        """Learn the trees from labeled ``(X, y)`` and optional unlabeled data.
+
+        ``y`` holds one label per row, or a multi-hot (n_samples, n_classes)
+        matrix for multi-label data. ``progress(n)`` is called after every node.
+        """
+        X = self._check_X(X, fitting=True)
+        classes, Y = _indicator(y, X.shape[0])
+        if classes.size < 2:
+            raise ValueError(f"y: needs at least 2 classes, got {classes.size}")
+        if (Y.sum(axis=0) == 0).any():
+            raise ValueError("y: every class of the multi-hot matrix needs at least one sample")
+        n_bits, n_trees = self._plan(classes.size)
+        d = X.shape[1]
+        XU = None if X_unlabeled is None else check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d)
+        rng = check_random_state(self.random_state)
+
+        # the affine normalization, folded into the hyperplanes at the end
+        pool = X if XU is None or XU.shape[0] == 0 else np.vstack([X, XU[: 4 * X.shape[0]]])
+        if self.normalize:
+            mean = pool.mean(axis=0, dtype=np.float64)
+            scale = 1.0 / max(float(np.linalg.norm(pool - mean, axis=1).mean()), 1e-12)
+        else:
+            mean, scale = np.zeros(d), 1.0
+        Xn = ((X - mean) * scale).astype(np.float32)
+        XUn = None if XU is None or XU.shape[0] == 0 else ((XU - mean) * scale).astype(np.float32)
+
+        # per-tree seeds spawned from one draw: a longer code extends a shorter one
+        tree_seeds = np.random.SeedSequence(int(rng.integers(0, 2**63 - 1))).spawn(n_trees)
+        planes, biases, trees = [], [], []
+        for seed in tree_seeds:
+            w, b, nodes = self._fit_tree(Xn, Y, XUn, np.random.default_rng(seed), progress)
+            planes.append(w)
+            biases.append(b)
+            trees.append(nodes)
+        W = np.vstack(planes)
+        bias = np.concatenate(biases)
+        # f(x) = w . ((x - mean) * scale) + b = (scale w) . x + (b - scale w . mean)
+        self.coef_ = np.ascontiguousarray(W * scale, dtype=np.float32)
+        self.intercept_ = (bias - scale * (W @ mean)).astype(np.float32)
+        self.trees_ = np.stack(trees)
+        self.classes_ = classes
+        self.n_features_in_ = d
+        if self.mode == "itq":
+            embedded = self._project(X if XUn is None else np.vstack([X, XU]))
+            self.itq_ = PCAITQHasher(n_bits=n_bits, random_state=int(rng.integers(0, 2**31 - 1))).fit(embedded)
+        self.n_bits_ = n_bits
+        return self
+
+    def _fit_tree(self, X, Y, XU, rng, progress):
+        # a random subset of every class's labeled samples: the trees' diversity
+        rows = []
+        for c in range(Y.shape[1]):
+            members = np.flatnonzero(Y[:, c])
+            take = max(1, int(round(self.subsample * members.size)))
+            rows.append(rng.choice(members, take, replace=False))
+        rows = np.unique(np.concatenate(rows))
+        Xs, Ys = X[rows], Y[rows]
+        D = convex_hull_distances(
+            Xs, Ys, method=self.hull_method, C=self.hull_C, max_per_class=self.max_per_class, random_state=rng
+        )
+        nodes = build_hierarchy(class_similarity(D))
+        W = np.zeros((nodes.shape[0], X.shape[1]))
+        b = np.zeros(nodes.shape[0])
+        for k, row in enumerate(nodes):
+            pos = Ys[:, row > 0].any(axis=1)
+            neg = Ys[:, row < 0].any(axis=1)
+            # samples tagged on both sides of a multi-label split are ambiguous: leave them out
+            keep = pos ^ neg
+            Xk = Xs[keep]
+            yk = np.where(pos[keep], 1, -1)
+            XUk = None
+            if XU is not None:
+                n_u = min(XU.shape[0], self.n_unlabeled if self.n_unlabeled is not None else Xk.shape[0])
+                XUk = XU[np.sort(rng.choice(XU.shape[0], n_u, replace=False))] if n_u > 0 else None
+            svm = RampTSVM(
+                C=self.C, C_star=self.C_star, s=self.s, loss=self.loss, n_epochs=self.n_epochs,
+                max_iter=self.max_iter, random_state=rng,
+            ).fit(Xk, yk, X_unlabeled=XUk)
+            W[k], b[k] = svm.coef_, svm.intercept_
+            if progress is not None:
+                progress(1)
+        return W, b, nodes
+
+    def _project(self, X):
+        return X @ self.coef_.T + self.intercept_
+
+    def embed(self, X):
+        """Real-valued projections: the hyperplanes' outputs (``mode="bits"``,
+        the first ``n_bits`` of them) or the ITQ-rotated embedding (``mode="itq"``)."""
+        X = self._check_X(X)
+        if self.mode == "itq":
+            return self.itq_.embed(self._project(X))
+        return X @ self.coef_[: self.n_bits_].T + self.intercept_[: self.n_bits_]
+
+    def transform(self, X):
+        X = self._check_X(X)
+        if self.mode == "itq":
+            return self.itq_.transform(self._project(X))
+        return np.packbits(X @ self.coef_[: self.n_bits_].T > -self.intercept_[: self.n_bits_], axis=1)
+
+    def _to_arrays(self):
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "trees": self.trees_, "classes": self.classes_}
+        if self.mode == "itq":
+            arrays["itq_index"] = self.itq_._to_arrays()["faiss_index"]
+        return arrays
+
+    def _meta(self):
+        return {"itq_features": int(self.coef_.shape[0])} if self.mode == "itq" else {}
+
+    def _from_arrays(self, arrays, meta):
+        self.coef_ = np.ascontiguousarray(arrays["coef"], dtype=np.float32)
+        self.intercept_ = np.ascontiguousarray(arrays["intercept"], dtype=np.float32)
+        self.trees_ = arrays["trees"].astype(np.int8)
+        self.classes_ = arrays["classes"]
+        if self.coef_.ndim != 2 or self.coef_.shape[1] != self.n_features_in_ or self.intercept_.shape != (self.coef_.shape[0],):
+            raise ValueError(f"hyperplanes of shape {self.coef_.shape} / {self.intercept_.shape} do not fit the model")
+        if self.mode == "itq":
+            itq = PCAITQHasher(n_bits=self.n_bits_)
+            itq.n_bits_, itq.n_features_in_ = self.n_bits_, int(meta["itq_features"])
+            itq._from_arrays({"faiss_index": arrays["itq_index"]}, {})
+            self.itq_ = itq
+        elif self.coef_.shape[0] < self.n_bits_:
+            raise ValueError(f"{self.coef_.shape[0]} hyperplanes cannot give {self.n_bits_} bits")

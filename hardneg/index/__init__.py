@@ -1,0 +1,15 @@
+"""Search indexes over encoded collections.
+
+Examples
+--------
+>>> import numpy as np
+>>> from hardneg.index import HammingIndex
+>>> index = HammingIndex(16)
+>>> index.add(np.zeros((3, 2), np.uint8))
+>>> index.search(np.zeros((1, 2), np.uint8), k=2)[1].tolist()
+[[0, 0]]
+"""
+
+from hardneg.index._hamming import HammingIndex
+
+__all__ = ["HammingIndex"]

@@ -1,0 +1,167 @@
+"""A persistent Hamming index over packed binary codes (FAISS ``IndexBinaryFlat``).
+
+The codes live in a FAISS binary index file (``faiss.write_index_binary``);
+the item ids (e.g. a FeatureStore's ids) and a description of the codes live
+in a sidecar ``<path>.ids.npz`` written through ``hardneg._persist``. Both are
+written to temporary files first and renamed, the index file last, and the
+sidecar records the index file's size and code count, so a torn pair is
+detected on load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from hardneg._persist import ModelFileError, load_model, save_model
+from hardneg._validation import check_k, check_positive_int
+
+__all__ = ["HammingIndex"]
+
+logger = logging.getLogger(__name__)
+
+_KIND = "hamming-index"
+_VERSION = 1
+
+
+def _check_codes(codes, n_bytes: int | None, name: str) -> np.ndarray:
+    if codes is None or isinstance(codes, (str, bytes)):
+        raise TypeError(f"{name}: expected a 2-D uint8 array of packed codes, got {type(codes).__name__}")
+    codes = np.asarray(codes)
+    if codes.dtype != np.uint8:
+        raise TypeError(f"{name}: expected packed codes of dtype uint8, got {codes.dtype} (shape {codes.shape})")
+    if codes.ndim != 2:
+        raise ValueError(f"{name}: expected shape (n_codes, n_bytes), got {codes.shape}")
+    if n_bytes is not None and codes.shape[1] != n_bytes:
+        raise ValueError(f"{name}: has {codes.shape[1]} bytes per code but the index holds {n_bytes}-byte codes")
+    return np.ascontiguousarray(codes)
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".ids.npz")
+
+
+class HammingIndex:
+    """Exact top-k Hamming search over packed codes, with item ids.
+
+    Parameters
+    ----------
+    n_bits : int
+        Code length; codes are ``ceil(n_bits / 8)`` bytes (padding bits must
+        be equal, e.g. zero, as ``np.packbits`` writes them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.index import HammingIndex
+    >>> codes = np.packbits(np.eye(8, dtype=bool), axis=1)
+    >>> index = HammingIndex(8)
+    >>> index.add(codes, ids=[f"img{i}" for i in range(8)])
+    >>> ids, dist = index.search(codes[:1], k=2)
+    >>> str(ids[0, 0]), int(dist[0, 0]), int(dist[0, 1])
+    ('img0', 0, 2)
+    """
+
+    def __init__(self, n_bits: int, meta: dict | None = None):
+        self.n_bits = check_positive_int(n_bits, "n_bits")
+        self.n_bytes = (self.n_bits + 7) // 8
+        self.meta = dict(meta or {})
+        self._index = faiss.IndexBinaryFlat(8 * self.n_bytes)
+        self._ids: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def ids(self) -> np.ndarray:
+        if len(self._ids) > 1:
+            self._ids = [np.concatenate(self._ids)]
+        return self._ids[0] if self._ids else np.zeros(0, dtype=str)
+
+    def add(self, codes, ids=None) -> None:
+        """Append codes; ``ids`` default to their row numbers as strings."""
+        codes = _check_codes(codes, self.n_bytes, "codes")
+        if ids is None:
+            ids = np.arange(len(self), len(self) + codes.shape[0]).astype(str)
+        ids = np.asarray(ids).astype(str)
+        if ids.shape != (codes.shape[0],):
+            raise ValueError(f"ids: expected {codes.shape[0]} ids, got shape {ids.shape}")
+        if codes.shape[0]:
+            self._index.add(codes)
+            self._ids.append(ids)
+
+    def rank(self, query_codes, k: int):
+        """Top-``k`` rows: ``(rows int64 (n, k), distances int32 (n, k))``, nearest first."""
+        if len(self) == 0:
+            raise ValueError("the index is empty; add codes first")
+        k = check_k(k, len(self))
+        q = _check_codes(query_codes, self.n_bytes, "query_codes")
+        dist, rows = self._index.search(q, k)
+        return rows.astype(np.int64, copy=False), dist
+
+    def search(self, query_codes, k: int):
+        """Top-``k`` items: ``(ids (n, k), distances int32 (n, k))``."""
+        rows, dist = self.rank(query_codes, k)
+        return self.ids[rows], dist
+
+    def codes(self) -> np.ndarray:
+        """All stored codes, shape (n, n_bytes)."""
+        return faiss.vector_to_array(self._index.xb).reshape(len(self), self.n_bytes)
+
+    # persistence ---------------------------------------------------------
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            faiss.write_index_binary(self._index, tmp)
+            size = os.path.getsize(tmp)
+            meta = {"n_bits": self.n_bits, "ntotal": len(self), "index_bytes": size, "meta": self.meta}
+            save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path) -> HammingIndex:
+        path = Path(path)
+        if not path.is_file():
+            raise ModelFileError(f"index file {str(path)!r} does not exist")
+        arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,))
+        if os.path.getsize(path) != meta.get("index_bytes"):
+            raise ModelFileError(f"{path}: index file and its id sidecar do not match (interrupted write?)")
+        try:
+            index = faiss.read_index_binary(str(path))
+        except RuntimeError as exc:
+            raise ModelFileError(f"{path}: corrupt FAISS binary index ({str(exc).splitlines()[0]})") from None
+        out = cls(int(meta["n_bits"]), meta.get("meta"))
+        if index.d != 8 * out.n_bytes or index.ntotal != meta["ntotal"] or arrays["ids"].shape != (index.ntotal,):
+            raise ModelFileError(f"{path}: index holds {index.ntotal} codes of {index.d} bits, sidecar disagrees")
+        out._index = index
+        out._ids = [arrays["ids"].astype(str)]
+        return out
+
+    @classmethod
+    def from_store(cls, store, hasher, *, chunk_rows: int = 8192, progress=None) -> HammingIndex:
+        """Encode every row of a FeatureStore with a fitted hasher and index it
+        (reads the store in chunks; ``progress(n_rows)`` after each)."""
+        n_bits = int(hasher.n_bits_)
+        index = cls(n_bits, {"hasher": type(hasher).__name__, "store": str(getattr(store, "path", ""))})
+        ids = store.ids()
+        for first, block in store.iter_chunks(chunk_rows):
+            if hasattr(block, "toarray"):
+                block = block.toarray()
+            codes = hasher.transform(block)
+            index.add(codes, ids[first : first + block.shape[0]])
+            if progress is not None:
+                progress(block.shape[0])
+        logger.info("indexed %d codes of %d bits", len(index), n_bits)
+        return index

@@ -1,0 +1,139 @@
+"""A negative pool: an in-memory array or a FeatureStore, with tag exclusion.
+
+The pool is read by row index (``take``) and in chunks (``iter_chunks``);
+nothing loads a whole store. Items tagged with the concept, or with related
+tags the user supplies, are excluded before any sampling (Li et al. 2013,
+Section III-A: the pool holds user-tagged images, and images tagged with the
+concept are likely positives).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from hardneg._validation import check_matrix
+
+__all__ = ["NegativePool"]
+
+
+def _is_store(obj) -> bool:
+    return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")
+
+
+class NegativePool:
+    """Rows that may serve as negatives.
+
+    Parameters
+    ----------
+    data : array-like (n, d) or FeatureStore
+        Non-negative features. A store is read in chunks and by ``take``.
+    tags : sequence of (list of str), optional
+        Tags per row for an array pool (a store carries its own tags).
+    exclude_tags : iterable of str, optional
+        Rows carrying any of these tags are never sampled.
+    rows : array of int, optional
+        Restrict the pool to these rows (e.g. a training split).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.negatives import NegativePool
+    >>> pool = NegativePool(np.eye(3), tags=[["cat"], ["dog"], []], exclude_tags=["cat"])
+    >>> pool.allowed.tolist()
+    [1, 2]
+    """
+
+    def __init__(self, data, *, tags=None, exclude_tags=None, rows=None):
+        self.is_store = _is_store(data)
+        if self.is_store:
+            self._store = data
+            self.n_rows, self.dim = len(data), data.dim
+            if tags is not None:
+                raise ValueError("tags: a FeatureStore pool carries its own tags; do not pass tags")
+            self._array = None
+        else:
+            self._array = check_matrix(data, "pool", non_negative=True)
+            self.n_rows, self.dim = self._array.shape
+            if tags is not None:
+                tags = list(tags)
+                if len(tags) != self.n_rows:
+                    raise ValueError(f"pool_tags: has {len(tags)} entries for {self.n_rows} pool rows")
+                tags = [[] if t is None else [t] if isinstance(t, str) else [str(x) for x in t] for t in tags]
+        self._tags = tags
+        allowed = np.zeros(self.n_rows, dtype=bool)
+        if rows is None:
+            allowed[:] = True
+        else:
+            rows = np.asarray(rows)
+            if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+                raise TypeError(f"pool_rows: expected a 1-D array of row indices, got shape {rows.shape} dtype {rows.dtype}")
+            if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows):
+                raise IndexError(f"pool_rows: out of range for a pool of {self.n_rows} rows")
+            allowed[rows] = True
+        self.exclude_tags = sorted({str(t) for t in ([exclude_tags] if isinstance(exclude_tags, str) else (exclude_tags or []))})
+        if self.exclude_tags:
+            allowed &= ~self._tag_mask(self.exclude_tags)
+        self.allowed = np.flatnonzero(allowed)
+        if self.allowed.size == 0:
+            raise ValueError(f"pool: no rows left to sample negatives from after excluding tags {self.exclude_tags}")
+
+    def _tag_mask(self, tags) -> np.ndarray:
+        if self.is_store:
+            mask = np.zeros(self.n_rows, dtype=bool)
+            mask[self._store.select(tags=list(tags))] = True
+            return mask
+        if self._tags is None:
+            return np.zeros(self.n_rows, dtype=bool)
+        wanted = set(tags)
+        return np.fromiter((bool(wanted.intersection(t)) for t in self._tags), dtype=bool, count=self.n_rows)
+
+    @property
+    def n_allowed(self) -> int:
+        return int(self.allowed.size)
+
+    def take(self, rows) -> np.ndarray:
+        """Dense float32 rows (sparse store rows are densified: the kernel needs them dense)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not self.is_store:
+            return self._array[rows]
+        block = self._store.take(rows)
+        if sp.issparse(block):
+            block = block.toarray()
+        return check_matrix(block, "pool rows", non_negative=True, min_rows=0)
+
+    def tags_of(self, rows) -> list[list[str]]:
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.is_store:
+            col = self._store.items.column("tags")
+            return [col[int(r)].as_py() or [] for r in rows]
+        if self._tags is None:
+            return [[] for _ in rows]
+        return [list(self._tags[int(r)]) for r in rows]
+
+    def ids_of(self, rows) -> list[str]:
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.is_store:
+            col = self._store.items.column("id")
+            return [col[int(r)].as_py() for r in rows]
+        return [str(int(r)) for r in rows]
+
+    def iter_chunks(self, rows: int = 65536):
+        if self.is_store:
+            for lo, block in self._store.iter_chunks(rows):
+                yield lo, (block.toarray() if sp.issparse(block) else np.asarray(block))
+        else:
+            for lo in range(0, self.n_rows, rows):
+                yield lo, self._array[lo : lo + rows]
+
+    def feature_max(self) -> np.ndarray:
+        """Per-dimension maximum over the whole pool (one chunked pass for a store)."""
+        if not self.is_store:
+            return self._array.max(axis=0)
+        out = np.zeros(self.dim, dtype=np.float32)
+        for _, block in self.iter_chunks():
+            if block.shape[0]:
+                np.maximum(out, block.max(axis=0), out=out)
+        if out.size and out.min() < 0:
+            raise ValueError("pool: contains negative values; the histogram-intersection kernel needs non-negative features")
+        return out

@@ -1,0 +1,31 @@
+"""Shared SVM solvers: HIK kernel SVM and its compressed lookup tables.
+
+Examples
+--------
+>>> import numpy as np
+>>> from hardneg.svm import HIKSVC, compress_hik
+>>> rng = np.random.default_rng(0)
+>>> X = rng.random((40, 6)); y = (X[:, 0] > 0.5).astype(int)
+>>> clf = HIKSVC().fit(X, y)
+>>> table = compress_hik(clf.support_vectors_, clf.dual_coef_, clf.intercept_, n_bins=None)
+>>> bool(np.allclose(table.decision_function(X), clf.decision_function(X), atol=1e-4))
+True
+"""
+
+from hardneg.svm._hik import HIKSVC, fit_hik_svm_gram, hik_gram
+from hardneg.svm._hik_tables import HIKBinTable, HIKExactTable, compress_hik, merge_hik_ensemble
+from hardneg.svm._linear import LinearSVM, fit_linear_svm
+from hardneg.svm._ramp_tsvm import RampTSVM
+
+__all__ = [
+    "HIKBinTable",
+    "HIKExactTable",
+    "HIKSVC",
+    "LinearSVM",
+    "RampTSVM",
+    "compress_hik",
+    "fit_hik_svm_gram",
+    "fit_linear_svm",
+    "hik_gram",
+    "merge_hik_ensemble",
+]

@@ -1,0 +1,426 @@
+"""Model Compression for HIK SVM ensembles: per-dimension lookup tables.
+
+Li et al. (IEEE TMM 2013), Section IV, Eq. (11)-(16). An ensemble of HIK
+SVMs averaged with weights lambda_t (Eq. (9)/(10)) is itself one kernel
+expansion over the union of the support vectors x̄_1..x̄_M, Eq. (11)-(12):
+
+    G(x) = b0 + sum_j a_j K(x, x̄_j) = b0 + sum_i H_i(x(i)),            Eq. (13)
+    H_i(z) = sum_j a_j min(z, x̄_j(i)),                                  Eq. (14)
+
+so scoring costs d one-dimensional functions, whatever the number of meta
+classifiers. With the values of dimension i sorted, x̄_(1)(i) <= ... <=
+x̄_(M)(i), H_i is piecewise linear, Eq. (15):
+
+    H_i(z) = sum_{l: x̄_(l)(i) < z} a_l x̄_(l)(i) + z * sum_{l: x̄_(l)(i) >= z} a_l
+
+``HIKExactTable`` stores the two cumulative sums and finds the segment by
+binary search (exact, O(d log M) per image). ``HIKBinTable`` samples H_i at
+q + 1 uniformly spaced points of [x̄_(1)(i), x̄_(M)(i)] (a d x (q+1) table,
+Eq. (16)) and interpolates linearly between them: O(d) per image,
+independent of M and of the ensemble size. Outside that range H_i is
+linear, as in the paper: below x̄_(1)(i) every min picks z, so
+H_i(z) = z * sum_l a_l; above x̄_(M)(i) every min picks the support value, so
+H_i is the constant H_i(x̄_(M)(i)). Both cases are exact.
+
+Interpolating a piecewise-linear function whose slope changes by a_l at each
+support value errs by at most delta / 4 * (sum of |a_l| inside the bin) in
+that bin (delta = bin width); ``error_bound`` is the sum over dimensions of
+the worst bin, a bound on |approximate - exact| for any input.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from hardneg._validation import check_matrix
+
+__all__ = ["HIKBinTable", "HIKExactTable", "compress_hik", "merge_hik_ensemble"]
+
+
+# --------------------------------------------------------------------------- kernels
+@numba.njit(parallel=True, cache=True)
+def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover - compiled
+    n, d = X.shape
+    M = V.shape[1]
+    for r in numba.prange(n):
+        s = 0.0
+        for i in range(d):
+            z = X[r, i]
+            lo = 0
+            hi = M
+            while lo < hi:  # lo = number of sorted support values < z
+                mid = (lo + hi) >> 1
+                if V[i, mid] < z:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            s += A[i, lo] + z * B[i, lo]  # Eq. (15)
+        out[r] = s + intercept
+
+
+def _score_bins_py(X, lo, hi, inv_delta, table, below, above, q, out):  # pragma: no cover - compiled
+    n, d = X.shape
+    stride = 2 * (q + 1)
+    zero = np.float32(0.0)
+    for r in numba.prange(n):
+        s = np.float32(0.0)
+        for i in range(d):
+            z = X[r, i]
+            # Branch-free: clamp into the grid, interpolate, then add the exact
+            # linear pieces outside it (slope ``below`` under lo, ``above`` over hi).
+            zc = min(max(z, lo[i]), hi[i])
+            t = (zc - lo[i]) * inv_delta[i]
+            k = min(np.int32(t), q - 1)
+            # table holds (H_i at node k, H_i(node k+1) - H_i(node k)) side by side: one cache line
+            base = i * stride + 2 * k
+            s += table[base] + (t - np.float32(k)) * table[base + 1] + min(z - lo[i], zero) * below[i] + max(z - hi[i], zero) * above[i]
+        out[r] = s
+
+
+# Threaded for big blocks, single-threaded for small ones (see hardneg.svm._hik).
+_score_bins_par = numba.njit(parallel=True, fastmath=True)(_score_bins_py)
+_score_bins_ser = numba.njit(fastmath=True)(_score_bins_py)
+_PARALLEL_MIN_OPS = 1 << 22
+
+
+@numba.njit(cache=True)
+def _eval_sorted(V, A, B, Z, out):  # pragma: no cover - compiled
+    """H_i at points Z[i, :] from the sorted tables (exact, Eq. (15))."""
+    d, M = V.shape
+    for i in range(d):
+        for c in range(Z.shape[1]):
+            z = Z[i, c]
+            lo = 0
+            hi = M
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if V[i, mid] < z:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[i, c] = A[i, lo] + z * B[i, lo]
+
+
+def _grid_values_py(sv, coef, lo, hi, q, values, below, above):  # pragma: no cover - compiled
+    """H_i at the q + 1 nodes of a fixed grid without sorting: O(M d + q d).
+
+    A support value v adds a * node to the nodes at or below v and a * v to
+    the nodes above it (Eq. (14)), so two histograms over the node index and
+    a prefix / suffix sum give every node's value exactly.
+    """
+    M, d = sv.shape
+    for i in numba.prange(d):
+        slope = np.zeros(q + 2)
+        const = np.zeros(q + 2)
+        width = hi[i] - lo[i]
+        b_sum = 0.0
+        a_sum = 0.0
+        for j in range(M):
+            v = sv[j, i]
+            a = coef[j]
+            if v >= lo[i]:
+                b_sum += a
+            if v > hi[i]:
+                a_sum += a
+            # c = number of nodes lo + k * width / q that are <= v
+            if v < lo[i]:
+                c = 0
+            elif v >= hi[i]:
+                c = q + 1
+            else:
+                c = int((v - lo[i]) / width * q) + 1 if width > 0 else q + 1
+                if c > q:
+                    c = q
+            slope[c] += a
+            const[c] += a * v
+        s_suffix = 0.0
+        for c in range(q + 1, -1, -1):
+            s_suffix += slope[c]
+            slope[c] = s_suffix  # now: sum of a with node-count >= c
+        c_prefix = 0.0
+        for k in range(q + 1):
+            c_prefix += const[k]  # supports whose node-count <= k lie below node k
+            node = lo[i] + width * k / q if k < q else hi[i]
+            values[i, k] = c_prefix + node * slope[k + 1]
+        below[i] = b_sum
+        above[i] = a_sum
+
+
+_grid_values = numba.njit(cache=True)(_grid_values_py)
+
+
+def _sorted_tables(sv: np.ndarray, coef: np.ndarray):
+    """Per dimension: sorted support values V, prefix sums A of a*v and suffix sums B of a."""
+    M, d = sv.shape
+    order = np.argsort(sv, axis=0, kind="stable")
+    Vs = np.take_along_axis(sv, order, axis=0).astype(np.float64)  # (M, d)
+    As = coef[order]  # (M, d)
+    A = np.zeros((d, M + 1))
+    A[:, 1:] = np.cumsum(As * Vs, axis=0).T
+    B = np.zeros((d, M + 1))
+    B[:, :M] = np.cumsum(As[::-1], axis=0)[::-1].T
+    return np.ascontiguousarray(Vs.T), A, B
+
+
+def _check_model(sv, coef, intercept):
+    sv = check_matrix(sv, "support_vectors", non_negative=True)
+    coef = np.asarray(coef, dtype=np.float64).ravel()
+    if coef.shape[0] != sv.shape[0]:
+        raise ValueError(f"dual_coef: has {coef.shape[0]} entries for {sv.shape[0]} support vectors")
+    if not np.isfinite(coef).all() or not np.isfinite(intercept):
+        raise ValueError("dual_coef / intercept: contain NaN or infinity")
+    return sv, coef, float(intercept)
+
+
+def merge_hik_ensemble(members, weights=None):
+    """Merge meta classifiers into one kernel expansion, Eq. (9)-(12).
+
+    Parameters
+    ----------
+    members : sequence of (support_vectors, dual_coef, intercept)
+    weights : sequence of float, optional
+        lambda_t of Eq. (10); uniform (Eq. (9)) by default. Normalized to sum 1.
+
+    Returns
+    -------
+    support_vectors, dual_coef, intercept
+        G(x) = intercept + sum_j dual_coef[j] K(x, support_vectors[j]).
+    """
+    members = list(members)
+    if not members:
+        raise ValueError("members: need at least one meta classifier")
+    w = np.ones(len(members)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(members),) or not np.all(w >= 0) or not w.sum() > 0:
+        raise ValueError(f"weights: need {len(members)} non-negative weights with a positive sum")
+    w = w / w.sum()
+    sv = np.concatenate([np.asarray(m[0], dtype=np.float32) for m in members])
+    coef = np.concatenate([wt * np.asarray(m[1], dtype=np.float64) for wt, m in zip(w, members)])
+    b = float(sum(wt * m[2] for wt, m in zip(w, members)))
+    return sv, coef, b
+
+
+# --------------------------------------------------------------------------- exact tables
+class HIKExactTable:
+    """Exact compressed HIK model: sorted support values + binary search, Eq. (15).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.svm import HIKExactTable, hik_gram
+    >>> sv = np.array([[1.0, 0.0], [0.5, 2.0]]); a = np.array([1.0, -0.5])
+    >>> t = HIKExactTable.from_support_vectors(sv, a, 0.1)
+    >>> X = np.array([[0.7, 1.0]])
+    >>> bool(np.isclose(t.decision_function(X)[0], hik_gram(X, sv)[0] @ a + 0.1))
+    True
+    """
+
+    def __init__(self, values, prefix, suffix, intercept: float):
+        self.values = np.ascontiguousarray(values, dtype=np.float64)
+        self.prefix = np.ascontiguousarray(prefix, dtype=np.float64)
+        self.suffix = np.ascontiguousarray(suffix, dtype=np.float64)
+        self.intercept = float(intercept)
+        d, M = self.values.shape
+        if self.prefix.shape != (d, M + 1) or self.suffix.shape != (d, M + 1):
+            raise ValueError(f"exact HIK table: inconsistent shapes {self.values.shape}, {self.prefix.shape}, {self.suffix.shape}")
+
+    @classmethod
+    def from_support_vectors(cls, support_vectors, dual_coef, intercept) -> HIKExactTable:
+        sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
+        V, A, B = _sorted_tables(sv, coef)
+        return cls(V, A, B, b)
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[0]
+
+    def H(self, Z) -> np.ndarray:
+        """H_i evaluated at points ``Z[i, :]`` per dimension, Eq. (14)."""
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        out = np.empty_like(Z)
+        _eval_sorted(self.values, self.prefix, self.suffix, Z, out)
+        return out
+
+    def decision_function(self, X, *, check: bool = True) -> np.ndarray:
+        if check:
+            X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
+        out = np.empty(X.shape[0], dtype=np.float64)
+        if X.shape[0]:
+            _score_exact(X, self.values, self.prefix, self.suffix, self.intercept, out)
+        return out
+
+    def to_bins(self, n_bins: int = 100, lo=None, hi=None) -> HIKBinTable:
+        """Approximate with q uniform bins per dimension, Eq. (16).
+
+        The grid spans [x̄_(1)(i), x̄_(M)(i)] unless ``lo``/``hi`` (per-dimension
+        arrays) fix it, which lets tables of different models be added.
+        """
+        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+            raise ValueError(f"n_bins: expected an integer >= 1, got {n_bins!r}")
+        q = int(n_bins)
+        d, M = self.values.shape
+        lo = self.values[:, 0].copy() if lo is None else np.asarray(lo, dtype=np.float64).copy()
+        hi = self.values[:, M - 1].copy() if hi is None else np.asarray(hi, dtype=np.float64).copy()
+        if lo.shape != (d,) or hi.shape != (d,) or np.any(hi < lo):
+            raise ValueError(f"lo/hi: need two arrays of shape ({d},) with lo <= hi")
+        grid = lo[:, None] + (hi - lo)[:, None] * (np.arange(q + 1) / q)[None, :]
+        grid[:, q] = hi  # no rounding at the top node
+        values = self.H(grid)
+        # Slopes just outside the grid: sum of a over support values >= z (Eq. (15)).
+        n_below = (self.values < lo[:, None]).sum(axis=1)
+        n_above = (self.values <= hi[:, None]).sum(axis=1)
+        below = self.suffix[np.arange(d), n_below]
+        above = self.suffix[np.arange(d), n_above]
+        # Error bound: |a| mass of the support values inside each bin.
+        width = hi - lo
+        inside = (self.values > lo[:, None]) & (self.values < hi[:, None])
+        safe = np.where(width > 0, width, 1.0)
+        k = np.clip(((self.values - lo[:, None]) / safe[:, None] * q).astype(np.int64), 0, q - 1)
+        abs_a = np.abs(self.suffix[:, :M] - self.suffix[:, 1:])  # |a| of the l-th sorted value
+        mass = np.zeros((d, q))
+        rows = np.broadcast_to(np.arange(d)[:, None], k.shape)
+        np.add.at(mass, (rows[inside], k[inside]), abs_a[inside])
+        bound = float(np.sum(width / q / 4.0 * mass.max(axis=1)))
+        return HIKBinTable(lo, hi, values, below, above, self.intercept, error_bound=bound)
+
+
+# --------------------------------------------------------------------------- q-bin tables
+class HIKBinTable:
+    """Approximate compressed HIK model: a d x (q+1) table, O(d) per image, Eq. (16).
+
+    Parameters
+    ----------
+    lo, hi : ndarray (d,)
+        Grid range per dimension.
+    values : ndarray (d, q + 1)
+        H_i at the q + 1 grid nodes.
+    below, above : ndarray (d,)
+        Slopes of H_i below ``lo`` and above ``hi`` (exact linear pieces).
+    intercept : float
+        b0 of Eq. (13).
+    error_bound : float
+        Bound on |table - exact| for any input (NaN when unknown).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.svm import compress_hik, hik_gram
+    >>> rng = np.random.default_rng(0)
+    >>> sv = rng.random((30, 8)); a = rng.normal(size=30)
+    >>> table = compress_hik(sv, a, 0.0, n_bins=50)
+    >>> X = rng.random((5, 8))
+    >>> err = np.abs(table.decision_function(X) - hik_gram(X, sv) @ a).max()
+    >>> bool(err <= table.error_bound + 1e-4)
+    True
+    """
+
+    def __init__(self, lo, hi, values, below, above, intercept: float, error_bound: float = float("nan")):
+        self.values = np.ascontiguousarray(values, dtype=np.float64)
+        d, q1 = self.values.shape
+        if q1 < 2:
+            raise ValueError(f"values: need at least 2 grid nodes per dimension, got shape {self.values.shape}")
+        self.lo = np.ascontiguousarray(lo, dtype=np.float64)
+        self.hi = np.ascontiguousarray(hi, dtype=np.float64)
+        self.below = np.ascontiguousarray(below, dtype=np.float64)
+        self.above = np.ascontiguousarray(above, dtype=np.float64)
+        for name, arr in (("lo", self.lo), ("hi", self.hi), ("below", self.below), ("above", self.above)):
+            if arr.shape != (d,):
+                raise ValueError(f"{name}: expected shape ({d},), got {arr.shape}")
+        if np.any(self.hi < self.lo):
+            raise ValueError("lo/hi: every lo must be <= hi")
+        self.intercept = float(intercept)
+        self.error_bound = float(error_bound)
+        self._packed = None
+
+    @classmethod
+    def on_grid(cls, support_vectors, dual_coef, intercept, lo, hi, n_bins: int) -> HIKBinTable:
+        """Tabulate a kernel expansion on a given grid directly (no sorting).
+
+        Tables on one grid add up, so an ensemble's table is the weighted
+        sum of its members' tables (Eq. (9)). Used to score candidates
+        during Negative Bootstrap training. ``error_bound`` is not computed.
+        """
+        sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
+        d = sv.shape[1]
+        lo = np.ascontiguousarray(lo, dtype=np.float64)
+        hi = np.ascontiguousarray(hi, dtype=np.float64)
+        if lo.shape != (d,) or hi.shape != (d,) or np.any(hi < lo):
+            raise ValueError(f"lo/hi: need two arrays of shape ({d},) with lo <= hi")
+        q = int(n_bins)
+        values = np.empty((d, q + 1))
+        below = np.empty(d)
+        above = np.empty(d)
+        _grid_values(sv, coef, lo, hi, q, values, below, above)
+        return cls(lo, hi, values, below, above, b)
+
+    @property
+    def n_features(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def n_bins(self) -> int:
+        return self.values.shape[1] - 1
+
+    def _pack(self):
+        if self._packed is None:
+            q = self.n_bins
+            width = self.hi - self.lo
+            inv = np.where(width > 0, q / np.where(width > 0, width, 1.0), 0.0)
+            table = np.zeros((self.n_features, q + 1, 2), dtype=np.float32)
+            table[:, :, 0] = self.values
+            table[:, :q, 1] = np.diff(self.values, axis=1)
+            table = table.reshape(-1)
+            self._packed = (self.lo.astype(np.float32), self.hi.astype(np.float32), inv.astype(np.float32), table,
+                            self.below.astype(np.float32), self.above.astype(np.float32))
+        return self._packed
+
+    def decision_function(self, X, *, check: bool = True) -> np.ndarray:
+        """Score rows of ``X`` in O(d) each, Eq. (13) with tabulated H_i."""
+        if check:
+            X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
+        out = np.empty(X.shape[0], dtype=np.float64)
+        if X.shape[0]:
+            lo, hi, inv, table, below, above = self._pack()
+            big = X.shape[0] * X.shape[1] >= _PARALLEL_MIN_OPS
+            (_score_bins_par if big else _score_bins_ser)(X, lo, hi, inv, table, below, above, self.n_bins, out)
+            out += self.intercept
+        return out
+
+    def same_grid(self, other: HIKBinTable) -> bool:
+        return (self.values.shape == other.values.shape and np.array_equal(self.lo, other.lo)
+                and np.array_equal(self.hi, other.hi))
+
+    @staticmethod
+    def combine(tables, weights=None) -> HIKBinTable:
+        """Weighted average of tables on one grid, Eq. (9)/(10): H_i is linear in the a_j."""
+        tables = list(tables)
+        if not tables:
+            raise ValueError("tables: need at least one table")
+        w = np.ones(len(tables)) if weights is None else np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(tables),) or not w.sum() > 0:
+            raise ValueError(f"weights: need {len(tables)} weights with a positive sum")
+        w = w / w.sum()
+        first = tables[0]
+        for t in tables[1:]:
+            if not first.same_grid(t):
+                raise ValueError("tables: can only combine tables built on the same grid (pass lo/hi)")
+        return HIKBinTable(
+            first.lo, first.hi,
+            sum(wt * t.values for wt, t in zip(w, tables)),
+            sum(wt * t.below for wt, t in zip(w, tables)),
+            sum(wt * t.above for wt, t in zip(w, tables)),
+            float(sum(wt * t.intercept for wt, t in zip(w, tables))),
+            error_bound=float(sum(wt * t.error_bound for wt, t in zip(w, tables))),
+        )
+
+
+def compress_hik(support_vectors, dual_coef, intercept, n_bins: int | None = 100, *, lo=None, hi=None):
+    """Compress a (merged) HIK SVM into lookup tables, Eq. (13)-(16).
+
+    ``n_bins=None`` gives the exact table (:class:`HIKExactTable`); an integer
+    q gives the d x (q+1) approximation (:class:`HIKBinTable`).
+    """
+    exact = HIKExactTable.from_support_vectors(support_vectors, dual_coef, intercept)
+    if n_bins is None:
+        return exact
+    return exact.to_bins(n_bins, lo=lo, hi=hi)

@@ -1,0 +1,336 @@
+"""Robust transductive SVM (RTSVM) with ramp losses, solved by CCCP + SGD.
+
+Cevikalp, Elmas & Ozkan, "Large-scale image retrieval using transductive
+support vector machines", CVIU 2017, Eq. (4)-(8) and Algorithms 1-2.
+
+The primal problem (Eq. (4)-(6)) with f(x) = w.x + b is::
+
+    min  1/2 ||w||^2 + C  sum_{i in L} R_s(y_i f(x_i))
+                     + C* sum_{j in U} [R_s(f(x_j)) + R_s(-f(x_j))]
+    s.t. 1/|U| sum_{j in U} f(x_j) = 1/|L| sum_{i in L} y_i       (balancing)
+
+with the ramp loss R_s(t) = H_1(t) - H_s(t), H_a(t) = max(0, a - t), and
+s in (-1, 0]. Every unlabeled sample enters twice, once with y = +1 and once
+with y = -1 (the symmetric ramp loss SR_s). Splitting R_s into its convex
+part H_1 and concave part -H_s gives a difference of convex functions; CCCP
+(Algorithm 1) linearizes the concave part at the current solution, which
+yields the weights (Eq. (7))::
+
+    beta_i = C  if y_i f(x_i) < s else 0        (labeled, and each unlabeled copy with C*)
+
+and the convex problem (Eq. (8))::
+
+    min 1/2 ||w||^2 + sum_k c_k H_1(y_k f(x_k)) + sum_k beta_k y_k f(x_k)   s.t. balancing.
+
+Samples with y f < s (outliers, flipped labels) get beta = c, so their hinge
+gradient and their linear term cancel: the ramp loss ignores them. The convex
+problem is solved by stochastic (sub)gradient descent (Algorithm 2) with step
+lambda_t = lambda0 / t and, after every update, the Euclidean projection of
+(w, b) onto the balancing hyperplane {w.m_U + b = mean(y_L)}, m_U being the
+mean unlabeled sample. The per-epoch cost is linear in the number of samples.
+
+``loss="hinge"`` keeps the hinge loss on the labeled samples (no beta, the
+classical TSVM) and is the baseline for the robustness study.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numba
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from hardneg._validation import check_labels, check_matrix, check_positive_int, check_random_state
+from hardneg.svm._linear import _signed_labels, fit_linear_svm
+
+__all__ = ["RampTSVM"]
+
+logger = logging.getLogger(__name__)
+
+_LOSSES = ("ramp", "hinge")
+
+
+@numba.njit(cache=True, nogil=True)
+def _sgd_epoch(XL, yL, cL, betaL, XU, cU, betaUp, betaUm, m, xm_L, xm_U, r, w, b, order, t, lam0, inv_M, project):
+    """One pass of Algorithm 2 over ``order``; updates ``w`` in place, returns (b, t).
+
+    ``w`` is kept as ``a * v + g * m`` so that the decay of the regularizer
+    (scale ``a``) and the projection onto the balancing hyperplane (a step
+    along ``m``, coefficient ``g``) cost O(1); only the dot product and a
+    non-zero gradient touch the ``d`` features. ``w.m`` is tracked through the
+    precomputed ``x.m`` of every sample.
+    """
+    d = w.shape[0]
+    nL = XL.shape[0]
+    v = w.copy()
+    a = 1.0
+    g = 0.0
+    mm = 0.0
+    vm = 0.0
+    for k in range(d):
+        mm += m[k] * m[k]
+        vm += v[k] * m[k]
+    for idx in order:
+        eta = lam0 / t
+        t += 1.0
+        if idx < nL:
+            x = XL[idx]
+            vx = 0.0
+            for k in range(d):
+                vx += v[k] * x[k]
+            f = a * vx + g * xm_L[idx] + b
+            y = yL[idx]
+            # d(loss)/df of c H_1(y f) + beta y f
+            gf = betaL[idx] * y
+            if y * f < 1.0:
+                gf -= cL[idx] * y
+            xm = xm_L[idx]
+        else:
+            j = idx - nL
+            x = XU[j]
+            vx = 0.0
+            for k in range(d):
+                vx += v[k] * x[k]
+            f = a * vx + g * xm_U[j] + b
+            # the two copies (y = +1 and y = -1) of the symmetric ramp loss
+            gf = betaUp[j] - betaUm[j]
+            if f < 1.0:
+                gf -= cU
+            if -f < 1.0:
+                gf += cU
+            xm = xm_U[j]
+        # w <- (1 - eta / M) w - eta * gf * x
+        shrink = 1.0 - eta * inv_M
+        if shrink < 1e-9:
+            shrink = 1e-9
+        a *= shrink
+        g *= shrink
+        if gf != 0.0:
+            step = eta * gf / a
+            for k in range(d):
+                v[k] -= step * x[k]
+            vm -= step * xm
+            b -= eta * gf
+        if project:
+            # Euclidean projection of (w, b) onto {w.m + b = r}
+            wm = a * vm + g * mm
+            delta = (wm + b - r) / (mm + 1.0)
+            g -= delta
+            b -= delta
+        if a < 1e-6:
+            for k in range(d):
+                v[k] = a * v[k]
+            vm *= a
+            a = 1.0
+    for k in range(d):
+        w[k] = a * v[k] + g * m[k]
+    return b, t
+
+
+def _as_float32(X):
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def solve_convex_tsvm(
+    XL, yL, cL, betaL, XU, cU, betaUp, betaUm, w0, b0, *, n_epochs, lambda0=None, t0=None, rng, balance=True,
+):
+    """Algorithm 2: SGD on the convex problem Eq. (8) from (w0, b0).
+
+    Returns ``(w, b, t)``. ``lambda0`` defaults to ``M = |L| + |U|``, the
+    inverse strong-convexity modulus of one visit's objective (the Pegasos
+    step); the step counter starts at ``t0`` (default ``M``) because the
+    solver is warm-started, so the first steps do not wipe the start point.
+    """
+    nL, nU = XL.shape[0], XU.shape[0]
+    M = nL + nU
+    d = XL.shape[1]
+    lam0 = float(M if lambda0 is None else lambda0)
+    t = float(M if t0 is None else t0)
+    project = balance and nU > 0
+    if nU > 0:
+        m = XU.mean(axis=0, dtype=np.float64)
+        r = float(np.mean(yL))
+    else:
+        m = np.zeros(d)
+        r = 0.0
+    xm_L = XL @ m
+    xm_U = XU @ m if nU else np.zeros(0)
+    w = np.array(w0, dtype=np.float64, copy=True)
+    b = float(b0)
+    if project:
+        delta = (w @ m + b - r) / (m @ m + 1.0)
+        w -= delta * m
+        b -= delta
+    for _ in range(n_epochs):
+        order = rng.permutation(M).astype(np.int64)
+        b, t = _sgd_epoch(
+            XL, yL, cL, betaL, XU, float(cU), betaUp, betaUm, m, xm_L, xm_U, r, w, b, order, t, lam0, 1.0 / M, project
+        )
+    return w, b, t
+
+
+def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp"):
+    """The non-convex objective Eq. (4) (without the constraint), for monitoring and tests."""
+    fL = XL @ w + b
+    ramp = lambda z, s_: np.maximum(0, 1 - z) - np.maximum(0, s_ - z)  # noqa: E731
+    if loss == "ramp":
+        lab = ramp(yL * fL, s).sum()
+    else:
+        lab = np.maximum(0, 1 - yL * fL).sum()
+    unl = 0.0
+    if XU.shape[0]:
+        fU = XU @ w + b
+        unl = (ramp(fU, s) + ramp(-fU, s)).sum()
+    return 0.5 * float(w @ w) + C * float(lab) + C_star * float(unl)
+
+
+class RampTSVM(ClassifierMixin, BaseEstimator):
+    """Robust transductive linear SVM (RTSVM), Eq. (4)-(8), Algorithms 1-2.
+
+    Parameters
+    ----------
+    C : float
+        Cost of the labeled samples.
+    C_star : float, optional
+        Cost of each unlabeled copy; default ``C * min(1, |L| / |U|)`` so the
+        unlabeled pool cannot outweigh the labels.
+    s : float in (-1, 0]
+        Ramp-loss truncation point (Eq. (5)); samples with y f(x) < s stop
+        pulling the hyperplane.
+    lambda0 : float, optional
+        SGD step scale, lambda_t = lambda0 / t (default: |L| + |U|).
+    loss : {"ramp", "hinge"}
+        ``"hinge"`` drops the truncation on labeled samples (classical TSVM).
+    n_epochs : int
+        SGD epochs per CCCP iteration.
+    max_iter : int
+        Maximum CCCP iterations (Algorithm 1).
+    tol : float
+        Stop when beta is unchanged and ||w - w_prev|| <= tol * ||w_prev||.
+    init_C : float, optional
+        C of the supervised linear SVM that initializes the solver (default C).
+    random_state : None, int or Generator
+
+    Attributes
+    ----------
+    coef_, intercept_ : the hyperplane f(x) = coef_.x + intercept_
+    classes_ : ndarray of shape (2,), ``classes_[1]`` is the positive class
+    n_iter_ : CCCP iterations run
+    converged_ : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.svm import RampTSVM
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(-2, 1, (50, 2)), rng.normal(2, 1, (50, 2))])
+    >>> y = np.repeat([0, 1], 50)
+    >>> U = np.vstack([rng.normal(-2, 1, (200, 2)), rng.normal(2, 1, (200, 2))])
+    >>> clf = RampTSVM(random_state=0).fit(X[::10], y[::10], X_unlabeled=U)
+    >>> float((clf.predict(X) == y).mean()) > 0.9
+    True
+    """
+
+    def __init__(
+        self, C=1.0, C_star=None, s=-0.2, lambda0=None, loss="ramp", n_epochs=5, max_iter=10, tol=1e-3,
+        init_C=None, random_state=None,
+    ):
+        self.C = C
+        self.C_star = C_star
+        self.s = s
+        self.lambda0 = lambda0
+        self.loss = loss
+        self.n_epochs = n_epochs
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init_C = init_C
+        self.random_state = random_state
+
+    def _check_params(self):
+        for name in ("C",):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
+        if self.C_star is not None and (not np.isfinite(self.C_star) or self.C_star < 0):
+            raise ValueError(f"C_star: must be a non-negative finite number, got {self.C_star!r}")
+        if not (-1.0 < self.s <= 0.0):
+            raise ValueError(f"s: must lie in (-1, 0], got {self.s!r}")
+        if self.loss not in _LOSSES:
+            raise ValueError(f"loss: expected one of {_LOSSES}, got {self.loss!r}")
+        if self.lambda0 is not None and (not np.isfinite(self.lambda0) or self.lambda0 <= 0):
+            raise ValueError(f"lambda0: must be positive, got {self.lambda0!r}")
+        check_positive_int(self.n_epochs, "n_epochs")
+        check_positive_int(self.max_iter, "max_iter")
+
+    def fit(self, X, y, X_unlabeled=None, sample_weight=None):
+        """Fit on labeled ``(X, y)`` and optional unlabeled ``X_unlabeled``."""
+        self._check_params()
+        XL = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, XL.shape[0])
+        self.classes_ = np.unique(y)
+        yL = _signed_labels(y, XL.shape[0])
+        d = XL.shape[1]
+        if X_unlabeled is None:
+            XU = np.zeros((0, d), dtype=np.float32)
+        else:
+            XU = check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d)
+        nL, nU = XL.shape[0], XU.shape[0]
+        rng = check_random_state(self.random_state)
+        C = float(self.C)
+        C_star = float(C * min(1.0, nL / nU) if (self.C_star is None and nU) else (self.C_star or 0.0))
+        cL = np.full(nL, C)
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.shape != (nL,) or not np.isfinite(sw).all() or (sw < 0).any():
+                raise ValueError(f"sample_weight: expected {nL} finite non-negative values, got shape {sw.shape}")
+            cL = cL * sw
+
+        # Algorithm 1, step 1: start from the supervised linear SVM
+        w, b = fit_linear_svm(XL, yL, C=float(self.init_C or C), sample_weight=sample_weight, random_state=rng)
+        betaL = np.zeros(nL)
+        betaUp = np.zeros(nU)
+        betaUm = np.zeros(nU)
+        t = None
+        self.converged_ = False
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            # Eq. (7): linearize the concave parts -H_s at the current solution
+            fL = XL @ w + b
+            new_betaL = np.where(yL * fL < self.s, cL, 0.0) if self.loss == "ramp" else betaL
+            if nU:
+                fU = XU @ w + b
+                new_betaUp = np.where(fU < self.s, C_star, 0.0)
+                new_betaUm = np.where(-fU < self.s, C_star, 0.0)
+            else:
+                new_betaUp, new_betaUm = betaUp, betaUm
+            beta_same = (
+                it > 1 and np.array_equal(new_betaL, betaL) and np.array_equal(new_betaUp, betaUp)
+                and np.array_equal(new_betaUm, betaUm)
+            )
+            betaL, betaUp, betaUm = new_betaL, new_betaUp, new_betaUm
+            w_prev = w
+            # Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
+            w, b, t = solve_convex_tsvm(
+                XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
+                lambda0=self.lambda0, t0=t, rng=rng,
+            )
+            change = np.linalg.norm(w - w_prev) / max(np.linalg.norm(w_prev), 1e-12)
+            logger.debug("RTSVM CCCP iteration %d: relative change of w %.3g, beta unchanged %s", it, change, beta_same)
+            if beta_same and change <= self.tol:
+                self.converged_ = True
+                break
+        self.coef_, self.intercept_ = w, float(b)
+        self.n_iter_ = it
+        self.C_star_ = C_star
+        self.n_features_in_ = d
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self, "coef_")
+        X = check_matrix(X, "X", n_features=self.n_features_in_)
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -1,0 +1,39 @@
+"""``hardneg concept train`` / ``search`` end to end on a tiny store."""
+
+import json
+
+import numpy as np
+
+from hardneg.cli.main import main
+from hardneg.store import FeatureStore
+
+
+def make_store(path):
+    rng = np.random.default_rng(0)
+    X = rng.random((120, 5)).astype(np.float32)
+    X[:30, 0] += 2.0
+    tags = [["boat"] if i < 30 else ["car"] if i < 60 else ["tree"] for i in range(120)]
+    split = ["train" if i % 3 else "test" for i in range(120)]
+    with FeatureStore.create(path, dim=5) as store:
+        store.append(X, tags=tags, split=split, paths=[f"img{i}.png" for i in range(120)])
+
+
+def test_train_and_search(tmp_path, capsys):
+    make_store(tmp_path / "s")
+    model = tmp_path / "boat.npz"
+    rc = main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "--related", "ship", "-q", "20"])
+    assert rc == 0 and model.is_file()
+    capsys.readouterr()
+    rc = main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "5", "--split", "test", "--json"])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert len(res) == 5 and all(int(r["id"]) < 30 and int(r["id"]) % 3 == 0 for r in res)
+    assert [r["rank"] for r in res] == [1, 2, 3, 4, 5]
+
+
+def test_user_errors_are_one_line(tmp_path, capsys):
+    make_store(tmp_path / "s")
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "plane", "-o", str(tmp_path / "m.npz")]) == 2
+    assert "no items tagged 'plane'" in capsys.readouterr().err
+    (tmp_path / "bad.npz").write_bytes(b"junk")
+    assert main(["concept", "search", str(tmp_path / "bad.npz"), str(tmp_path / "s")]) == 2

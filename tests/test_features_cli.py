@@ -1,0 +1,42 @@
+"""``hardneg extract`` from the command line."""
+
+import numpy as np
+import pytest
+
+cv2 = pytest.importorskip("cv2")
+pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+from hardneg.cli.main import main  # noqa: E402
+from hardneg.store import FeatureStore  # noqa: E402
+
+
+def _save(path, seed):
+    rng = np.random.default_rng(seed)
+    Image.fromarray(cv2.GaussianBlur(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8), (5, 5), 1.0)).save(path)
+
+
+def test_extract_images_folder_and_list(tmp_path, capsys):
+    (tmp_path / "imgs" / "a").mkdir(parents=True)
+    for k in range(4):
+        _save(tmp_path / "imgs" / "a" / f"{k}.png", k)
+    (tmp_path / "imgs" / "a" / "bad.png").write_text("nope")
+    out = tmp_path / "store"
+    args = ["extract", "images", str(tmp_path / "imgs"), "--out", str(out), "--features", "dsift", "--n-words", "4", "--step", "8", "--labels-from-folders"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "4 added" in text and "a/bad.png" in text
+    assert FeatureStore.open(out).ids().tolist() == ["a/0.png", "a/1.png", "a/2.png", "a/3.png"]
+    assert main(args) == 0
+    assert "0 added, 4 already there" in capsys.readouterr().out
+
+    (tmp_path / "list.txt").write_text("imgs/a/0.png\n# a comment\nimgs/a/2.png\n")
+    out2 = tmp_path / "store2"
+    assert main(["extract", "images", "--list", str(tmp_path / "list.txt"), "--out", str(out2), "--features", "dsift", "--n-words", "4", "--step", "8"]) == 0
+    assert FeatureStore.open(out2).ids().tolist() == ["imgs/a/0.png", "imgs/a/2.png"]
+
+
+def test_extract_user_errors_exit_2(tmp_path, capsys):
+    assert main(["extract", "images", str(tmp_path / "missing"), "--out", str(tmp_path / "s")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["extract", "images", "--out", str(tmp_path / "s")]) == 2

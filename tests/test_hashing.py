@@ -1,0 +1,189 @@
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from hardneg._persist import ModelFileError
+from hardneg.hashing import (
+    LSHHasher,
+    PCAITQHasher,
+    PCARRHasher,
+    PQHasher,
+    SKLSHHasher,
+    TSVMHashing,
+    build_hierarchy,
+    class_similarity,
+    convex_hull_distances,
+    load_hasher,
+    normalized_cut,
+)
+from hardneg.hashing._hierarchy import _indicator, hull_distance_qp
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+def _blocks(groups, rng, noise=0.02):
+    """Similarity with dense blocks (the groups) and weak links between them."""
+    n = sum(groups)
+    W = rng.uniform(0, noise, (n, n))
+    start = 0
+    for g in groups:
+        W[start : start + g, start : start + g] = rng.uniform(0.8, 1.0, (g, g))
+        start += g
+    W = (W + W.T) / 2
+    np.fill_diagonal(W, 0)
+    return W
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_normalized_cut_splits_well_separated_groups(seed):
+    rng = np.random.default_rng(seed)
+    groups = [3, 4]
+    W = _blocks(groups, rng)
+    perm = rng.permutation(7)
+    W = W[np.ix_(perm, perm)]
+    mask = normalized_cut(W)
+    truth = perm < 3
+    assert np.array_equal(mask, truth) or np.array_equal(mask, ~truth)
+
+
+def test_hierarchy_from_geometry():
+    # four classes: {0, 1} close together, {2, 3} close together, the pairs far apart
+    rng = np.random.default_rng(0)
+    centers = np.array([[0, 0], [0, 3], [30, 0], [30, 3]], float)
+    X = np.vstack([c + rng.uniform(-0.5, 0.5, (30, 2)) for c in centers])
+    y = np.repeat(np.arange(4), 30)
+    _, Y = _indicator(y, len(y))
+    D = convex_hull_distances(X, Y, C=1e4)
+    nodes = build_hierarchy(class_similarity(D))
+    assert nodes.shape == (3, 4)
+    root = nodes[0]
+    assert root[0] == root[1] and root[2] == root[3] and root[0] == -root[2]
+    # every node splits its classes in two non-empty sides, children nest inside parents
+    for row in nodes:
+        assert (row > 0).any() and (row < 0).any()
+
+
+def test_hull_distance_svm_and_qp_agree_on_separable_data():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(25, 3))
+    B = rng.normal(size=(25, 3)) + np.array([6.0, 0, 0])
+    X = np.vstack([A, B])
+    _, Y = _indicator(np.repeat([0, 1], 25), 50)
+    d_svm = convex_hull_distances(X, Y, C=1e5)[0, 1]
+    d_qp = convex_hull_distances(X, Y, method="qp")[0, 1]
+    assert d_qp == pytest.approx(d_svm, rel=0.05)
+    # brute-force upper bound: no pair of points is closer than the hulls
+    assert d_qp <= np.min(np.linalg.norm(A[:, None] - B[None], axis=2)) + 1e-9
+    assert hull_distance_qp(A, A + 0.01) == pytest.approx(0.0, abs=0.05)
+
+
+def test_multilabel_cooccurrence_gives_similarity_one():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(60, 4)) + np.repeat(np.eye(4)[:3] * 8, 20, axis=0)
+    Y = np.zeros((60, 3), int)
+    Y[np.arange(60), np.repeat(np.arange(3), 20)] = 1
+    Y[0, 1] = 1  # one image of class 0 also carries class 1
+    D = convex_hull_distances(X, Y.astype(bool))
+    assert D[0, 1] == 0 and D[0, 2] > 0
+    W = class_similarity(D)
+    assert W[0, 1] == 1.0
+    nodes = build_hierarchy(W)
+    assert nodes[0, 0] == nodes[0, 1] != nodes[0, 2]  # co-occurring classes split last
+    h = TSVMHashing(n_bits=4, random_state=0).fit(X, Y)
+    assert h.transform(X).shape == (60, 1)
+
+
+def test_tsvm_hashing_deterministic_and_prefix_consistent(digits):
+    X, y = digits
+    kw = dict(random_state=3, n_epochs=2, max_iter=3)
+    a = TSVMHashing(n_bits=12, **kw).fit(X[:400], y[:400], X_unlabeled=X[400:700])
+    b = TSVMHashing(n_bits=12, **kw).fit(X[:400], y[:400], X_unlabeled=X[400:700])
+    np.testing.assert_array_equal(a.transform(X), b.transform(X))
+    longer = TSVMHashing(n_bits=20, **kw).fit(X[:400], y[:400], X_unlabeled=X[400:700])
+    bits_a = np.unpackbits(a.transform(X), axis=1)[:, :12]
+    bits_l = np.unpackbits(longer.transform(X), axis=1)[:, :12]
+    np.testing.assert_array_equal(bits_a, bits_l)
+    # codes are the signs of the embedding
+    np.testing.assert_array_equal(np.unpackbits(a.transform(X[:50]), axis=1)[:, :12], a.embed(X[:50]) > 0)
+
+
+def test_tsvm_hashing_retrieves_better_than_chance(digits):
+    from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
+
+    X, y = digits
+    h = TSVMHashing(n_bits=18, random_state=0, n_epochs=2, max_iter=3).fit(X[:500], y[:500], X_unlabeled=X[500:1000])
+    codes = h.transform(X)
+    idx, _ = hamming_rank(codes[1500:], codes[:1500], k=50, ties="random", random_state=0)
+    assert mean_average_precision_at_k(relevance_from_labels(y[1500:], y[:1500][idx])) > 0.5
+
+
+@pytest.mark.parametrize("mode", ["bits", "itq"])
+def test_tsvm_save_load_round_trip(digits, tmp_path, mode):
+    X, y = digits
+    h = TSVMHashing(n_bits=16, mode=mode, random_state=0, n_epochs=1, max_iter=2).fit(X[:300], y[:300])
+    path = h.save(tmp_path / "m.npz")
+    back = load_hasher(path)
+    assert isinstance(back, TSVMHashing) and back.mode == mode
+    np.testing.assert_array_equal(back.transform(X), h.transform(X))
+    np.testing.assert_allclose(back.embed(X[:5]), h.embed(X[:5]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [LSHHasher, PCAITQHasher, PCARRHasher, SKLSHHasher, PQHasher])
+def test_baselines_round_trip_and_determinism(digits, tmp_path, cls):
+    X, _ = digits
+    h = cls(n_bits=16, random_state=1).fit(X[:1000])
+    codes = h.transform(X)
+    assert codes.dtype == np.uint8 and codes.shape == (len(X), 2)
+    np.testing.assert_array_equal(cls(n_bits=16, random_state=1).fit(X[:1000]).transform(X), codes)
+    back = cls.load(h.save(tmp_path / "h.npz"))
+    np.testing.assert_array_equal(back.transform(X), codes)
+    assert type(load_hasher(tmp_path / "h.npz")) is cls
+
+
+@pytest.mark.parametrize("cls", [LSHHasher, PCAITQHasher, PCARRHasher, SKLSHHasher])
+def test_binary_codes_are_signs_of_embedding(digits, cls):
+    X, _ = digits
+    h = cls(n_bits=16, random_state=0).fit(X)
+    np.testing.assert_array_equal(np.unpackbits(h.transform(X[:200]), axis=1), h.embed(X[:200]) > 0)
+
+
+def test_pq_search_matches_brute_force_adc(digits):
+    X, _ = digits
+    pq = PQHasher(n_bits=16, random_state=0).fit(X)
+    codes = pq.transform(X)
+    idx, dist = pq.search(X[:5], codes, k=10)
+    # brute-force ADC: distance from the query to every decoded database vector
+    decoded = pq.index_.sa_decode(codes)[:, : X.shape[1]]
+    ref = ((X[:5, None, :].astype(float) - decoded[None].astype(float)) ** 2).sum(-1)
+    np.testing.assert_allclose(dist, np.sort(ref, axis=1)[:, :10], rtol=1e-3, atol=1e-2)
+
+
+def test_bad_inputs(digits, tmp_path):
+    X, y = digits
+    with pytest.raises(ValueError, match="classes"):
+        TSVMHashing(n_bits=8).fit(X[:20], np.zeros(20, int))
+    with pytest.raises(ValueError, match="n_trees"):
+        TSVMHashing(n_bits=30, n_trees=2).fit(X[:200], y[:200])
+    with pytest.raises(ValueError, match="mode"):
+        TSVMHashing(mode="pca").fit(X[:200], y[:200])
+    h = LSHHasher(n_bits=8, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        h.transform(X[:, :10])
+    with pytest.raises(ValueError, match="NaN"):
+        h.transform(np.full((2, X.shape[1]), np.nan))
+    with pytest.raises(ValueError, match="n_bits"):
+        PCAITQHasher(n_bits=100).fit(X)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        PQHasher(n_bits=12).fit(X)
+    with pytest.raises(TypeError):
+        LSHHasher(n_bits="8").fit(X)
+    with pytest.raises(ModelFileError):
+        load_hasher(tmp_path / "missing.npz")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ModelFileError):
+        LSHHasher.load(bad)

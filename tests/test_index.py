@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from hardneg._persist import ModelFileError
+from hardneg.eval import hamming_distances
+from hardneg.index import HammingIndex
+
+
+def _codes(seed, n, n_bytes=4):
+    return np.random.default_rng(seed).integers(0, 256, (n, n_bytes), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_search_matches_brute_force(seed):
+    db = _codes(seed, 500)
+    q = _codes(seed + 100, 20)
+    index = HammingIndex(32)
+    index.add(db[:300])
+    index.add(db[300:])
+    rows, dist = index.rank(q, k=25)
+    ref = hamming_distances(q, db)
+    for i in range(len(q)):
+        # the distances are the 25 smallest, and each returned row really is that far
+        np.testing.assert_array_equal(dist[i], np.sort(ref[i])[:25])
+        np.testing.assert_array_equal(ref[i, rows[i]], dist[i])
+        assert len(set(rows[i].tolist())) == 25
+
+
+def test_ids_and_round_trip(tmp_path):
+    db = _codes(0, 100, 2)
+    index = HammingIndex(13)  # not a multiple of 8: codes are 2 bytes
+    index.add(db, ids=[f"item-{i}" for i in range(100)])
+    ids, dist = index.search(db[[5, 7]], k=1)
+    assert ids[:, 0].tolist() == ["item-5", "item-7"] and dist.max() == 0
+    path = index.save(tmp_path / "codes.faissbin")
+    back = HammingIndex.load(path)
+    assert len(back) == 100 and back.n_bits == 13
+    np.testing.assert_array_equal(back.codes(), db)
+    np.testing.assert_array_equal(back.search(db[:10], k=5)[1], index.search(db[:10], k=5)[1])
+    assert back.search(db[:3], k=1)[0][:, 0].tolist() == ["item-0", "item-1", "item-2"]
+
+
+def test_torn_or_corrupt_files_are_detected(tmp_path):
+    index = HammingIndex(16)
+    index.add(_codes(0, 10, 2))
+    path = index.save(tmp_path / "idx")
+    other = HammingIndex(16)
+    other.add(_codes(1, 20, 2))
+    other.save(tmp_path / "other")
+    # pair the index file with a sidecar from another index
+    (tmp_path / "idx.ids.npz").write_bytes((tmp_path / "other.ids.npz").read_bytes())
+    with pytest.raises(ModelFileError):
+        HammingIndex.load(path)
+    with pytest.raises(ModelFileError):
+        HammingIndex.load(tmp_path / "nope")
+
+
+def test_bad_input():
+    index = HammingIndex(16)
+    with pytest.raises(ValueError, match="empty"):
+        index.rank(_codes(0, 1, 2), k=1)
+    index.add(_codes(0, 5, 2))
+    with pytest.raises(ValueError, match="larger"):
+        index.rank(_codes(0, 1, 2), k=6)
+    with pytest.raises(ValueError, match="bytes"):
+        index.rank(_codes(0, 1, 3), k=1)
+    with pytest.raises(TypeError):
+        index.add(np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="ids"):
+        index.add(_codes(0, 2, 2), ids=["a"])
+
+
+def test_store_index_and_cli(tmp_path):
+    from hardneg.cli.main import main
+    from hardneg.hashing import LSHHasher
+    from hardneg.store import FeatureStore
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400].astype(np.float32), y[:400]
+    store_path = tmp_path / "store"
+    with FeatureStore.create(store_path, dim=X.shape[1]) as store:
+        store.append(X[:200], ids=[f"d{i}" for i in range(200)], labels=y[:200])
+        store.append(X[200:], ids=[f"d{i}" for i in range(200, 400)])
+    store = FeatureStore.open(store_path)
+    hasher = LSHHasher(n_bits=16, random_state=0).fit(X)
+    index = HammingIndex.from_store(store, hasher, chunk_rows=64)
+    np.testing.assert_array_equal(index.codes(), hasher.transform(X))
+    assert index.ids[:3].tolist() == ["d0", "d1", "d2"]
+    store.close()
+
+    model, idx = tmp_path / "m.npz", tmp_path / "idx.bin"
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--bits", "18", "--n-unlabeled", "100"]) == 0
+    assert main(["hash", "index", str(store_path), str(model), "--out", str(idx)]) == 0
+    assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "d3", "-k", "5"]) == 0
+    assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "missing"]) == 2
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "nope"]) == 2
