@@ -62,3 +62,6 @@ def test_demo_writes_summary(capsys, tmp_path):
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     knn = summary["euclidean_knn"]
     assert knn["n_queries"] == 599 and 0.5 < knn["mAP"] < 0.9  # raw-pixel kNN on digits: a modest baseline
+    concept = summary["concept_search"]
+    assert concept["mAP"]["negative bootstrap"] > concept["mAP"]["random sampling"]
+    assert (tmp_path / "demo" / "concept_report.html").read_text().count("<img") >= 20
