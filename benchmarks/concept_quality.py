@@ -165,7 +165,8 @@ def main(argv=None):
             settings = [(100, 50, list(range(n_cls)), main_noise), (20, 50, list(range(n_cls)), main_noise),
                         (500, 20, list(range(min(n_cls, 4))), main_noise)]
         settings += [(100, 20 if args.quick else 50, settings[0][2], nz) for nz in args.noise[1:]]
-        feat_out = {"description": desc, "n_train": int(train.size), "n_test": int(test.size), "settings": {}}
+        feat_out = {"description": desc, "n_train": int(train.size), "n_test": int(test.size), "settings": {},
+                    "machine": out["machine"], "quick": args.quick}
         for n_pos, T, classes, noise in settings:
             if feat == "digits" and n_pos > 100:
                 continue  # digits has ~120 training images per class
@@ -185,7 +186,12 @@ def main(argv=None):
             print(f"[{feat} {key}] done in {feat_out['settings'][key]['seconds']} s", file=sys.stderr, flush=True)
         out["results"][feat] = feat_out
     if not args.quick:
+        # Feature sets run separately (e.g. stores that appear later) merge into one file.
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        if RESULTS.exists():
+            previous = json.loads(RESULTS.read_text())
+            for feat, res in previous.get("results", {}).items():
+                out["results"].setdefault(feat, res)
         RESULTS.write_text(json.dumps(out, indent=1))
     else:
         (RESULTS.parent / "concept_quality_quick.json").write_text(json.dumps(out, indent=1))

@@ -70,7 +70,7 @@ def main():
     cnn224 = EfficientNetLite0(num_threads=args.threads)
     cnn96 = fashion_extractor("cnn", num_threads=args.threads)
     bow = BagOfWords(DenseSift(), n_words=1024, random_state=0).fit_images(ph)
-    fm_bow = fashion_extractor("dsift").fit_images(list(fm.images[-2000:]), random_state=0)
+    fm_bow = fashion_extractor("dsift").fit_images(list(fm.images[-(200 if args.quick else 2000):]), random_state=0)
     rows = []
     base = None
     for name, data_name, ext, imgs in [

@@ -40,3 +40,16 @@ def test_extract_user_errors_exit_2(tmp_path, capsys):
     assert main(["extract", "images", str(tmp_path / "missing"), "--out", str(tmp_path / "s")]) == 2
     assert "no such file" in capsys.readouterr().err
     assert main(["extract", "images", "--out", str(tmp_path / "s")]) == 2
+
+
+def test_extract_dataset_keeps_labels_and_split(tmp_path, capsys):
+    pytest.importorskip("skimage")
+    out = tmp_path / "faces"
+    assert main(["extract", "dataset", "faces", "--out", str(out), "--features", "dsift", "--n-words", "8", "--step", "8"]) == 0
+    store = FeatureStore.open(out)
+    assert len(store) == 200 and store.dim == 8
+    assert set(store.labels().tolist()) == {0, 1}
+    assert store.attrs["dataset"] == "faces"
+    sums = store.to_numpy().sum(axis=1)
+    # l1 histograms; the one blank (all-black) face has no descriptor and stays all-zero.
+    assert np.all((np.abs(sums - 1) < 1e-5) | (sums == 0)) and (sums > 0).sum() >= 195

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import check_positive_int, check_random_state
 from ..store import FeatureStore
 from ._images import ImageItem, ImageReadError, resolve_images
 
@@ -130,7 +131,8 @@ def extract_to_store(
     source : folder, list of paths, image array (N, H, W[, C]) or list of arrays
         See :func:`hardneg.features.resolve_images`.
     path : str or Path
-        The store folder; created if missing, resumed if present.
+        The store folder; created if missing, resumed if present (a resumed
+        bag-of-words run uses the codebook saved in the store).
     extractor : object
         e.g. :class:`EfficientNetLite0` or :class:`BagOfWords`.
     ids, root : optional
@@ -168,8 +170,6 @@ def extract_to_store(
     >>> s.n_added, s.n_failed
     (6, 0)
     """
-    from .._validation import check_positive_int, check_random_state
-
     t0 = time.perf_counter()
     path = Path(path)
     batch_size = check_positive_int(batch_size, "batch_size")
