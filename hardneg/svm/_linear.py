@@ -117,7 +117,19 @@ def fit_linear_svm(
     return svc.coef_[0].astype(np.float64), float(svc.intercept_[0])
 
 
-class LinearSVM(ClassifierMixin, BaseEstimator):
+class LinearDecisionMixin:
+    """``f(x) = w·x + b`` and its sign, for every fitted linear SVM here."""
+
+    def decision_function(self, X):
+        check_is_fitted(self, "coef_")
+        X = check_matrix(X, "X", n_features=self.n_features_in_)
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """Binary linear SVM estimator around :func:`fit_linear_svm`.
 
     Attributes
@@ -160,10 +172,3 @@ class LinearSVM(ClassifierMixin, BaseEstimator):
         self.margin_ = 2.0 / norm if norm > 0 else np.inf
         return self
 
-    def decision_function(self, X):
-        check_is_fitted(self, "coef_")
-        X = check_matrix(X, "X", n_features=self.n_features_in_)
-        return X @ self.coef_ + self.intercept_
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

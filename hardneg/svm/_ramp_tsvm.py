@@ -40,10 +40,9 @@ import logging
 import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
 
 from hardneg._validation import check_labels, check_matrix, check_positive_int, check_random_state
-from hardneg.svm._linear import _signed_labels, fit_linear_svm
+from hardneg.svm._linear import LinearDecisionMixin, _signed_labels, fit_linear_svm
 
 __all__ = ["RampTSVM"]
 
@@ -186,7 +185,7 @@ def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp"):
     return 0.5 * float(w @ w) + C * float(lab) + C_star * float(unl)
 
 
-class RampTSVM(ClassifierMixin, BaseEstimator):
+class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """Robust transductive linear SVM (RTSVM), Eq. (4)-(8), Algorithms 1-2.
 
     Parameters
@@ -327,10 +326,3 @@ class RampTSVM(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = d
         return self
 
-    def decision_function(self, X):
-        check_is_fitted(self, "coef_")
-        X = check_matrix(X, "X", n_features=self.n_features_in_)
-        return X @ self.coef_ + self.intercept_
-
-    def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
