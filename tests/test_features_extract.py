@@ -135,3 +135,15 @@ def test_input_errors(tmp_path):
         extract_to_store(imgs, tmp_path / "s", _bow(), labels=[1, 2])
     with pytest.raises(ValueError, match="labels"):
         extract_to_store(imgs, tmp_path / "s", _bow(), labels="subfolders")
+
+
+def test_large_vocabulary_defaults_to_a_sparse_csr_store(tmp_path):
+    imgs = np.stack([_photo(k, (64, 64)) for k in range(10)])
+    bow = BagOfWords(DenseSift(step=2, bin_sizes=(4,), drop_flat=False), n_words=5000, n_iter=2, random_state=0)
+    assert bow.sparse  # above 4,096 words
+    extract_to_store(imgs, tmp_path / "big", bow)
+    store = FeatureStore.open(tmp_path / "big")
+    assert store.is_sparse and store.dim == 5000
+    X = store.to_numpy()
+    assert X.format == "csr" and X.nnz <= 10 * 625  # at most one word per descriptor (625 per image)
+    np.testing.assert_allclose(np.asarray(X.sum(axis=1)).ravel(), 1.0, rtol=1e-5)

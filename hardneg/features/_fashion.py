@@ -4,11 +4,16 @@ Two stores, under ``$HARDNEG_CACHE/stores/`` (default ``~/.cache/hardneg/stores/
 
 ``fashion-mnist-cnn``
     EfficientNet-Lite0 ImageNet features, 1280-d, average-pooled, not
-    normalized. The 28x28 grey images are upscaled (bicubic) to 96x96: the
-    network's native 224 costs ~5x more (about 10 vs 50 images/s on two
-    shared CPU cores, i.e. ~2 h vs ~25 min for the 70,000) for features of a
-    28-pixel image that carry no extra detail. 96 is the smallest multiple of
-    32 whose last feature map (3x3) still has spatial extent.
+    normalized. The 28x28 grey images are upscaled (bicubic) to 96x96, the
+    smallest multiple of 32 whose last feature map (3x3) keeps some spatial
+    extent. The tradeoff, measured on 2 CPU cores
+    (``benchmarks/features_fashion_input_size.py``, 500 queries vs 5,000
+    images, l2-normalized features, quiet machine): 224 (native) gives mAP
+    0.568 at ~65 images/s (~18 min for the 70,000); 96 gives mAP 0.516 at
+    ~560 images/s (~2 min; 8.6x faster); 64 gives 0.482. On a heavily shared
+    machine everything is several times slower: the cached store took 36
+    min at 33 images/s. For the native size run ``hardneg extract dataset
+    fashion-mnist --input-size 224 --out PATH``.
 ``fashion-mnist-dsift1024``
     Dense-SIFT bag of visual words: l1-normalized 1,024-bin histograms. The
     images are upscaled to 64x64; SIFT runs on a grid with a 4-pixel step at
@@ -61,7 +66,7 @@ def _load_fashion(path=None):
     return load_fashion_mnist(path)
 
 
-def fashion_extractor(features: str, *, num_threads: int | None = None, batch_size: int = 64):
+def fashion_extractor(features: str, *, num_threads: int | None = None, batch_size: int | None = None):
     """The extractor (settings above) for one of the two Fashion-MNIST stores."""
     if features == "cnn":
         from ._cnn import EfficientNetLite0
