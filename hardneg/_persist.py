@@ -10,12 +10,12 @@ else so a foreign or newer file gives one clear error.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+from ._atomic import atomic_path
 
 _LIBRARY = "hardneg"
 
@@ -33,17 +33,8 @@ def save_model(path, kind: str, version: int, arrays: dict, meta: dict) -> Path:
         if value.dtype == object:
             raise TypeError(f"save_model: array {key!r} has dtype object, which would need pickle")
     payload["__meta__"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez(fh, **payload)
     return path
 
 

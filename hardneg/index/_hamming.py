@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import faiss
 import numpy as np
 
+from hardneg._atomic import atomic_path
 from hardneg._persist import ModelFileError, load_model, save_model
 from hardneg._validation import check_k, check_positive_int
 
@@ -116,18 +116,10 @@ class HammingIndex:
     # persistence ---------------------------------------------------------
     def save(self, path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            faiss.write_index_binary(self._index, tmp)
-            size = os.path.getsize(tmp)
-            meta = {"n_bits": self.n_bits, "ntotal": len(self), "index_bytes": size, "meta": self.meta}
+        with atomic_path(path) as tmp:
+            faiss.write_index_binary(self._index, str(tmp))
+            meta = {"n_bits": self.n_bits, "ntotal": len(self), "index_bytes": os.path.getsize(tmp), "meta": self.meta}
             save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return path
 
     @classmethod

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 import zarr
 from filelock import FileLock, Timeout
 
+from .._atomic import atomic_path
 from .._validation import check_matrix, check_positive_int, check_random_state
 
 logger = logging.getLogger(__name__)
@@ -67,21 +68,8 @@ class StoreLockedError(StoreError):
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _as_list_column(values, n: int, name: str, item_type) -> list | None:
@@ -373,11 +361,8 @@ class FeatureStore:
 
         # Uncommitted parts were removed on open, so this name is free.
         part_name = f"part-{len(self._meta['parts']):08d}.parquet"
-        tmp_part = self.path / "items" / (part_name + ".tmp")
-        pq.write_table(table, tmp_part)
-        with open(tmp_part, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp_part, self.path / "items" / part_name)
+        with atomic_path(self.path / "items" / part_name) as tmp_part:
+            pq.write_table(table, tmp_part)
 
         meta = dict(self._meta)
         meta.update(n_rows=start + n_new, nnz=nnz, parts=self._meta["parts"] + [part_name])
