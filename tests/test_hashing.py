@@ -121,6 +121,26 @@ def test_tsvm_hashing_retrieves_better_than_chance(digits):
     assert mean_average_precision_at_k(relevance_from_labels(y[1500:], y[:1500][idx])) > 0.5
 
 
+def test_tsvm_hashing_passes_balance_to_every_node(digits, monkeypatch):
+    import hardneg.hashing._tsvm_hashing as module
+
+    seen = []
+    real = module.RampTSVM
+
+    class Spy(real):
+        def fit(self, X, y, X_unlabeled=None, sample_weight=None):
+            seen.append((self.balance, None if X_unlabeled is None else X_unlabeled.shape[0]))
+            return super().fit(X, y, X_unlabeled=X_unlabeled, sample_weight=sample_weight)
+
+    monkeypatch.setattr(module, "RampTSVM", Spy)
+    X, y = digits
+    kw = dict(n_bits=9, random_state=0, n_epochs=1, max_iter=1)
+    TSVMHashing(**kw).fit(X[:300], y[:300], X_unlabeled=X[300:600])
+    TSVMHashing(balance=True, **kw).fit(X[:300], y[:300], X_unlabeled=X[300:600])
+    assert [b for b, _ in seen] == [False] * 9 + [True] * 9
+    assert all(n is not None and n > 0 for _, n in seen)
+
+
 @pytest.mark.parametrize("mode", ["bits", "itq"])
 def test_tsvm_save_load_round_trip(digits, tmp_path, mode):
     X, y = digits

@@ -139,6 +139,20 @@ def test_deterministic_and_uses_unlabeled():
     assert np.mean(XU @ a.coef_ + a.intercept_) == pytest.approx(np.mean(y), abs=1e-6)
 
 
+def test_balance_off_leaves_the_mean_output_free():
+    # labeled classes balanced, unlabeled pool 80% positive: the constraint forces mean f(U) = 0
+    rng = np.random.default_rng(6)
+    XL = np.vstack([rng.normal(-2, 0.5, (20, 2)), rng.normal(2, 0.5, (20, 2))])
+    y = np.repeat([-1, 1], 20)
+    XU = np.vstack([rng.normal(-2, 0.5, (40, 2)), rng.normal(2, 0.5, (160, 2))])
+    on = RampTSVM(random_state=0).fit(XL, y, X_unlabeled=XU)
+    off = RampTSVM(balance=False, random_state=0).fit(XL, y, X_unlabeled=XU)
+    assert np.mean(XU @ on.coef_ + on.intercept_) == pytest.approx(0.0, abs=1e-6)
+    f_off = XU @ off.coef_ + off.intercept_
+    assert np.mean(f_off) > 0.3  # free to follow the unlabeled majority
+    assert ((f_off > 0) == (XU[:, 0] > 0)).mean() == 1.0
+
+
 @pytest.mark.parametrize("kwargs", [{"s": 0.5}, {"s": -1.0}, {"C": 0.0}, {"loss": "log"}, {"n_epochs": 0}, {"lambda0": -1.0}])
 def test_bad_params(kwargs):
     XL, y, _ = _data(0)

@@ -210,6 +210,12 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         Stop when beta is unchanged and ||w - w_prev|| <= tol * ||w_prev||.
     init_C : float, optional
         C of the supervised linear SVM that initializes the solver (default C).
+    balance : bool
+        Enforce the balancing constraint (Eq. (6)) by projecting after every
+        SGD step. It keeps the unlabeled samples from all landing on one side
+        and helps when labels are scarce, but it ties the bias to the mean
+        label: with many labels or unbalanced classes it can cost accuracy
+        (see the hashing benchmark), so it can be turned off.
     random_state : None, int or Generator
 
     Attributes
@@ -234,7 +240,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
 
     def __init__(
         self, C=1.0, C_star=None, s=-0.2, lambda0=None, loss="ramp", n_epochs=5, max_iter=10, tol=1e-3,
-        init_C=None, random_state=None,
+        init_C=None, balance=True, random_state=None,
     ):
         self.C = C
         self.C_star = C_star
@@ -245,6 +251,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.init_C = init_C
+        self.balance = balance
         self.random_state = random_state
 
     def _check_params(self):
@@ -287,7 +294,10 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
             cL = cL * sw
 
         # Algorithm 1, step 1: start from the supervised linear SVM
-        w, b = fit_linear_svm(XL, yL, C=float(self.init_C or C), sample_weight=sample_weight, random_state=rng)
+        # (a loose tolerance: SGD refines the start point, and liblinear's last digits cost half its time)
+        w, b = fit_linear_svm(
+            XL, yL, C=float(self.init_C or C), sample_weight=sample_weight, tol=1e-2, random_state=rng
+        )
         betaL = np.zeros(nL)
         betaUp = np.zeros(nU)
         betaUm = np.zeros(nU)
@@ -313,7 +323,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
             # Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
             w, b, t = solve_convex_tsvm(
                 XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
-                lambda0=self.lambda0, t0=t, rng=rng,
+                lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance,
             )
             change = np.linalg.norm(w - w_prev) / max(np.linalg.norm(w_prev), 1e-12)
             logger.debug("RTSVM CCCP iteration %d: relative change of w %.3g, beta unchanged %s", it, change, beta_same)
