@@ -1,38 +1,48 @@
 """TSVM hashing (Cevikalp et al., CVIU 2017) vs hashing baselines: retrieval mAP.
 
 Studies (one process, same data, same queries):
-  1. The paper's MNIST protocol (Section 3.5, Table 5) on MNIST 5k and Fashion-MNIST:
-     784-d gray values; labeled and unlabeled samples per class from the database
-     (training) side; test images as queries; mAP over the top 500 returned
-     (Hamming ties broken at random, fixed seed); 32/64/128/256 bits for TSVM hashing,
-     LSH, PCA-ITQ, PCA-RR, SKLSH, PQ (ADC) and exact Euclidean search.
-  2. Robustness: 10/20/40% of the training labels flipped, ramp loss vs hinge loss (64 bits, MNIST 5k).
-  3. The value of unlabeled data: with vs without unlabeled samples (64 bits, MNIST 5k).
+  1. The paper's MNIST protocol (Section 3.5, Table 5) on MNIST 5k, Fashion-MNIST (784-d gray
+     values, the full 60k training split as database) and Fashion-MNIST CNN features
+     (EfficientNet-Lite0 @96 px, l2-normalized, from the cached feature store): labeled and
+     unlabeled samples per class from the database side; test images as queries; mAP over the
+     top 500 returned (Hamming ties broken at random, fixed seed); 32/64/128/256 bits for TSVM
+     hashing, LSH, PCA-ITQ, PCA-RR, SKLSH, PQ (ADC) and exact Euclidean search.
+  2. Robustness: 10/20/40% of the training labels flipped to another class, ramp loss vs hinge
+     loss (64 bits, MNIST 5k, two seeds, C = 1 and C = 10); and the same at the level of one
+     RTSVM node (binary test accuracy, symmetric flips), where the loss acts alone.
+  3. The value of unlabeled data (64 bits, MNIST 5k and Fashion-MNIST): without unlabeled
+     samples, with them under the paper's balancing constraint, with them and no constraint
+     (the library default).
+  4. Full training on Fashion-MNIST: all 60,000 training images labeled, 64 and 256 bits,
+     wall time and mAP.
 
-TSVM hashing is fitted once at the largest code length and shorter codes are its prefixes:
-trees are seeded by SeedSequence.spawn, so a prefix equals fitting with the shorter n_bits
+TSVM hashing is fitted once at the longest code and shorter codes are its prefixes: trees are
+seeded by SeedSequence.spawn, so a prefix equals fitting with the shorter n_bits
 (tests/test_hashing.py checks this).
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/hashing_retrieval.py [--quick] [--fashion-db N]
+Usage: .venv/bin/python benchmarks/hashing_retrieval.py [--quick] [--only NAME ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
+import sys
 import time
+from pathlib import Path
 
 import faiss
 import numpy as np
 
-from hardneg.datasets import load_fashion_mnist, load_mnist_5k
-from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
-from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import markdown_table, write_results  # noqa: E402
+from hardneg.datasets import load_fashion_mnist, load_mnist_5k  # noqa: E402
+from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels  # noqa: E402
+from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing  # noqa: E402
+from hardneg.svm import LinearSVM, RampTSVM  # noqa: E402
 
 TOP = 500
+BASELINES = (("lsh", LSHHasher), ("pca_itq", PCAITQHasher), ("pca_rr", PCARRHasher), ("sklsh", SKLSHHasher))
+STUDIES = ("retrieval", "noise", "unlabeled", "full")
 
 
 def mean_ap(rows, yq, ydb):
@@ -63,120 +73,184 @@ def split_protocol(X, y, n_query_per_class, n_labeled_per_class, n_unlabeled, rn
     return query_rows, db_rows, labeled, unlabeled
 
 
-def retrieval_study(name, X, y, q, db, lab, unl, bits_list, seed, tsvm_kwargs):
+def tsvm_map(X, y, setup, seed=0, bits=64, labels=None, unlabeled=True, **kwargs):
+    q, db, lab, unl = setup
+    labels = y if labels is None else labels
+    h = TSVMHashing(n_bits=bits, random_state=seed, **kwargs)
+    h.fit(X[lab], labels[lab], X_unlabeled=X[unl] if unlabeled else None)
+    return hamming_map(h.transform(X[q]), h.transform(X[db]), y[q], y[db])
+
+
+def retrieval_study(name, X, y, setup, bits_list, seed):
+    q, db, lab, unl = setup
     Xq, Xdb, yq, ydb = X[q], X[db], y[q], y[db]
-    rows = []
-    timing = {}
-    # exact Euclidean
     index = faiss.IndexFlatL2(X.shape[1])
     index.add(Xdb)
-    _, I = index.search(Xq, TOP)
-    eucl = mean_ap(I, yq, ydb)
-    # TSVM hashing, fitted once at the longest code
+    eucl = mean_ap(index.search(Xq, TOP)[1], yq, ydb)
     t = time.perf_counter()
-    tsvm = TSVMHashing(n_bits=max(bits_list), random_state=seed, **tsvm_kwargs).fit(X[lab], y[lab], X_unlabeled=X[unl])
-    timing["tsvm_fit_s"] = time.perf_counter() - t
+    tsvm = TSVMHashing(n_bits=max(bits_list), random_state=seed).fit(X[lab], y[lab], X_unlabeled=X[unl])
+    fit_s = time.perf_counter() - t
     cq_t, cdb_t = tsvm.transform(Xq), tsvm.transform(Xdb)
+    fit_on = np.concatenate([lab, unl])
+    rows = []
     for bits in bits_list:
-        row = {"dataset": name, "bits": bits, "euclidean": eucl}
-        row["tsvm"] = hamming_map(prefix_codes(cq_t, bits), prefix_codes(cdb_t, bits), yq, ydb)
-        fit_on = np.concatenate([lab, unl])
-        for key, cls in (("lsh", LSHHasher), ("pca_itq", PCAITQHasher), ("pca_rr", PCARRHasher), ("sklsh", SKLSHHasher)):
+        row = {"dataset": name, "bits": bits, "tsvm": hamming_map(prefix_codes(cq_t, bits), prefix_codes(cdb_t, bits), yq, ydb)}
+        for key, cls in BASELINES:
             h = cls(n_bits=bits, random_state=seed).fit(X[fit_on])
             row[key] = hamming_map(h.transform(Xq), h.transform(Xdb), yq, ydb)
         pq = PQHasher(n_bits=bits, random_state=seed).fit(X[fit_on])
-        I, _ = pq.search(Xq, pq.transform(Xdb), TOP)
-        row["pq"] = mean_ap(I, yq, ydb)
+        row["pq"] = mean_ap(pq.search(Xq, pq.transform(Xdb), TOP)[0], yq, ydb)
+        row["euclidean"] = eucl
         rows.append(row)
-        print(name, bits, {k: round(v, 4) for k, v in row.items() if isinstance(v, float)}, flush=True)
-    return rows, timing
+        print(name, bits, {k: round(100 * v, 2) for k, v in row.items() if isinstance(v, float)}, flush=True)
+    setup_info = {"queries": int(q.size), "database": int(db.size), "labeled": int(lab.size),
+                  "unlabeled": int(unl.size), "dim": int(X.shape[1]), "tsvm_fit_s": fit_s}
+    return rows, setup_info
 
 
-def noise_study(X, y, q, db, lab, unl, seed, rates, tsvm_kwargs, bits=64):
+def flip_labels(y, rows, rate, n_classes, rng):
+    """A flipped label becomes one of the other classes, uniformly."""
+    noisy = y.copy()
+    flip = rows[rng.random(rows.size) < rate]
+    noisy[flip] = (y[flip] + rng.integers(1, n_classes, flip.size)) % n_classes
+    return noisy
+
+
+def noise_study(X, y, setup, rates, seeds, Cs):
     out = []
-    rng = np.random.default_rng(seed)
-    for rate in rates:
-        noisy = y.copy()
-        flip = rng.random(lab.size) < rate
-        # a flipped label becomes one of the other classes, uniformly
-        shift = rng.integers(1, 10, lab.size)
-        noisy[lab[flip]] = (y[lab[flip]] + shift[flip]) % 10
-        row = {"flip_rate": rate}
-        for loss in ("ramp", "hinge"):
-            h = TSVMHashing(n_bits=bits, loss=loss, random_state=seed, **tsvm_kwargs).fit(X[lab], noisy[lab], X_unlabeled=X[unl])
-            row[loss] = hamming_map(h.transform(X[q]), h.transform(X[db]), y[q], y[db])
-        out.append(row)
-        print("noise", row, flush=True)
+    for C in Cs:
+        for rate in rates:
+            for seed in seeds:
+                noisy = flip_labels(y, setup[2], rate, 10, np.random.default_rng(100 + seed))
+                row = {"C": C, "flip_rate": rate, "seed": seed}
+                for loss in ("ramp", "hinge"):
+                    row[loss] = tsvm_map(X, y, setup, seed=seed, labels=noisy, C=C, loss=loss)
+                out.append(row)
+                print("noise", row, flush=True)
     return out
 
 
-def unlabeled_study(X, y, q, db, lab, unl, seed, tsvm_kwargs, bits=64):
-    row = {}
-    for key, XU in (("with_unlabeled", X[unl]), ("without_unlabeled", None)):
-        h = TSVMHashing(n_bits=bits, random_state=seed, **tsvm_kwargs).fit(X[lab], y[lab], X_unlabeled=XU)
-        row[key] = hamming_map(h.transform(X[q]), h.transform(X[db]), y[q], y[db])
+def node_noise_study(X, y, rates, groups=((3, 5, 8), (4, 7, 9)), n_train=2500, seed=0):
+    """One RTSVM node: binary accuracy on clean test labels after symmetric label flips."""
+    rng = np.random.default_rng(seed)
+    Xn = X - X.mean(axis=0)
+    Xn /= np.linalg.norm(Xn, axis=1).mean()
+    out = []
+    for group in groups:
+        yb = np.where(np.isin(y, group), 1, -1)
+        for rate in rates:
+            perm = rng.permutation(len(X))
+            tr, te = perm[:n_train], perm[n_train:]
+            noisy = yb[tr] * np.where(rng.random(tr.size) < rate, -1, 1)
+            row = {"positive_classes": list(group), "flip_rate": rate}
+            for key, model in (("ramp", RampTSVM(loss="ramp", random_state=seed)),
+                               ("hinge", RampTSVM(loss="hinge", random_state=seed)),
+                               ("linear_svm", LinearSVM(random_state=seed))):
+                row[key] = float((model.fit(Xn[tr], noisy).predict(Xn[te]) == yb[te]).mean())
+            out.append(row)
+            print("node noise", row, flush=True)
+    return out
+
+
+def unlabeled_study(name, X, y, setup, seed=0):
+    row = {"dataset": name,
+           "without": tsvm_map(X, y, setup, seed=seed, unlabeled=False),
+           "with_balancing": tsvm_map(X, y, setup, seed=seed, balance=True),
+           "with_no_constraint": tsvm_map(X, y, setup, seed=seed, balance=False)}
     print("unlabeled", row, flush=True)
     return row
 
 
-def table(rows):
-    keys = ["tsvm", "pca_itq", "pca_rr", "lsh", "sklsh", "pq", "euclidean"]
-    lines = ["| dataset | bits | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 2)]
-    for r in rows:
-        lines.append(f"| {r['dataset']} | {r['bits']} | " + " | ".join(f"{100 * r[k]:.2f}" for k in keys) + " |")
-    return "\n".join(lines)
+def full_training_study(Xf, yf, train, queries, bits_list, seed=0):
+    out = []
+    for bits in bits_list:
+        t = time.perf_counter()
+        h = TSVMHashing(n_bits=bits, random_state=seed).fit(Xf[train], yf[train])
+        fit_s = time.perf_counter() - t
+        m = hamming_map(h.transform(Xf[queries]), h.transform(Xf[train]), yf[queries], yf[train])
+        out.append({"bits": bits, "labeled": int(train.size), "trees": int(h.trees_.shape[0]), "fit_s": fit_s, "map": m})
+        print("full training", out[-1], flush=True)
+    return out
+
+
+def fashion_cnn(ds):
+    """Fashion-MNIST CNN features in dataset order, l2-normalized; None when the store is missing."""
+    from hardneg.features import fashion_mnist_store_path
+    from hardneg.store import FeatureStore
+
+    path = fashion_mnist_store_path("cnn")
+    if not path.exists():
+        print(f"no CNN store at {path}; run `hardneg extract fashion-mnist --features cnn` first", flush=True)
+        return None
+    store = FeatureStore.open(path)
+    pos = {i: r for r, i in enumerate(store.ids().tolist())}
+    ids = [f"{s}-{k:05d}" for s, k in zip(ds.split, np.r_[np.arange(60000), np.arange(10000)])]
+    X = np.asarray(store.take(np.array([pos[i] for i in ids])), dtype=np.float32)
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--fashion-db", type=int, default=60000, help="database (training) images used from Fashion-MNIST")
-    ap.add_argument("--skip-fashion", action="store_true")
+    ap.add_argument("--only", nargs="+", choices=STUDIES, default=list(STUDIES))
     args = ap.parse_args()
     seed = 0
     bits_list = [32, 64] if args.quick else [32, 64, 128, 256]
-    tsvm_kwargs = {}
     t_start = time.perf_counter()
-    result = {
-        "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count(), "numpy": np.__version__,
-                    "date": datetime.datetime.now().isoformat(timespec="seconds")},
-        "protocol": f"mAP@{TOP}, Hamming ties at random (seed 0); TSVM codes are prefixes of one {max(bits_list)}-bit model",
-    }
-    rng = np.random.default_rng(seed)
+    result = {"protocol": f"mAP@{TOP}, Hamming ties at random (seed 0); TSVM codes are prefixes of one "
+                          f"{max(bits_list)}-bit model; TSVMHashing defaults unless a study says otherwise"}
+
     mn = load_mnist_5k()
-    X, y = mn.X / 255.0, mn.y
-    X = X.astype(np.float32)
-    q, db, lab, unl = split_protocol(X, y, 100, 100 if args.quick else 200, 2000, rng)
-    result["mnist5k_setup"] = {"queries": int(q.size), "database": int(db.size), "labeled": int(lab.size), "unlabeled": int(unl.size)}
-    rows, timing = retrieval_study("MNIST-5k", X, y, q, db, lab, unl, bits_list, seed, tsvm_kwargs)
-    result["mnist5k_timing"] = timing
-    if not args.skip_fashion:
-        fm = load_fashion_mnist()
-        Xf, yf = (fm.X / 255.0).astype(np.float32), fm.y
-        tr, te = np.flatnonzero(fm.split == "train"), np.flatnonzero(fm.split == "test")
-        rf = np.random.default_rng(seed)
-        n_db = min(args.fashion_db, tr.size) if not args.quick else 10000
-        db_f = np.sort(rf.choice(tr, n_db, replace=False))
-        q_f = np.sort(rf.choice(te, 1000, replace=False))
-        _, _, lab_f, unl_f = split_protocol(Xf, yf, 0, 300 if args.quick else 500, 5000, rf, q_f, db_f)
-        result["fashion_setup"] = {"queries": int(q_f.size), "database": int(db_f.size), "labeled": int(lab_f.size), "unlabeled": int(unl_f.size)}
-        rows_f, timing_f = retrieval_study("Fashion-MNIST", Xf, yf, q_f, db_f, lab_f, unl_f, bits_list, seed, tsvm_kwargs)
-        rows += rows_f
-        result["fashion_timing"] = timing_f
-    result["retrieval"] = rows
-    result["label_noise"] = noise_study(X, y, q, db, lab, unl, seed, [0.1, 0.2, 0.4] if not args.quick else [0.2], tsvm_kwargs)
-    result["unlabeled"] = unlabeled_study(X, y, q, db, lab, unl, seed, tsvm_kwargs)
+    X, y = (mn.X / 255.0).astype(np.float32), mn.y
+    setup_m = split_protocol(X, y, 100, 100 if args.quick else 200, 2000, np.random.default_rng(seed))
+    fm = load_fashion_mnist()
+    Xf, yf = (fm.X / 255.0).astype(np.float32), fm.y
+    tr, te = np.flatnonzero(fm.split == "train"), np.flatnonzero(fm.split == "test")
+    rf = np.random.default_rng(seed)
+    db_f = np.sort(rf.choice(tr, 10_000, replace=False)) if args.quick else tr
+    q_f = np.sort(rf.choice(te, 1000, replace=False))
+    setup_f = split_protocol(Xf, yf, 0, 300 if args.quick else 500, 5000, rf, q_f, db_f)
+
+    if "retrieval" in args.only:
+        rows, setups = [], {}
+        r, setups["MNIST-5k"] = retrieval_study("MNIST-5k", X, y, setup_m, bits_list, seed)
+        rows += r
+        r, setups["Fashion-MNIST"] = retrieval_study("Fashion-MNIST", Xf, yf, setup_f, bits_list, seed)
+        rows += r
+        Xc = fashion_cnn(fm)
+        if Xc is not None:
+            r, setups["Fashion-MNIST CNN"] = retrieval_study("Fashion-MNIST CNN", Xc, yf, setup_f, bits_list, seed)
+            rows += r
+        result["retrieval"], result["setups"] = rows, setups
+    if "noise" in args.only:
+        rates = [0.2] if args.quick else [0.1, 0.2, 0.4]
+        result["label_noise"] = noise_study(X, y, setup_m, rates, [0] if args.quick else [0, 1], [1.0, 10.0])
+        result["label_noise_node"] = node_noise_study(X, y, [0.2, 0.4])
+    if "unlabeled" in args.only:
+        result["unlabeled"] = [unlabeled_study("MNIST-5k", X, y, setup_m, seed),
+                               unlabeled_study("Fashion-MNIST", Xf, yf, setup_f, seed)]
+    if "full" in args.only:
+        full_bits = [64] if args.quick else [64, 256]
+        result["full_training"] = full_training_study(Xf, yf, tr if not args.quick else db_f, q_f, full_bits, seed)
     result["total_seconds"] = time.perf_counter() - t_start
-    name = "hashing_retrieval_quick.json" if args.quick else "hashing_retrieval.json"
-    with open(os.path.join(os.path.dirname(__file__), "results", name), "w") as fh:
-        json.dump(result, fh, indent=2)
-    print(table(rows))
-    print("\n| flip rate | ramp | hinge |\n|---|---|---|")
-    for r in result["label_noise"]:
-        print(f"| {r['flip_rate']:.0%} | {100 * r['ramp']:.2f} | {100 * r['hinge']:.2f} |")
-    u = result["unlabeled"]
-    print(f"\nunlabeled data (64 bits, MNIST 5k): with {100 * u['with_unlabeled']:.2f}, without {100 * u['without_unlabeled']:.2f}")
-    print(f"total {result['total_seconds']:.0f} s")
+    path = write_results("hashing_retrieval_quick" if args.quick else "hashing_retrieval", result)
+
+    def pct(rows, keys):
+        return [{**r, **{k: round(100 * r[k], 2) for k in keys}} for r in rows]
+
+    if "retrieval" in result:
+        keys = ["tsvm", "pca_itq", "pca_rr", "lsh", "sklsh", "pq", "euclidean"]
+        print(markdown_table(pct(result["retrieval"], keys), ["dataset", "bits"] + keys))
+    if "label_noise" in result:
+        print(markdown_table(pct(result["label_noise"], ["ramp", "hinge"]), ["C", "flip_rate", "seed", "ramp", "hinge"]))
+        print(markdown_table(pct(result["label_noise_node"], ["ramp", "hinge", "linear_svm"]),
+                             ["positive_classes", "flip_rate", "ramp", "hinge", "linear_svm"]))
+    if "unlabeled" in result:
+        keys = ["without", "with_balancing", "with_no_constraint"]
+        print(markdown_table(pct(result["unlabeled"], keys), ["dataset"] + keys))
+    if "full_training" in result:
+        print(markdown_table(pct(result["full_training"], ["map"]), ["bits", "labeled", "trees", "fit_s", "map"]))
+    print(f"total {result['total_seconds']:.0f} s -> {path}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,21 @@ def test_search_matches_brute_force(seed):
         assert len(set(rows[i].tolist())) == 25
 
 
+@pytest.mark.parametrize("n_bits, k", [(32, 600), (64, 10), (256, 600)])
+def test_both_faiss_scans_match_brute_force(n_bits, k):
+    # k >= 500 on short codes takes FAISS's counting-sort scan, the rest its heap scan
+    db = _codes(7, 3000, n_bits // 8)
+    q = _codes(8, 5, n_bits // 8)
+    index = HammingIndex(n_bits)
+    index.add(db)
+    rows, dist = index.rank(q, k=k)
+    ref = hamming_distances(q, db)
+    for i in range(len(q)):
+        np.testing.assert_array_equal(dist[i], np.sort(ref[i])[:k])
+        np.testing.assert_array_equal(ref[i, rows[i]], dist[i])
+        assert len(set(rows[i].tolist())) == k
+
+
 def test_ids_and_round_trip(tmp_path):
     db = _codes(0, 100, 2)
     index = HammingIndex(13)  # not a multiple of 8: codes are 2 bytes
