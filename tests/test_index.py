@@ -4,6 +4,7 @@ from sklearn.datasets import load_digits
 
 from hardneg._persist import ModelFileError
 from hardneg.eval import hamming_distances
+from hardneg.hashing import load_hasher
 from hardneg.index import HammingIndex
 
 
@@ -110,3 +111,9 @@ def test_store_index_and_cli(tmp_path):
     assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "d3", "-k", "5"]) == 0
     assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "missing"]) == 2
     assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "nope"]) == 2
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--C", "0"]) == 2
+    balanced = tmp_path / "balanced.npz"
+    args = ["--bits", "9", "--n-unlabeled", "100", "--C", "3", "--balance"]
+    assert main(["hash", "train", str(store_path), "--out", str(balanced), *args]) == 0
+    back = load_hasher(balanced)
+    assert back.balance is True and back.C == 3.0

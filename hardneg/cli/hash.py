@@ -22,6 +22,10 @@ def train(
     split: str = typer.Option(None, "--split", help="Use only rows of this split (e.g. train)."),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", help="Unlabeled rows sampled for TSVM hashing (0: none)."),
     mode: str = typer.Option("bits", "--mode", help="TSVM hashing: bits (Eq. 12) or itq (embed, then ITQ)."),
+    cost: float = typer.Option(1.0, "--C", help="TSVM hashing: cost C of the labeled samples at every node."),
+    balance: bool = typer.Option(
+        False, "--balance/--no-balance", help="TSVM hashing: the RTSVM balancing constraint at every node (Eq. 6)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ):
     """Fit a hasher on a store (labels are used by TSVM hashing only)."""
@@ -44,7 +48,9 @@ def train(
         unl = np.sort(rng.choice(pool, min(n_unlabeled, pool.size), replace=False)) if n_unlabeled > 0 else None
         X = _dense(store.take(labeled))
         XU = None if unl is None or unl.size == 0 else _dense(store.take(unl))
-        model = TSVMHashing(n_bits=bits, mode=mode, random_state=seed)
+        if not cost > 0:
+            raise CLIError(f"--C: must be positive, got {cost}")
+        model = TSVMHashing(n_bits=bits, mode=mode, C=cost, balance=balance, random_state=seed)
         n_classes = len(np.unique(store.labels()[labeled]))
         _, n_trees = model._plan(n_classes) if n_classes >= 2 else (None, 0)
         if n_classes < 2:
