@@ -44,8 +44,7 @@ def main():
 
     from hardneg.datasets import load_fashion_mnist
     from hardneg.eval import mean_average_precision_at_k
-    from hardneg.features import fashion_mnist_store_path
-    from hardneg.store import FeatureStore
+    from hardneg.features import load_fashion_mnist_features
 
     ds = load_fashion_mnist()
     n_q = 200 if args.quick else args.queries
@@ -58,15 +57,10 @@ def main():
     queries = np.sort(np.concatenate([rng.choice(test[ds.y[test] == c], per_class, replace=False) for c in range(10)]))
 
     def from_store(name, l2=False):
-        store = FeatureStore.open(fashion_mnist_store_path(name))
-        pos = {i: r for r, i in enumerate(store.ids().tolist())}
-        ids = np.array([f"{s}-{k:05d}" for s, k in zip(ds.split, np.r_[np.arange(60000), np.arange(10000)])])
-        rows = np.array([pos[i] for i in ids])  # dataset order -> store rows
-        X = store.take(rows)
-        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        X = load_fashion_mnist_features(name)
         if l2:
             X = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-        return X.astype(np.float32)
+        return X
 
     feats = {
         "raw pixels (784-d, /255)": ds.X / 255.0,

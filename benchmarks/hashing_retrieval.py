@@ -189,19 +189,14 @@ def full_training_study(Xf, yf, train, queries, bits_list, seed=0):
     return out
 
 
-def fashion_cnn(ds):
+def fashion_cnn():
     """Fashion-MNIST CNN features in dataset order, l2-normalized; None when the store is missing."""
-    from hardneg.features import fashion_mnist_store_path
-    from hardneg.store import FeatureStore
+    from hardneg.features import fashion_mnist_store_path, load_fashion_mnist_features
 
-    path = fashion_mnist_store_path("cnn")
-    if not path.exists():
-        print(f"no CNN store at {path}; run `hardneg extract fashion-mnist --features cnn` first", flush=True)
+    if not fashion_mnist_store_path("cnn").exists():
+        print("no CNN store; run `hardneg extract fashion-mnist --features cnn` first", flush=True)
         return None
-    store = FeatureStore.open(path)
-    pos = {i: r for r, i in enumerate(store.ids().tolist())}
-    ids = [f"{s}-{k:05d}" for s, k in zip(ds.split, np.r_[np.arange(60000), np.arange(10000)])]
-    X = np.asarray(store.take(np.array([pos[i] for i in ids])), dtype=np.float32)
+    X = load_fashion_mnist_features("cnn")
     return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
 
 
@@ -233,7 +228,7 @@ def main():
         rows += r
         r, setups["Fashion-MNIST"] = retrieval_study("Fashion-MNIST", Xf, yf, setup_f, bits_list, seed)
         rows += r
-        Xc = fashion_cnn(fm)
+        Xc = fashion_cnn()
         if Xc is not None:
             r, setups["Fashion-MNIST CNN"] = retrieval_study("Fashion-MNIST CNN", Xc, yf, setup_f, bits_list, seed)
             rows += r

@@ -7,7 +7,13 @@ pytest.importorskip("cv2")
 pytest.importorskip("PIL")
 
 from hardneg.datasets import write_idx  # noqa: E402
-from hardneg.features import build_fashion_mnist_store, fashion_mnist_store_path, stores_dir  # noqa: E402
+from hardneg.features import (  # noqa: E402
+    build_fashion_mnist_store,
+    fashion_mnist_ids,
+    fashion_mnist_store_path,
+    load_fashion_mnist_features,
+    stores_dir,
+)
 from hardneg.store import FeatureStore  # noqa: E402
 
 
@@ -50,6 +56,22 @@ def test_dsift_store_has_labels_split_and_l1_histograms(tiny_fashion, tmp_path):
     assert store.attrs["dataset"] == "fashion-mnist"
     again = build_fashion_mnist_store("dsift", path=out, data_path=tiny_fashion)
     assert again.n_added == 0 and again.n_already == 16
+
+
+def test_features_come_back_in_dataset_order(tiny_fashion, tmp_path):
+    assert fashion_mnist_ids(["train", "test", "train"]) == ["train-00000", "test-00000", "train-00001"]
+    out = tmp_path / "fm-dsift"
+    build_fashion_mnist_store("dsift", path=out, data_path=tiny_fashion)
+    X, ids = FeatureStore.open(out).to_numpy(), FeatureStore.open(out).ids()
+    order = np.random.default_rng(1).permutation(16)
+    shuffled, partial = tmp_path / "shuffled", tmp_path / "partial"
+    with FeatureStore.create(shuffled, dim=X.shape[1]) as store:
+        store.append(X[order], ids=ids[order])
+    with FeatureStore.create(partial, dim=X.shape[1]) as store:
+        store.append(X[:4], ids=ids[:4])
+    with pytest.raises(ValueError, match="12 images are not in the store"):
+        load_fashion_mnist_features(path=partial, data_path=tiny_fashion)
+    np.testing.assert_array_equal(load_fashion_mnist_features(path=shuffled, data_path=tiny_fashion), X)
 
 
 def test_cnn_store_resumes_from_a_partial_build(tiny_fashion, tmp_path):

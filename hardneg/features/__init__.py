@@ -23,7 +23,15 @@ from ._cnn import IMAGENET_MEAN, IMAGENET_STD, TFLITE_MEAN, TFLITE_STD, Efficien
 from ._codebook import BagOfWords, Codebook
 from ._dsift import DenseSift
 from ._extract import ExtractionSummary, extract_to_store, folder_labels
-from ._fashion import FASHION_STORES, build_fashion_mnist_store, fashion_extractor, fashion_mnist_store_path, stores_dir
+from ._fashion import (
+    FASHION_STORES,
+    build_fashion_mnist_store,
+    fashion_extractor,
+    fashion_mnist_ids,
+    fashion_mnist_store_path,
+    load_fashion_mnist_features,
+    stores_dir,
+)
 from ._images import IMAGE_EXTENSIONS, ImageItem, ImageReadError, list_image_files, read_image, resolve_images, to_gray, to_rgb
 
 __all__ = [
@@ -44,7 +52,9 @@ __all__ = [
     "build_fashion_mnist_store",
     "extract_to_store",
     "fashion_extractor",
+    "fashion_mnist_ids",
     "fashion_mnist_store_path",
+    "load_fashion_mnist_features",
     "folder_labels",
     "list_image_files",
     "read_image",

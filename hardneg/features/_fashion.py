@@ -38,7 +38,10 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FASHION_STORES", "build_fashion_mnist_store", "fashion_mnist_store_path", "stores_dir"]
+__all__ = [
+    "FASHION_STORES", "build_fashion_mnist_store", "fashion_mnist_ids", "fashion_mnist_store_path",
+    "load_fashion_mnist_features", "stores_dir",
+]
 
 FASHION_STORES = {"cnn": "fashion-mnist-cnn", "dsift": "fashion-mnist-dsift1024"}
 CNN_INPUT_SIZE = 96
@@ -56,6 +59,36 @@ def fashion_mnist_store_path(features: str = "cnn") -> Path:
     if features not in FASHION_STORES:
         raise ValueError(f"features: expected one of {sorted(FASHION_STORES)}, got {features!r}")
     return stores_dir() / FASHION_STORES[features]
+
+
+def _positions_in_split(split: np.ndarray) -> np.ndarray:
+    pos = np.empty(len(split), np.int64)
+    for name in np.unique(split):
+        mask = split == name
+        pos[mask] = np.arange(mask.sum())
+    return pos
+
+
+def fashion_mnist_ids(split) -> list[str]:
+    """Store ids of Fashion-MNIST images: ``"<split>-<position within the split>"``, e.g. ``train-00042``."""
+    split = np.asarray(split)
+    return [f"{s}-{k:05d}" for s, k in zip(split, _positions_in_split(split))]
+
+
+def load_fashion_mnist_features(features: str = "cnn", *, path=None, data_path=None) -> np.ndarray:
+    """A cached Fashion-MNIST store's vectors as a dense float32 array, row ``i`` for image ``i``
+    of :func:`hardneg.datasets.load_fashion_mnist` (the store's own row order may differ)."""
+    from ..store import FeatureStore
+
+    ds = _load_fashion(data_path)
+    store = FeatureStore.open(fashion_mnist_store_path(features) if path is None else path)
+    pos = {i: r for r, i in enumerate(store.ids().tolist())}
+    ids = fashion_mnist_ids(ds.split)
+    missing = [i for i in ids if i not in pos]
+    if missing:
+        raise ValueError(f"{store.path}: {len(missing)} images are not in the store (first {missing[0]!r}); finish the build")
+    X = store.take(np.array([pos[i] for i in ids]))
+    return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float32)
 
 
 def _load_fashion(path=None):
@@ -123,12 +156,8 @@ def build_fashion_mnist_store(
     extractor = fashion_extractor(features, num_threads=num_threads)
     ds = _load_fashion(data_path)
     split = np.asarray(ds.split)
-    pos_in_split = np.empty(len(split), np.int64)
-    for name in ("train", "test"):
-        mask = split == name
-        pos_in_split[mask] = np.arange(mask.sum())
-    keep = np.ones(len(split), bool) if limit is None else pos_in_split < int(limit)
-    ids = [f"{s}-{k:05d}" for s, k in zip(split[keep], pos_in_split[keep])]
+    keep = np.ones(len(split), bool) if limit is None else _positions_in_split(split) < int(limit)
+    ids = fashion_mnist_ids(split[keep])
     images = ds.images[keep]
     target = fashion_mnist_store_path(features) if path is None else Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
