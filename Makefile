@@ -4,7 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: demo test venv clean bench
+.PHONY: demo test venv clean bench system-deps
+
+# Debian packages some tests need: the Fashion-MNIST IDX files and a headless browser for
+# the web-page tests. Installed where we can (root with apt-get); otherwise those tests
+# skip and say why in pytest's summary.
+SYSTEM_PACKAGES := dataset-fashion-mnist chromium chromium-driver
 
 $(VENV)/.installed-demo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +28,16 @@ $(VENV)/.installed-test: pyproject.toml
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/hardneg demo --out demo-output
 
-test: $(VENV)/.installed-test
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || printf '%s ' $$p; done); \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian packages for the tests: $$missing"; \
+		(apt-get install -y -qq $$missing >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$missing >/dev/null 2>&1)) \
+		|| echo "could not install $$missing; the tests that need them will skip"; \
+	else echo "not installing $$missing (needs root and apt-get): the tests that need them will skip; 'sudo apt-get install $$missing' enables them"; fi
+
+test: $(VENV)/.installed-test system-deps
 	$(PY) -m pytest -q
 
 clean:

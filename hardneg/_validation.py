@@ -3,14 +3,60 @@
 Inputs are converted once where they enter: dense rows become C-contiguous
 float32, sparse rows become CSR float32. Bad input raises ``ValueError`` or
 ``TypeError`` that names the argument and its shape.
+
+The conversion itself is scikit-learn's ``check_array``, and the messages
+carry the phrases scikit-learn's estimator checks look for ("Complex data not
+supported", "Reshape your data", "0 feature(s)", "X has 3 features, but ...
+is expecting 4 features as input", "Negative values in data", "Unknown label
+type", "Only binary classification is supported"), so every estimator here
+behaves like a scikit-learn one. :func:`validate_X` adds scikit-learn's
+``n_features_in_`` / ``feature_names_in_`` bookkeeping on top.
+
+Parameter checks use scikit-learn's declarative constraints
+(``_parameter_constraints``); the few names they need from scikit-learn's
+private ``_param_validation`` module are imported here and nowhere else, so a
+change there is fixed in one place.
 """
 
 from __future__ import annotations
 
+import logging
 import numbers
+import os
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401 - re-exported
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = [
+    "Interval",
+    "RANDOM_STATE",
+    "StrOptions",
+    "available_memory",
+    "check_binary_target",
+    "check_k",
+    "check_labels",
+    "check_matrix",
+    "check_memory",
+    "check_non_negative",
+    "check_positive_int",
+    "check_random_state",
+    "check_target_present",
+    "validate_X",
+    "validate_params",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Parameter constraint for ``random_state``: None, an int, a RandomState or a numpy Generator.
+RANDOM_STATE = ["random_state", np.random.Generator]
+
+_NON_NUMERIC_KINDS = "USMmV"  # strings, bytes, datetimes, timedeltas, records
 
 
 def check_matrix(
@@ -22,6 +68,7 @@ def check_matrix(
     min_rows: int = 1,
     n_features: int | None = None,
     dtype=np.float32,
+    estimator=None,
 ):
     """Return ``X`` as a 2-D float32 array (or CSR matrix) after checking it.
 
@@ -39,39 +86,113 @@ def check_matrix(
         Minimum number of rows; ``0`` allows an empty matrix.
     n_features : int, optional
         Required number of columns (a fitted model's dimension).
+    dtype : numpy dtype
+        Target dtype (float32 unless a caller needs more).
+    estimator : estimator, optional
+        Named in the message of a dimension mismatch.
+
+    Returns
+    -------
+    X : ndarray (C-contiguous) or scipy.sparse.csr_matrix of ``dtype``
     """
     if sp.issparse(X):
         if not accept_sparse:
-            raise TypeError(f"{name}: sparse input is not supported here; pass a dense array (got {type(X).__name__} of shape {X.shape})")
-        X = sp.csr_matrix(X, dtype=dtype)
-        X.sum_duplicates()
-        values = X.data
+            raise TypeError(
+                f"{name}: sparse input is not supported here; pass a dense array (got {type(X).__name__} of shape {X.shape})"
+            )
+        shape = X.shape
     else:
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError(f"{name}: expected a 2-D numeric array, got {type(X).__name__}")
+        if not hasattr(X, "__array__") and not hasattr(X, "__len__"):
+            raise TypeError(f"{name}: expected a 2-D numeric array, got {type(X).__name__}")
         try:
-            X = np.asarray(X)
+            arr = np.asarray(X)
         except Exception as exc:  # ragged lists and the like
             raise TypeError(f"{name}: cannot be converted to a numeric array ({exc})") from None
-        if X.dtype.kind not in "biuf":
-            raise TypeError(f"{name}: expected numeric values, got dtype {X.dtype}")
-        if X.ndim != 2:
-            raise ValueError(f"{name}: expected a 2-D array of shape (n_samples, n_features), got shape {X.shape}")
-        X = np.ascontiguousarray(X, dtype=dtype)
-        values = X
-    if X.shape[0] < min_rows:
-        raise ValueError(f"{name}: needs at least {min_rows} row(s), got shape {X.shape}")
-    if X.shape[1] == 0:
-        raise ValueError(f"{name}: has no features, shape {X.shape}")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(f"{name}: has {X.shape[1]} features but the model expects {n_features} (shape {X.shape})")
-    if values.size and not np.isfinite(values).all():
-        raise ValueError(f"{name}: contains NaN or infinity (shape {X.shape})")
-    if non_negative and values.size and values.min() < 0:
+        # checked before check_array, whose messages for these print the whole array
+        if arr.dtype.kind == "c":
+            raise ValueError(f"{name}: Complex data not supported (dtype {arr.dtype}, shape {arr.shape})")
+        if arr.dtype.kind in _NON_NUMERIC_KINDS:
+            raise TypeError(f"{name}: expected numeric values, got dtype {arr.dtype}")
+        if arr.ndim != 2:
+            hint = ""
+            if arr.ndim == 1:
+                hint = (
+                    f"; Reshape your data with {name}.reshape(-1, 1) if it has a single feature"
+                    f" or {name}.reshape(1, -1) if it is a single sample"
+                )
+            raise ValueError(
+                f"{name}: expected a 2-D array of shape (n_samples, n_features), got shape {arr.shape}{hint}"
+            )
+        shape = arr.shape
+        if not hasattr(X, "__array__") or arr.dtype.kind == "O":
+            X = arr  # lists, and object arrays that check_array converts element by element
+    if shape[0] < min_rows:
         raise ValueError(
-            f"{name}: contains negative values (min {values.min():.4g}); the histogram-intersection kernel needs non-negative features"
+            f"{name}: needs at least {min_rows} row(s): found array with {shape[0]} sample(s) "
+            f"(shape={tuple(shape)}) while a minimum of {min_rows} is required"
         )
+    if shape[1] == 0:
+        raise ValueError(
+            f"{name}: has no features: found array with 0 feature(s) (shape={tuple(shape)}) while a minimum of 1 is required."
+        )
+    if n_features is not None and shape[1] != n_features:
+        owner = type(estimator).__name__ if estimator is not None else "the model"
+        raise ValueError(
+            f"{name} has {shape[1]} features, but {owner} is expecting {n_features} features as input "
+            f"(got shape {tuple(shape)})"
+        )
+    try:
+        # values beyond float32's range become inf here and are reported below, without a numpy warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = check_array(
+                X, accept_sparse="csr" if accept_sparse else False, dtype=dtype, order="C", ensure_all_finite=False,
+                ensure_min_samples=0, ensure_min_features=0, input_name=name,
+            )
+    except (TypeError, ValueError) as exc:  # e.g. an object array holding a dict or a word
+        raise type(exc)(f"{name}: {exc}") from None
+    if sp.issparse(X):
+        if not isinstance(X, sp.csr_matrix):
+            X = sp.csr_matrix(X)
+        if not X.has_canonical_format:
+            X = X.copy()  # never rewrite the caller's matrix
+            X.sum_duplicates()
+        values = X.data
+    else:
+        values = X
+    if values.size and not np.isfinite(values).all():
+        big = f" (or values too large for {np.dtype(dtype).name})" if np.dtype(dtype) != np.float64 else ""
+        raise ValueError(f"{name}: contains NaN or infinity{big} (shape {X.shape})")
+    if non_negative:
+        check_non_negative(X, name)
     return X
+
+
+def check_non_negative(X, name: str = "X") -> None:
+    """Refuse negative values in a checked matrix (histogram-intersection kernels)."""
+    values = X.data if sp.issparse(X) else X
+    if values.size and values.min() < 0:
+        raise ValueError(
+            f"{name}: Negative values in data (min {values.min():.4g}); the histogram-intersection kernel needs non-negative features"
+        )
+
+
+def validate_X(estimator, X, *, reset: bool, name: str = "X", **kwargs):
+    """:func:`check_matrix` for an estimator's ``fit`` (``reset=True``) or prediction methods.
+
+    ``reset=True`` records ``n_features_in_`` (and ``feature_names_in_`` for a
+    DataFrame); ``reset=False`` first raises ``NotFittedError`` on an
+    unfitted estimator, then requires the fitted number of features.
+    ``kwargs`` go to :func:`check_matrix`.
+    """
+    if not reset:
+        check_is_fitted(estimator)
+        kwargs.setdefault("n_features", estimator.n_features_in_)
+    Xc = check_matrix(X, name, estimator=estimator, **kwargs)
+    # scikit-learn's own bookkeeping of n_features_in_ and feature names, on the original input
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+    return Xc
 
 
 def check_labels(y, n_samples: int, name: str = "y") -> np.ndarray:
@@ -82,6 +203,51 @@ def check_labels(y, n_samples: int, name: str = "y") -> np.ndarray:
     if y.shape[0] != n_samples:
         raise ValueError(f"{name}: has {y.shape[0]} labels for {n_samples} samples")
     return y
+
+
+def check_target_present(estimator, y) -> None:
+    """A supervised ``fit`` given ``y=None`` says so in scikit-learn's words."""
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target y is None")
+
+
+def check_binary_target(estimator, y, n_samples: int, name: str = "y"):
+    """Labels of a binary classifier: ``(y, classes)`` with ``classes`` of length 2.
+
+    A column vector ``(n, 1)`` is raveled with a ``DataConversionWarning``;
+    continuous targets are "Unknown label type: continuous"; more than two
+    classes are refused ("Only binary classification is supported").
+    """
+    check_target_present(estimator, y)
+    if isinstance(y, str):
+        raise TypeError(f"{name}: expected an array of labels, got a string")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(
+            f"A column-vector y was passed when a 1d array was expected. Please change the shape of {name} "
+            "to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{name}: y should be a 1d array of labels, got an array of shape {y.shape} instead")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name}: has {y.shape[0]} labels for {n_samples} samples")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError(f"{name}: Input y contains NaN or infinity")
+    check_classification_targets(y)
+    y_type = type_of_target(y, input_name=name)
+    classes = np.unique(y)
+    owner = type(estimator).__name__
+    if y_type != "binary":
+        raise ValueError(
+            f"{name}: Only binary classification is supported by {owner}. The type of the target is {y_type} "
+            f"({classes.size} classes)"
+        )
+    if classes.size != 2:
+        raise ValueError(f"{name}: {owner} needs 2 classes to train, got 1 class ({classes[0]!r})")
+    return y, classes
 
 
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
@@ -109,3 +275,84 @@ def check_random_state(random_state) -> np.random.Generator:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise TypeError(f"random_state: expected None, an int or a numpy Generator, got {type(random_state).__name__}")
+
+
+def validate_params(estimator) -> None:
+    """Check ``estimator``'s parameters against its ``_parameter_constraints``.
+
+    Raises scikit-learn's ``InvalidParameterError`` (a ``ValueError`` and a
+    ``TypeError``), whose message names the parameter, the estimator and the
+    allowed range.
+    """
+    estimator._validate_params()
+
+
+# ---------------------------------------------------------------------------- memory
+def _cgroup_memory_left() -> int | None:
+    """Bytes left under a cgroup v2 memory limit (containers), or None."""
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            current = int(fh.read().strip())
+        return max(int(limit) - current, 0)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate, or None if unknown.
+
+    Linux: ``MemAvailable`` from ``/proc/meminfo`` (free memory plus the page
+    cache the kernel can drop), else ``SC_AVPHYS_PAGES``; capped by a cgroup v2
+    limit when there is one.
+    """
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, OSError, ValueError):
+            avail = None
+    cgroup = _cgroup_memory_left()
+    if cgroup is not None:
+        avail = cgroup if avail is None else min(avail, cgroup)
+    return avail
+
+
+def _human(n_bytes: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n_bytes < 1024 or unit == "TB":
+            return f"{n_bytes:.0f} {unit}" if unit == "B" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} TB"  # pragma: no cover
+
+
+def check_memory(n_bytes: float, what: str, hint: str = "") -> None:
+    """Refuse work that needs more memory than is available, before allocating it.
+
+    Parameters
+    ----------
+    n_bytes : float
+        Estimated peak memory of the work.
+    what : str
+        The work, for the message (e.g. "LSHHasher(n_bits=100000).fit on (1000, 64)").
+    hint : str
+        What the user can change (e.g. "lower n_bits").
+    """
+    avail = available_memory()
+    logger.debug("%s: needs about %s, %s available", what, _human(n_bytes), "unknown" if avail is None else _human(avail))
+    if avail is not None and n_bytes > avail:
+        raise ValueError(
+            f"{what} needs about {_human(n_bytes)} of memory but only {_human(avail)} is available"
+            + (f"; {hint}" if hint else "")
+        )

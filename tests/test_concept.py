@@ -1,5 +1,8 @@
 """Negative Bootstrap, its baselines, compression, persistence and search."""
 
+import doctest
+import importlib
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -155,3 +158,27 @@ def test_weights_eq10_select_members():
     assert ps.n_negatives_ == 6
     pc = PooledClassifier(random_state=0).fit(pos, pool)
     assert pc.n_negatives_ == len(pool) and len(pc.member_support_) == 1
+
+
+def test_search_refuses_bad_rows_and_models():
+    rng, pos, pool, tags = toy(7)
+    model = NegativeBootstrap(n_iter=2, n_bins=8, random_state=0).fit(pos, pool)
+    # 1.7 would silently become row 1.
+    with pytest.raises(TypeError, match="rows: expected a 1-D array of integer"):
+        search(model, pool, k=1, rows=[1.7, 3.0])
+    with pytest.raises(TypeError, match="rows"):
+        search(model, pool, k=1, rows=[[1, 2]])
+    with pytest.raises(IndexError, match="rows"):
+        search(model, pool, k=1, rows=[-1])
+    with pytest.raises(TypeError, match="decision_function"):
+        search(object(), pool, k=1)
+    # The fitted estimator itself is a valid model for search.
+    assert search(model, pool, k=2, rows=np.array([4, 5, 6])).rows.size == 2
+
+
+@pytest.mark.parametrize("name", ["hardneg.concept", "hardneg.concept._negative_bootstrap",
+                                  "hardneg.concept._baselines", "hardneg.concept._search",
+                                  "hardneg.concept._compressed"])
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0

@@ -108,20 +108,20 @@ def test_custom_torch_model_and_torchscript_file(tmp_path):
         warnings.simplefilter("ignore", DeprecationWarning)  # torch 2.13 deprecates TorchScript; still supported
         torch.jit.save(torch.jit.script(net), str(tmp_path / "tiny.pt"))
         for path in (tmp_path / "tiny.pt2", tmp_path / "tiny.pt"):
-            ext2 = TorchExtractor(path, input_size=16, mean=TFLITE_MEAN, std=TFLITE_STD, resize="stretch")
+            ext2 = TorchExtractor(path, input_size=16, mean=TFLITE_MEAN, std=TFLITE_STD, resize="stretch", trust_model=True)
             np.testing.assert_allclose(ext2.transform([img, img]), ext.transform([img, img]), rtol=1e-6, atol=1e-6)
     # A model that already returns vectors is used as is.
     flat = torch.nn.Sequential(net, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
     np.testing.assert_allclose(TorchExtractor(flat, input_size=16, mean=TFLITE_MEAN, std=TFLITE_STD, resize="stretch").transform([img]), ext.transform([img]), rtol=1e-5)
     with pytest.raises(FileNotFoundError):
-        TorchExtractor(tmp_path / "none.pt").transform([img])
+        TorchExtractor(tmp_path / "none.pt", trust_model=True).transform([img])
     (tmp_path / "junk.pt").write_bytes(b"junk")
     (tmp_path / "junk.pt2").write_bytes(b"junk")
     with pytest.raises(ValueError, match="TorchScript"), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        TorchExtractor(tmp_path / "junk.pt").transform([img])
+        TorchExtractor(tmp_path / "junk.pt", trust_model=True).transform([img])
     with pytest.raises(ValueError, match="torch.export"):
-        TorchExtractor(tmp_path / "junk.pt2").transform([img])
+        TorchExtractor(tmp_path / "junk.pt2", trust_model=True).transform([img])
     with pytest.raises(TypeError):
         TorchExtractor(object()).transform([img])
 

@@ -8,11 +8,15 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, console, task_progress
+from ._common import CLIError, check_input_file, check_output_file, console, task_progress
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
 
 _METHODS = ("bootstrap", "bagging", "random", "positives", "pooled")
+# The library's own bounds (hardneg.concept MAX_ITER, MAX_BINS), repeated here so that
+# the option parser refuses them by their CLI names before any work starts.
+_MAX_ITER = 1000
+_MAX_BINS = 4096
 
 
 def _estimator(method: str, iterations: int, candidates: int | None, bins: int, seed: int):
@@ -37,19 +41,27 @@ def train(
     concept: str = typer.Option(..., "--concept", "-c", help="Concept tag: items with it are the positives and never negatives."),
     out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
     related: list[str] = typer.Option([], "--related", help="Related tags to exclude from the negatives (repeatable)."),
-    positives: int = typer.Option(100, "--positives", "-p", help="Use at most this many tagged items as B+ (random subset)."),
+    positives: int = typer.Option(100, "--positives", "-p", min=1, help="Use at most this many tagged items as B+ (random subset)."),
     split: str | None = typer.Option("train", "--split", help="Take positives and pool from this split ('' for all rows)."),
     method: str = typer.Option("bootstrap", "--method", help="bootstrap | bagging | random | positives | pooled"),
-    iterations: int = typer.Option(10, "--iterations", "-T", help="Number of meta classifiers T."),
-    candidates: int | None = typer.Option(None, "--candidates", "-m", help="Candidates scored per iteration (default 10 x |B+|)."),
-    bins: int = typer.Option(100, "--bins", "-q", help="Bins per dimension of the compressed model; 0 = exact tables."),
-    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=_MAX_ITER, help=f"Number of meta classifiers T (1 to {_MAX_ITER})."),
+    candidates: int | None = typer.Option(None, "--candidates", "-m", min=1, help="Candidates scored per iteration (default 10 x |B+|)."),
+    bins: int = typer.Option(
+        100, "--bins", "-q", min=0, max=_MAX_BINS,
+        help=f"Bins per dimension of the compressed model (at most {_MAX_BINS}: a table holds dim x bins values); 0 = exact tables.",
+    ),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed."),
 ):
     """Learn a concept classifier from tagged items of a store and save it compressed."""
     from ..store import FeatureStore
 
+    if method not in _METHODS:
+        raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
+    check_output_file(out, "--out")
     store = FeatureStore.open(store_path)
     split = split or None
+    if split and store.select(split=split).size == 0:
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split (use --split '' for all rows)")
     pos_rows = store.select(tags=[concept], split=split)
     if pos_rows.size == 0:
         raise CLIError(f"no items tagged {concept!r}{f' in split {split!r}' if split else ''} in {store_path}")
@@ -80,20 +92,23 @@ def train(
 def search_cmd(
     model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
     store_path: str = typer.Argument(..., help="FeatureStore to search."),
-    k: int = typer.Option(20, "--k", "-k", help="Number of results."),
+    k: int = typer.Option(20, "--k", "-k", min=1, help="Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
-    chunk_rows: int = typer.Option(16384, "--chunk-rows", help="Rows scored per block."),
+    chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
 ):
     """Rank every item of a store by a concept model and print the top k."""
     from ..concept import load_concept, search
     from ..store import FeatureStore
 
+    check_input_file(model_path, "a concept model file")
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
     rows = store.select(split=split) if split else None
+    if rows is not None and rows.size == 0:
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split")
     total = len(store) if rows is None else int(rows.size)
     with task_progress("searching", total) as advance:
         res = search(model, store, k=min(k, total) if total else k, rows=rows, chunk_rows=chunk_rows, progress=advance)

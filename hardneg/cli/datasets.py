@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.table import Table
 
-from ._common import CLIError, console, task_progress
+from ._common import CLIError, check_output_dir, console, task_progress
 
 app = typer.Typer(help="List datasets and import them into FeatureStores.", invoke_without_command=True)
 
@@ -37,16 +39,18 @@ def import_(
     name: str = typer.Argument(..., help="Dataset name (see `hardneg datasets`)."),
     store: str = typer.Argument(..., help="FeatureStore directory to create."),
     overwrite: bool = typer.Option(False, help="Replace an existing store."),
-    batch: int = typer.Option(10_000, help="Rows per committed batch."),
+    batch: int = typer.Option(10_000, min=1, help="Rows per committed batch."),
 ):
     """Write a dataset's vectors, labels and split into a new FeatureStore."""
     from ..datasets import load
     from ..store import FeatureStore
 
+    # Checked first: loading a large dataset takes a while.
+    if Path(store).exists() and not overwrite:
+        raise CLIError(f"{store} already exists; pass --overwrite to replace it")
+    check_output_dir(store)
     data = load(name)
     n = data.X.shape[0]
-    if batch < 1:
-        raise CLIError("--batch must be at least 1")
     class_names = list(data.class_names) if data.class_names is not None else None
     with FeatureStore.create(store, dim=data.X.shape[1], overwrite=overwrite, attrs={"dataset": data.name, "class_names": class_names}) as fs:
         with task_progress(f"importing {name}", n) as advance:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from ._common import CLIError, console, task_progress
+from ._common import CLIError, check_output_dir, console, task_progress
 
 app = typer.Typer(
     help="Extract CNN or dense-SIFT bag-of-words features from images into a FeatureStore (resumable).",
@@ -22,12 +22,13 @@ class Features(str, Enum):
 
 
 def _extractor(features: Features, *, input_size: int, l2: bool, threads: int | None, model: str | None, n_words: int,
-               tfidf: bool, sparse: bool | None, step: int, seed: int):
+               tfidf: bool, sparse: bool | None, step: int, seed: int, trust_model: bool = False):
     from ..features import BagOfWords, DenseSift, EfficientNetLite0, TorchExtractor
 
     if features == Features.cnn:
         if model is not None:
-            return TorchExtractor(model, input_size=input_size, l2_normalize=l2, num_threads=threads, name=Path(model).name)
+            return TorchExtractor(model, input_size=input_size, l2_normalize=l2, num_threads=threads, name=Path(model).name,
+                                  trust_model=trust_model)
         return EfficientNetLite0(input_size=input_size, l2_normalize=l2, num_threads=threads)
     return BagOfWords(
         DenseSift(step=step), n_words=n_words, weighting="tfidf" if tfidf else "tf", normalize="l1", sparse=sparse, random_state=seed,
@@ -48,7 +49,21 @@ def _report(summary) -> None:
 
 
 _OPT_FEATURES = typer.Option(Features.cnn, "--features", "-f", help="cnn: EfficientNet-Lite0 1280-d; dsift: dense-SIFT bag of visual words.")
-_OPT_THREADS = typer.Option(None, "--threads", help="Torch threads for the CNN (default: torch's own).")
+_OPT_THREADS = typer.Option(None, "--threads", min=1, help="Torch threads for the CNN (default: torch's own).")
+_OPT_SEED = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Seed of the codebook sample and k-means.")
+# An input side past this costs GBs per batch for no gain (EfficientNet-Lite0's native side is 224).
+_MAX_INPUT_SIZE = 2048
+_MAX_WORDS = 2**21  # = hardneg.features MAX_WORDS: k-means past that runs for days
+
+
+def _check_input_size(features: Features, input_size: int, model: str | None = None) -> None:
+    """Refuse a CNN input side before any work: a bad one would make every image "unreadable"."""
+    if features != Features.cnn:
+        return
+    if not 1 <= input_size <= _MAX_INPUT_SIZE:
+        raise CLIError(f"--input-size: must lie in 1..{_MAX_INPUT_SIZE}, got {input_size}")
+    if model is None and input_size % 32:
+        raise CLIError(f"--input-size: EfficientNet-Lite0 needs a multiple of 32 (32, 64, ..., 224), got {input_size}")
 
 
 @app.command("images")
@@ -58,21 +73,32 @@ def images(
     features: Features = _OPT_FEATURES,
     list_file: str = typer.Option(None, "--list", help="Text file with one image path per line (relative to the file's folder)."),
     labels_from_folders: bool = typer.Option(False, "--labels-from-folders", help="Label each image by its first sub-folder."),
-    input_size: int = typer.Option(224, "--input-size", help="CNN input side (a multiple of 32 for EfficientNet-Lite0)."),
+    input_size: int = typer.Option(224, "--input-size", help=f"CNN input side (a multiple of 32 for EfficientNet-Lite0, at most {_MAX_INPUT_SIZE})."),
     l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
-    model: str = typer.Option(None, "--model", help="A TorchScript file to use instead of EfficientNet-Lite0."),
-    n_words: int = typer.Option(1024, "--n-words", help="Visual words (dsift); above 4,096 the store is sparse CSR."),
+    model: str = typer.Option(
+        None, "--model",
+        help="A TorchScript (or torch.export .pt2) file to use instead of EfficientNet-Lite0. "
+        "A model file is code: it runs with your permissions; needs --trust-model.",
+    ),
+    trust_model: bool = typer.Option(
+        False, "--trust-model", help="Allow --model FILE to load: you trust the file as you would a program."
+    ),
+    n_words: int = typer.Option(1024, "--n-words", min=2, max=_MAX_WORDS, help="Visual words (dsift); above 4,096 the store is sparse CSR."),
     tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
-    step: int = typer.Option(8, "--step", help="Dense-SIFT grid step in pixels."),
-    n_fit_images: int = typer.Option(1000, "--fit-images", help="Images sampled to learn the codebook."),
-    batch_size: int = typer.Option(64, "--batch-size", help="Images per committed batch."),
+    step: int = typer.Option(8, "--step", min=1, help="Dense-SIFT grid step in pixels."),
+    n_fit_images: int = typer.Option(1000, "--fit-images", min=1, help="Images sampled to learn the codebook."),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Images per committed batch."),
     threads: int = _OPT_THREADS,
-    seed: int = typer.Option(0, "--seed", help="Seed of the codebook sample and k-means."),
+    seed: int = _OPT_SEED,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild the store instead of resuming it."),
 ):
     """Extract features of image files (folders and/or a list) into a store; reruns skip what is done."""
     from ..features import extract_to_store, list_image_files, resolve_images
 
+    if model is not None and not trust_model:
+        raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
+    _check_input_size(features, input_size, model)
+    check_output_dir(out, "--out")
     sources = list(sources or [])
     if not sources and list_file is None:
         raise CLIError("give image folders/files or --list FILE")
@@ -103,7 +129,7 @@ def images(
         raise CLIError("no image files found in the given sources")
     items = resolve_images(paths, ids=ids)
     extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
-                           tfidf=tfidf, sparse=None, step=step, seed=seed)
+                           tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
         summary = extract_to_store(
             paths, out, extractor, ids=ids, labels="folders" if labels_from_folders else None,
@@ -117,21 +143,26 @@ def dataset(
     name: str = typer.Argument(..., help="A dataset with images: digits, faces, mnist5k, mnist, fashion-mnist (see `hardneg datasets list`)."),
     out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
     features: Features = _OPT_FEATURES,
-    input_size: int = typer.Option(96, "--input-size", help="CNN input side (small dataset images are upscaled)."),
+    input_size: int = typer.Option(96, "--input-size", help="CNN input side, a multiple of 32 (small dataset images are upscaled)."),
     l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
-    n_words: int = typer.Option(1024, "--n-words", help="Visual words (dsift)."),
+    n_words: int = typer.Option(1024, "--n-words", min=2, max=_MAX_WORDS, help="Visual words (dsift)."),
     tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
-    resize_to: int = typer.Option(64, "--sift-size", help="Dense SIFT: resize images to this square side first."),
-    step: int = typer.Option(4, "--step", help="Dense-SIFT grid step in pixels (after resizing)."),
-    batch_size: int = typer.Option(256, "--batch-size", help="Images per committed batch."),
+    resize_to: int = typer.Option(
+        64, "--sift-size", min=16, max=1024,
+        help="Dense SIFT: resize images to this square side first (at least 16: a descriptor with 4-pixel bins spans 16 pixels).",
+    ),
+    step: int = typer.Option(4, "--step", min=1, help="Dense-SIFT grid step in pixels (after resizing)."),
+    batch_size: int = typer.Option(256, "--batch-size", min=1, help="Images per committed batch."),
     threads: int = _OPT_THREADS,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = _OPT_SEED,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild the store instead of resuming it."),
 ):
     """Extract features of a built-in dataset's images, with its labels and split."""
     from ..datasets import load
     from ..features import BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
 
+    _check_input_size(features, input_size)
+    check_output_dir(out, "--out")
     ds = load(name)
     if ds.images is None:
         raise CLIError(f"dataset {name!r} has no images to extract features from")
@@ -159,7 +190,7 @@ def fashion_mnist(
     features: Features = _OPT_FEATURES,
     out: str = typer.Option(None, "--out", "-o", help="Store folder (default: the cache, ~/.cache/hardneg/stores/fashion-mnist-<features>)."),
     data: str = typer.Option(None, "--data", help="Folder with the four Fashion-MNIST IDX files (default: found automatically)."),
-    limit: int = typer.Option(None, "--limit", help="Only the first N images of each split (a trial run)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="Only the first N images of each split (a trial run)."),
     threads: int = _OPT_THREADS,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild instead of resuming."),
 ):
@@ -170,7 +201,7 @@ def fashion_mnist(
     """
     from ..features import build_fashion_mnist_store, fashion_mnist_store_path
 
-    target = Path(out) if out else fashion_mnist_store_path(features.value)
+    target = check_output_dir(out, "--out") if out else fashion_mnist_store_path(features.value)
     with task_progress(f"fashion-mnist ({features.value})", 70000 if limit is None else 2 * limit) as advance:
         summary = build_fashion_mnist_store(
             features.value, path=target, data_path=data, limit=limit, num_threads=threads, overwrite=overwrite, progress=advance,

@@ -1,8 +1,9 @@
 """Entry point of the ``hardneg`` command.
 
 Each command group lives in its own module and is registered here. User
-errors (bad input, missing data, corrupt files) print one line and exit with
-code 2; a traceback is only shown with ``-vv``.
+errors (bad input, bad options, missing data, corrupt files) print one line
+on stderr and exit with code 2; a traceback is only shown with ``-vv``, or
+for an error that is a bug (see :func:`._common.is_user_error`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 
 import typer
 
-from ._common import USER_ERRORS, err_console, setup_logging
+from ._common import check_output_dir, err_console, error_line, is_user_error, one_line, setup_logging
 from .concept import app as concept_app
 from .datasets import app as datasets_app
 from .extract import app as extract_app
@@ -46,24 +47,70 @@ def demo(
     """Run the main job on the embedded default dataset and write its results."""
     from ..demo import run_demo
 
+    check_output_dir(out, "--out")
     run_demo(out)
 
 
-def main(argv=None) -> int:
-    """Run the CLI and return its exit code (usage errors are Typer's own: code 2)."""
+def _parse_error_types() -> tuple[type[BaseException], ...]:
+    """Usage errors of the option parser: typer's own (typer >= 0.26 vendors click) or click's."""
+    types: list[type[BaseException]] = [typer.TyperException] if hasattr(typer, "TyperException") else []
     try:
-        app(args=argv, prog_name="hardneg")
-    except SystemExit as exc:  # standalone mode always ends in sys.exit
+        import click
+
+        types.append(click.ClickException)
+    except ImportError:  # pragma: no cover - only newer typer runs without click
+        pass
+    return tuple(types)
+
+
+def _abort_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [typer.Abort]
+    try:
+        import click
+
+        types.append(click.exceptions.Abort)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(types)
+
+
+_PARSE_ERRORS = _parse_error_types()
+_ABORTS = _abort_types()
+
+
+def _error(text: str) -> None:
+    err_console.print(f"[red]error:[/red] {text}", highlight=False, soft_wrap=True)
+
+
+def main(argv=None) -> int:
+    """Run the CLI and return its exit code: 0, 2 for a user error, 130 when interrupted."""
+    try:
+        # Not standalone: usage errors come back here, to be shown as one line like the others.
+        rv = app(args=argv, prog_name="hardneg", standalone_mode=False)
+    except SystemExit as exc:  # a broken pipe, or a command that calls sys.exit
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         err_console.print("[red]aborted[/red]")
         return 130
-    except USER_ERRORS as exc:
-        if logging.getLogger().isEnabledFor(logging.DEBUG):
-            raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+    except _PARSE_ERRORS as exc:  # bad or missing options and arguments, unknown commands
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group run bare: its help was shown
+            if exc.format_message().strip():
+                exc.show()
+            return 2
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _error(one_line(exc.format_message()) + hint)
         return 2
-    return 0
+    except _ABORTS:
+        err_console.print("[red]aborted[/red]")
+        return 1
+    except Exception as exc:
+        if not is_user_error(exc) or logging.getLogger().isEnabledFor(logging.DEBUG):
+            raise
+        _error(error_line(exc))
+        return 2
+    # Typer returns an exit code when a command ends with typer.Exit, the command's value otherwise.
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":

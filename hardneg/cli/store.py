@@ -1,4 +1,4 @@
-"""``hardneg store``: look inside a FeatureStore."""
+"""``hardneg store``: look inside a FeatureStore, and check it for damage."""
 
 from __future__ import annotations
 
@@ -28,3 +28,18 @@ def info(path: str = typer.Argument(..., help="Store directory.")):
     for key, value in store.attrs.items():
         table.add_row(f"attrs.{key}", str(value)[:80])
     console.print(table)
+
+
+@app.command("verify")
+def verify(path: str = typer.Argument(..., help="Store directory.")):
+    """Check every chunk and item part against the checksums recorded at commit time.
+
+    Prints OK, or one line per damaged chunk or part; exits with code 2 when
+    anything is damaged (or the store cannot even be opened).
+    """
+    from ..store import FeatureStore
+
+    report = FeatureStore.open(path).verify()
+    console.print(str(report), highlight=False, markup=False, soft_wrap=True)
+    if not report.ok:
+        raise typer.Exit(code=2)

@@ -15,6 +15,16 @@ Examples
 >>> hits = search(model, np.vstack([pool, pos]), k=5)
 >>> bool((hits.rows >= 300).all())
 True
+
+The estimators are also scikit-learn binary rankers: ``fit(X, y)`` with y = 1
+for positives and 0 for the unlabeled pool, ``score`` = average precision, so
+they work in ``GridSearchCV``:
+
+>>> from sklearn.model_selection import cross_val_score
+>>> X, y = np.vstack([pos, pool]), np.r_[np.ones(20), np.zeros(300)]
+>>> ap = cross_val_score(NegativeBootstrap(n_iter=2, random_state=0), X, y, cv=3)
+>>> bool((ap > 0.9).all())
+True
 """
 
 from hardneg.concept._baselines import AsymmetricBagging, PooledClassifier, PositiveSampling, RandomSampling

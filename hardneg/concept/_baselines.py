@@ -1,13 +1,14 @@
 """The baselines Negative Bootstrap is compared with (Li et al. 2013, Section V).
 
 All share the HIK meta classifier, the pool handling and the estimator API
-of :class:`~hardneg.concept.NegativeBootstrap`, so a benchmark swaps one for
-another and nothing else changes.
+of :class:`~hardneg.concept.NegativeBootstrap` (both ``fit(positives, pool)``
+and scikit-learn's ``fit(X, y)``), so a benchmark or a ``GridSearchCV`` swaps
+one for another and nothing else changes.
 """
 
 from __future__ import annotations
 
-from ._ensemble import HIKEnsembleConcept
+from ._ensemble import HIKEnsembleConcept, _constraints
 
 __all__ = ["AsymmetricBagging", "PooledClassifier", "PositiveSampling", "RandomSampling"]
 
@@ -27,6 +28,7 @@ class RandomSampling(HIKEnsembleConcept):
 
     _bootstrap = False
     _average = False
+    _parameter_constraints = _constraints("n_iter", "n_bins", "C", "n_negatives", "random_state")
 
     def __init__(self, n_iter=10, n_bins=100, C=1.0, n_negatives=None, random_state=None):
         self.n_iter = n_iter
@@ -51,6 +53,7 @@ class AsymmetricBagging(HIKEnsembleConcept):
 
     _bootstrap = False
     _average = True
+    _parameter_constraints = _constraints("n_iter", "n_bins", "C", "weights", "n_negatives", "random_state")
 
     def __init__(self, n_iter=10, n_bins=100, C=1.0, weights=None, n_negatives=None, random_state=None):
         self.n_iter = n_iter
@@ -77,6 +80,7 @@ class PositiveSampling(HIKEnsembleConcept):
 
     _bootstrap = False
     _average = True
+    _parameter_constraints = _constraints("n_iter", "positive_fraction", "n_bins", "C", "random_state")
 
     def __init__(self, n_iter=10, positive_fraction=0.5, n_bins=100, C=1.0, random_state=None):
         self.n_iter = n_iter
@@ -110,6 +114,7 @@ class PooledClassifier(HIKEnsembleConcept):
 
     _bootstrap = False
     _average = True
+    _parameter_constraints = _constraints("C", "class_weight", "max_negatives", "n_bins", "random_state")
 
     def __init__(self, C=1.0, class_weight="balanced", max_negatives=5000, n_bins=100, random_state=None):
         self.C = C

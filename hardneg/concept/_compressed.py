@@ -6,9 +6,11 @@ and saves to / loads from a ``.npz`` + JSON model file (no pickle).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from hardneg._persist import ModelFileError, load_model, save_model
+from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
 from hardneg._validation import check_matrix
 from hardneg.svm import HIKBinTable, HIKExactTable
 
@@ -16,6 +18,19 @@ __all__ = ["CompressedConcept", "load_concept"]
 
 _KIND = "hardneg.concept.CompressedConcept"
 _VERSION = 1
+_ARRAYS = {"exact": ("values", "prefix", "suffix"), "bins": ("lo", "hi", "values", "below", "above")}
+_SCHEMA = {
+    "values": ArraySpec("f", 2),
+    "prefix": ArraySpec("f", 2, optional=True),
+    "suffix": ArraySpec("f", 2, optional=True),
+    "lo": ArraySpec("f", 1, optional=True),
+    "hi": ArraySpec("f", 1, optional=True),
+    "below": ArraySpec("f", 1, optional=True),
+    "above": ArraySpec("f", 1, optional=True),
+}
+# Largest magnitude a stored value may have: well inside float32, where scoring runs,
+# so sums and differences of a few values stay finite.
+_MAX_VALUE = 1e30
 
 
 class CompressedConcept:
@@ -77,25 +92,39 @@ class CompressedConcept:
 
     @classmethod
     def load(cls, path) -> CompressedConcept:
-        arrays, meta = load_model(path, _KIND, (_VERSION,))
+        """Read a model written by :meth:`save`; :class:`ModelFileError` (one line) if it is damaged,
+        edited or impossible (NaN or infinite values, unsorted support values, inconsistent shapes)."""
+        arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         kind = meta.pop("table", None)
         intercept = meta.pop("intercept", None)
         bound = meta.pop("error_bound", None)
         try:
-            if not isinstance(intercept, (int, float)):
-                raise ValueError("missing intercept")
+            if (isinstance(intercept, bool) or not isinstance(intercept, (int, float)) or not math.isfinite(intercept)
+                    or abs(intercept) > _MAX_VALUE):
+                raise ValueError(f"intercept {intercept!r} is not a finite number")
+            if kind not in _ARRAYS:
+                raise ValueError(f"unknown table kind {kind!r}")
+            if set(arrays) != set(_ARRAYS[kind]):
+                raise ValueError(f"a {kind!r} table needs arrays {', '.join(_ARRAYS[kind])}, "
+                                 f"the file has {', '.join(sorted(arrays))}")
+            for name, arr in arrays.items():
+                # scoring runs in float32: values beyond its range would become inf there
+                if not np.isfinite(arr).all() or np.abs(arr).max(initial=0.0) > _MAX_VALUE:
+                    raise ValueError(f"array {name!r} holds NaN, infinite or out-of-range values")
             if kind == "exact":
                 table = HIKExactTable(arrays["values"], arrays["prefix"], arrays["suffix"], intercept)
-            elif kind == "bins":
+                if (np.diff(table.values, axis=1) < 0).any():
+                    raise ValueError("the support values are not sorted per dimension")
+            else:
+                if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float))
+                                          or not math.isfinite(bound) or bound < 0):
+                    raise ValueError(f"error bound {bound!r} is not a non-negative number")
                 table = HIKBinTable(arrays["lo"], arrays["hi"], arrays["values"], arrays["below"], arrays["above"],
                                     intercept, error_bound=float("nan") if bound is None else bound)
-            else:
-                raise ValueError(f"unknown table kind {kind!r}")
-            for name, arr in arrays.items():
-                if arr.dtype.kind != "f" or not np.isfinite(arr).all():
-                    raise ValueError(f"array {name!r} is not finite floating point")
+            if table.n_features < 1:
+                raise ValueError("the table has no dimensions")
         except (KeyError, ValueError) as exc:
-            raise ModelFileError(f"{path}: inconsistent concept model ({exc})") from None
+            raise ModelFileError(f"{path}: inconsistent concept model ({str(exc).splitlines()[0]})") from None
         return cls(table, meta=meta)
 
 

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import average_precision_score
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from hardneg._validation import check_matrix, check_positive_int, check_random_state
+from hardneg._validation import check_positive_int, check_random_state
 from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 
@@ -28,6 +33,34 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["HIKEnsembleConcept"]
 
+# Size bounds: beyond them a fit cannot finish on one machine, so refuse up front
+# with a clear error instead of swapping or dying (issue 10).
+MAX_ITER = 1000
+#: Rows of one meta classifier's training set (|B+| plus negatives): the kernel SVM
+#: holds an (n, n) Gram matrix in float32 and again in float64, ~4.8 GB at 20,000.
+MAX_TRAIN_ROWS = 20_000
+#: Bins per dimension of a table: d x (q + 1) float64 values per table.
+MAX_BINS = 4096
+
+# One constraint per public parameter; each subclass declares the ones it takes.
+_CONSTRAINTS = {
+    "n_iter": [Interval(Integral, 1, MAX_ITER, closed="both")],
+    "n_candidates": [None, Interval(Integral, 1, None, closed="left")],
+    "n_bins": [Interval(Integral, 1, MAX_BINS, closed="both")],
+    "C": [Interval(Real, 0, None, closed="neither")],
+    "weights": [None, StrOptions({"uniform"}), "array-like"],
+    "n_negatives": [None, Interval(Integral, 1, MAX_TRAIN_ROWS, closed="both")],
+    "max_negatives": [Interval(Integral, 1, MAX_TRAIN_ROWS, closed="both")],
+    "positive_fraction": [Interval(Real, 0, 1, closed="right")],
+    "class_weight": [None, StrOptions({"balanced"}), dict],
+    "compressed_training": ["boolean"],
+    "random_state": ["random_state", np.random.Generator],
+}
+
+
+def _constraints(*names) -> dict:
+    return {name: _CONSTRAINTS[name] for name in names}
+
 
 def _exclusions(exclude_tags, related_tags) -> list[str]:
     out = []
@@ -36,6 +69,55 @@ def _exclusions(exclude_tags, related_tags) -> list[str]:
             continue
         out.extend([tags] if isinstance(tags, str) else [str(t) for t in tags])
     return out
+
+
+def _is_store(obj) -> bool:
+    return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")
+
+
+def _second_argument_is_pool(X, second) -> bool:
+    """The dispatch rule of :meth:`HIKEnsembleConcept.fit` (see its docstring).
+
+    Labels are 1-D, or an (n, 1) column when X has more than one feature (a
+    pool must have X's width, so such a column cannot be one); a FeatureStore,
+    a sparse matrix or any other 2-D array is a pool.
+    """
+    if _is_store(second) or sp.issparse(second):
+        return True
+    shape = _shape(second)
+    if shape is None or len(shape) < 2:
+        return False
+    if len(shape) == 2 and shape[1] == 1:
+        x_shape = _shape(X)
+        return x_shape is not None and len(x_shape) == 2 and x_shape[1] == 1
+    return True
+
+
+def _shape(obj):
+    """Shape of an array-like without validating it; None for ragged input."""
+    shape = getattr(obj, "shape", None)  # arrays, DataFrames: no conversion
+    if isinstance(shape, tuple):
+        return shape
+    try:
+        return np.asarray(obj).shape
+    except (ValueError, TypeError):  # ragged nested lists: let label validation say so
+        return None
+
+
+def _check_non_negative(X, name: str) -> None:
+    # sklearn's estimator checks match "Negative values in data"; the rest says why.
+    if X.size and X.min() < 0:
+        raise ValueError(
+            f"Negative values in data passed to {name} (min {X.min():.4g}, shape {X.shape}): "
+            "the histogram-intersection kernel needs non-negative features"
+        )
+
+
+def _check_n_bins(q) -> int:
+    q = check_positive_int(q, "n_bins")
+    if q > MAX_BINS:
+        raise ValueError(f"n_bins: must be <= {MAX_BINS}, got {q}")
+    return q
 
 
 class _SupportRegistry:
@@ -65,54 +147,178 @@ class _SupportRegistry:
         return out
 
 
-class HIKEnsembleConcept(BaseEstimator):
+class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
     """Base class: an ensemble of HIK SVMs trained on B+ and sampled negatives.
 
-    Subclasses define ``__init__`` (their public parameters) and the class
-    attributes ``_bootstrap`` (score candidates with G_{t-1}, Table I step 6),
-    ``_average`` (keep an ensemble, Eq. (9); otherwise the last classifier)
-    and ``_positive_fraction`` (a random subset of B+ per iteration).
+    Subclasses define ``__init__`` (their public parameters), their
+    ``_parameter_constraints`` and the class attributes ``_bootstrap`` (score
+    candidates with G_{t-1}, Table I step 6), ``_average`` (keep an ensemble,
+    Eq. (9); otherwise the last classifier) and ``_positive_fraction`` (a
+    random subset of B+ per iteration).
+
+    The estimators are binary rankers in scikit-learn's classifier form:
+    ``decision_function`` ranks images (the paper's use), ``predict`` is its
+    sign (``classes_[1]`` where ``G(x) > 0``), and ``score`` is the average
+    precision of the ranking, so ``GridSearchCV`` tunes them by a ranking
+    metric with stratified folds (every fold keeps some positives).
     """
 
     _bootstrap = False
     _average = True
     _positive_fraction = 1.0
+    _parameter_constraints: dict = {}
 
     # Parameters every subclass accepts (read with getattr: sklearn clones via __init__).
     def _param(self, name, default):
         return getattr(self, name, default)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # histogram-intersection kernel
+        tags.classifier_tags.multi_class = False  # positives vs the unlabeled pool
+        return tags
+
     # ------------------------------------------------------------------ fit
-    def fit(self, positives, pool, *, exclude_tags=None, related_tags=None, pool_tags=None, pool_rows=None, progress=None):
+    def fit(self, X, y=None, *, pool=None, exclude_tags=None, related_tags=None, pool_tags=None, pool_rows=None,
+            progress=None):
         """Learn a concept from positives and a pool of (tagged) candidate negatives.
+
+        Two call forms share this method:
+
+        ``fit(X, y)`` (scikit-learn)
+            ``y`` labels each row of ``X``: the greater of its two labels marks
+            the positives B+ (1 in {0, 1}, ``True``, 1 in {-1, 1}), the other
+            the unlabeled pool S that negatives are sampled from. This is the
+            form ``GridSearchCV``, ``cross_val_score`` and ``Pipeline`` use.
+        ``fit(positives, pool)`` or ``fit(positives, pool=pool)`` (the paper's)
+            B+ and S given separately; the pool may be a ``FeatureStore``,
+            read in chunks and by rows.
+
+        Dispatch rule for the second positional argument: a 1-D array (or
+        list) is ``y``; so is an (n, 1) column when ``X`` has more than one
+        feature (a pool must be as wide as ``X``; scikit-learn warns and
+        ravels the column). A ``FeatureStore``, a sparse matrix, or any other
+        2-D array is a pool. Passing ``pool=`` by keyword is always the
+        paper's form.
 
         Parameters
         ----------
-        positives : array-like (n_pos, d), non-negative
-            B+, the user's positive examples.
-        pool : array-like (n, d) or FeatureStore
-            The pool S of user-tagged items; a store is read in chunks / by rows.
+        X : array-like (n, d), non-negative
+            All labeled rows (``fit(X, y)``) or B+, the positive examples.
+        y : array-like (n,) of two labels, or a pool
+            See the dispatch rule above.
+        pool : array-like (n_pool, d) or FeatureStore, keyword only
+            The pool S of user-tagged items (paper's form).
         exclude_tags : str or list of str, optional
             The concept's tag(s): pool items carrying them are never negatives.
         related_tags : list of str, optional
             Further tags to exclude (synonyms, sub-concepts).
         pool_tags : sequence of (list of str), optional
-            Tags per row of an array pool.
+            Tags per row of an array pool, or per row of ``X`` in ``fit(X, y)``.
         pool_rows : array of int, optional
-            Restrict the pool to these rows (e.g. a training split).
+            Restrict the pool to these rows (e.g. a training split); paper's
+            form only (in ``fit(X, y)``, ``y`` already says which rows are pool).
         progress : callable, optional
             Called with 1 after each iteration.
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        ``iterations_[t]["rows"]`` index the pool in the paper's form and the
+        rows of ``X`` in ``fit(X, y)``; both forms give the same model when
+        ``X = vstack([positives, pool])`` and the seed is the same.
         """
-        P = check_matrix(positives, "positives", non_negative=True, min_rows=1)
+        self._validate_params()
+        kwargs = dict(exclude_tags=exclude_tags, related_tags=related_tags, pool_tags=pool_tags,
+                      pool_rows=pool_rows, progress=progress)
+        if pool is not None:
+            if y is not None:
+                raise TypeError("fit: pass either y (labels of X) or pool=, not both")
+            return self._fit_positives_pool(X, pool, **kwargs)
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: call fit(X, y) with "
+                "y = 1 for positives and 0 for the unlabeled pool, or fit(positives, pool)"
+            )
+        if _second_argument_is_pool(X, y):
+            return self._fit_positives_pool(X, y, **kwargs)
+        return self._fit_labels(X, y, **kwargs)
+
+    def _fit_positives_pool(self, positives, pool, *, exclude_tags, related_tags, pool_tags, pool_rows, progress):
+        P = check_array(positives, dtype=np.float32, order="C", ensure_min_samples=0, estimator=self,
+                        input_name="positives")
+        if P.shape[0] < 1:
+            raise ValueError(f"positives: needs at least 1 row, got shape {P.shape}")
+        _check_non_negative(P, "positives")
+        validate_data(self, P, skip_check_array=True)  # n_features_in_ (and feature names)
+        self._check_n_positives(P.shape[0])
         pool = NegativePool(pool, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags), rows=pool_rows)
         if pool.dim != P.shape[1]:
             raise ValueError(f"pool: has {pool.dim} features but positives have {P.shape[1]}")
+        self.classes_ = np.array([0, 1])
+        return self._fit(P, pool, progress)
+
+    def _fit_labels(self, X, y, *, exclude_tags, related_tags, pool_tags, pool_rows, progress):
+        X, y = validate_data(self, X, y, dtype=np.float32, order="C")
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type != "binary":
+            raise ValueError(f"Only binary classification is supported. The type of the target is {y_type}: "
+                             "y = 1 for positives and 0 for the unlabeled pool")
+        _check_non_negative(X, "X")
+        classes = np.unique(y)
+        if classes.size < 2:
+            only = classes[0]
+            if isinstance(only, (bool, np.bool_, Integral, Real)) and only > 0:
+                what = "no unlabeled pool rows (label 0) to sample negatives from"
+            elif isinstance(only, (bool, np.bool_, Integral, Real)):
+                what = "no positives (label 1)"
+            else:
+                what = "positives and pool cannot be told apart"
+            raise ValueError(f"y: only one class ({only!r}) is present: {what}; fit(X, y) needs both")
+        if pool_rows is not None:
+            raise ValueError("pool_rows: only with fit(positives, pool); in fit(X, y) the rows with the "
+                             "lower label are the pool")
+        is_pos = y == classes[1]
+        P = np.ascontiguousarray(X[is_pos])
+        self._check_n_positives(P.shape[0])
+        pool = NegativePool(X, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags),
+                            rows=np.flatnonzero(~is_pos))
+        self.classes_ = classes
+        return self._fit(P, pool, progress)
+
+    @staticmethod
+    def _check_n_positives(n_pos: int) -> None:
+        if n_pos > MAX_TRAIN_ROWS:
+            raise ValueError(
+                f"positives: {n_pos} rows, more than the {MAX_TRAIN_ROWS} a kernel SVM can train on here "
+                f"(it holds an n x n Gram matrix); use a random subset of the positives"
+            )
+
+    def _class_weight(self):
+        """``class_weight`` keyed by the internal labels (1 = positive, 0 = pool)."""
+        cw = self._param("class_weight", None)
+        if not isinstance(cw, dict):
+            return cw
+        unknown = [k for k in cw if k not in self.classes_.tolist()]
+        if unknown:
+            raise ValueError(f"class_weight: labels {unknown!r} are not in y's classes {self.classes_.tolist()!r}")
+        return {internal: float(cw.get(label, 1.0)) for internal, label in enumerate(self.classes_.tolist())}
+
+    def _fit(self, P, pool, progress):
+        """Table I on validated positives ``P`` (float32) and a :class:`NegativePool`."""
+        # Parameters were checked against _parameter_constraints; what remains
+        # depends on the data (sizes) or is not expressible there (finite C).
         T = check_positive_int(self._param("n_iter", 1), "n_iter")
         C = float(self._param("C", 1.0))
-        if not C > 0:
-            raise ValueError(f"C: must be > 0, got {C}")
-        q = check_positive_int(self._param("n_bins", 100), "n_bins")
+        if not (np.isfinite(C) and C > 0):
+            raise ValueError(f"C: must be a finite number > 0, got {C}")
+        q = _check_n_bins(self._param("n_bins", 100))
         weights = self._check_weights(T)
+        class_weight = self._class_weight()
         rng = check_random_state(self._param("random_state", None))
 
         frac = float(self._param("positive_fraction", self._positive_fraction))
@@ -122,6 +328,12 @@ class HIKEnsembleConcept(BaseEstimator):
         n_neg_param = self._param("n_negatives", None)
         n_neg = n_pos_iter if n_neg_param is None else check_positive_int(n_neg_param, "n_negatives")
         n_neg = min(n_neg, pool.n_allowed)
+        if n_pos_iter + n_neg > MAX_TRAIN_ROWS:
+            raise ValueError(
+                f"n_negatives: {n_pos_iter} positives + {n_neg} negatives per meta classifier exceed the "
+                f"{MAX_TRAIN_ROWS} training rows a kernel SVM can hold here (an n x n Gram matrix); "
+                "use fewer negatives or positives"
+            )
         K_pp = hik_gram(P, check=False)
         registry = _SupportRegistry(P.shape[0])
         random_sampler = RandomNegativeSampler()
@@ -153,8 +365,7 @@ class HIKEnsembleConcept(BaseEstimator):
             K[n_p:, :n_p] = K_pn.T
             K[n_p:, n_p:] = hik_gram(N, check=False)
             y = np.r_[np.ones(n_p), np.zeros(n_neg)]
-            cw = self._param("class_weight", None)
-            support, coef, b = fit_hik_svm_gram(K, y, C=C, class_weight=cw)
+            support, coef, b = fit_hik_svm_gram(K, y, C=C, class_weight=class_weight)
             keys = [("pos", int(pos_idx[j])) if j < n_p else ("pool", int(sample.rows[j - n_p])) for j in support]
             slots = registry.slots(keys, lambda j, support=support: (Pt[support[j]] if support[j] < n_p else N[support[j] - n_p]))
             members.append((slots, coef, b))
@@ -197,7 +408,6 @@ class HIKEnsembleConcept(BaseEstimator):
         self.weights_ = weights / weights.sum()
         self.dual_coef_, self.intercept_ = self._merge(T)
         self.iterations_ = records
-        self.n_features_in_ = P.shape[1]
         self.n_positives_ = P.shape[0]
         self.n_negatives_ = n_neg
         self.excluded_tags_ = list(pool.exclude_tags)
@@ -246,13 +456,51 @@ class HIKEnsembleConcept(BaseEstimator):
     # ------------------------------------------------------------------ scoring
     def _check_X(self, X):
         check_is_fitted(self, "dual_coef_")
-        return check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features_in_)
+        # Empty X is allowed: scoring an empty block of a collection is not an error.
+        X = validate_data(self, X, reset=False, dtype=np.float32, order="C", ensure_min_samples=0)
+        _check_non_negative(X, "X")
+        return X
 
     def decision_function(self, X) -> np.ndarray:
         """Exact ensemble decision value G_T(x), Eq. (9)/(10) with the kernel of Eq. (1)."""
         X = self._check_X(X)
         used = np.flatnonzero(self.dual_coef_)
         return hik_gram(X, self.support_vectors_[used], check=False).astype(np.float64) @ self.dual_coef_[used] + self.intercept_
+
+    def predict(self, X) -> np.ndarray:
+        """``classes_[1]`` (the positive label) where G_T(x) > 0, else ``classes_[0]``.
+
+        The sign of the SVM ensemble; for ranking use :meth:`decision_function`.
+        """
+        positive = self.decision_function(X) > 0  # first: raises NotFittedError before fit
+        return self.classes_[positive.astype(np.intp)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Average precision of :meth:`decision_function` against ``y``.
+
+        A ranking metric (concept search ranks a collection), so it is what
+        ``GridSearchCV`` and ``cross_val_score`` maximize by default. Rows
+        labeled ``classes_[1]`` are the relevant ones; with none in ``y`` the
+        average precision is undefined and scikit-learn warns and returns 0.
+
+        Parameters
+        ----------
+        X : array-like (n, d), non-negative
+        y : array-like (n,) with labels from ``classes_``
+        sample_weight : array-like (n,), optional
+
+        Returns
+        -------
+        float
+        """
+        scores = self.decision_function(X)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(scores, y)
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            raise ValueError(f"y: labels {np.unique(y[~known]).tolist()!r} were not seen in fit "
+                             f"(classes {self.classes_.tolist()!r})")
+        return float(average_precision_score(y == self.classes_[1], scores, sample_weight=sample_weight))
 
     def staged_decision_function(self, X):
         """Yield G_1(X), ..., G_T(X) (exact): the mAP-vs-iteration curve, Fig. 2."""
@@ -270,7 +518,7 @@ class HIKEnsembleConcept(BaseEstimator):
         compresses G_t instead of the final G_T (for curves over t).
         """
         check_is_fitted(self, "dual_coef_")
-        q = self._param("n_bins", 100) if n_bins == "default" else n_bins
+        q = self._param("n_bins", 100) if (isinstance(n_bins, str) and n_bins == "default") else n_bins
         coef, b = self.dual_coef_, self.intercept_
         if n_members is not None:
             t = check_positive_int(n_members, "n_members")
@@ -279,7 +527,7 @@ class HIKEnsembleConcept(BaseEstimator):
             coef, b = self._merge(t)
         used = np.flatnonzero(coef)
         exact = HIKExactTable.from_support_vectors(self.support_vectors_[used], coef[used], b)
-        table = exact if q is None else exact.to_bins(check_positive_int(q, "n_bins"))
+        table = exact if q is None else exact.to_bins(_check_n_bins(q))
         meta = {
             "estimator": type(self).__name__,
             "params": {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._ensemble import HIKEnsembleConcept
+from ._ensemble import HIKEnsembleConcept, _constraints
 
 __all__ = ["NegativeBootstrap"]
 
@@ -22,18 +22,21 @@ class NegativeBootstrap(HIKEnsembleConcept):
     Parameters
     ----------
     n_iter : int, default 10
-        T, the number of meta classifiers.
+        T, the number of meta classifiers (1 to 1000).
     n_candidates : int, optional
-        m, candidates scored per iteration; default ``10 * |B+|``.
+        m, candidates scored per iteration; default ``10 * |B+|``, capped
+        at the pool size.
     n_bins : int, default 100
         q, bins per dimension of the compressed tables (training-time
-        candidate scoring and :meth:`compress`).
+        candidate scoring and :meth:`compress`), 1 to 4096.
     C : float, default 1.0
         SVM cost (the paper: 1).
     weights : "uniform" or array of n_iter floats, optional
         lambda_t of Eq. (10); uniform averaging (Eq. (9)) by default.
     n_negatives : int, optional
-        |B-^(t)|; default |B+| as in the paper.
+        |B-^(t)|; default |B+| as in the paper, capped at the pool size.
+        |B+| plus ``n_negatives`` may not exceed 20,000 rows (the kernel
+        SVM's Gram matrix).
     compressed_training : bool, default True
         Score candidates with the compressed G_{t-1}; ``False`` uses the
         exact kernel expansion (the paper's slow variant).
@@ -46,6 +49,19 @@ class NegativeBootstrap(HIKEnsembleConcept):
     weights_ : normalized lambda_t
     iterations_ : list of dict
         Per iteration: selected pool rows, their ids, tags and ensemble scores.
+    classes_ : ndarray of shape (2,)
+        The two labels of ``y``; ``classes_[1]`` marks the positives
+        (``[0, 1]`` after ``fit(positives, pool)``).
+    n_features_in_ : int
+
+    Notes
+    -----
+    ``fit`` takes the paper's form ``fit(positives, pool)`` (the pool may be
+    a ``FeatureStore``) or scikit-learn's ``fit(X, y)`` with y = 1 for
+    positives and 0 for the unlabeled pool; see
+    :meth:`HIKEnsembleConcept.fit` for the rule that tells them apart.
+    ``score`` is the average precision of ``decision_function``, so
+    ``GridSearchCV`` tunes the estimator by a ranking metric.
 
     Examples
     --------
@@ -57,10 +73,24 @@ class NegativeBootstrap(HIKEnsembleConcept):
     >>> nb = NegativeBootstrap(n_iter=5, random_state=0).fit(pos, pool)
     >>> len(nb.iterations_), nb.decision_function(pos[:3]).shape
     (5, (3,))
+
+    The same model from scikit-learn's form, and a grid search scored by
+    average precision:
+
+    >>> X, y = np.vstack([pos, pool]), np.r_[np.ones(20), np.zeros(500)]
+    >>> same = NegativeBootstrap(n_iter=5, random_state=0).fit(X, y)
+    >>> bool(np.array_equal(same.dual_coef_, nb.dual_coef_))
+    True
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> gs = GridSearchCV(NegativeBootstrap(n_iter=2, random_state=0), {"C": [0.1, 1.0]}, cv=3).fit(X, y)
+    >>> sorted(gs.best_params_)
+    ['C']
     """
 
     _bootstrap = True
     _average = True
+    _parameter_constraints = _constraints("n_iter", "n_candidates", "n_bins", "C", "weights", "n_negatives",
+                                          "compressed_training", "random_state")
 
     def __init__(self, n_iter=10, n_candidates=None, n_bins=100, C=1.0, weights=None, n_negatives=None,
                  compressed_training=True, random_state=None):

@@ -61,6 +61,8 @@ def search(model, data, k: int = 100, *, rows=None, chunk_rows: int = 16384, pro
     >>> search(Sum(), np.arange(12.0).reshape(6, 2), k=2).rows.tolist()
     [5, 4]
     """
+    if not callable(getattr(model, "decision_function", None)):
+        raise TypeError(f"model: expected an object with a decision_function method, got {type(model).__name__}")
     chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     is_store = hasattr(data, "iter_chunks") and hasattr(data, "items")
     if not is_store:
@@ -68,7 +70,12 @@ def search(model, data, k: int = 100, *, rows=None, chunk_rows: int = 16384, pro
     n = len(data) if is_store else data.shape[0]
     subset = None
     if rows is not None:
-        subset = np.unique(np.asarray(rows, dtype=np.int64))
+        rows = np.asarray(rows)
+        # Float rows (1.7) would truncate silently to a different item: refuse them.
+        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+            raise TypeError(f"rows: expected a 1-D array of integer row positions, "
+                            f"got shape {rows.shape} dtype {rows.dtype}")
+        subset = np.unique(rows.astype(np.int64))
         if subset.size and (subset[0] < 0 or subset[-1] >= n):
             raise IndexError(f"rows: out of range for a collection of {n} items")
     k = check_k(k, n if subset is None else subset.size)

@@ -70,8 +70,13 @@ class TorchExtractor:
         The network (put in eval mode), or the path of a saved one: a
         ``.pt2`` file from ``torch.export.save`` (export it with a dynamic
         batch dimension and in eval mode) or a TorchScript file
-        (``torch.jit.save``). Neither format unpickles Python objects. The
-        model runs on the CPU.
+        (``torch.jit.save``). The model runs on the CPU.
+
+        **A model file is code.** A TorchScript file holds TorchScript
+        programs that run when the model is called, and a ``.pt2`` file a
+        graph of operators; either way the file, not hardneg, decides what
+        runs. Load only files you would run as a program, and say so with
+        ``trust_model=True``.
     input_size : int
         Side of the square network input. Images are resized so that their
         shorter side equals it and centre-cropped (``resize="crop"``), or
@@ -93,6 +98,9 @@ class TorchExtractor:
     name : str
         Recorded in the store's metadata so a resumed run can refuse a
         different extractor.
+    trust_model : bool, default False
+        Required to be True when ``model`` is a file path (see ``model``):
+        without it, the extractor refuses to load the file (``ValueError``).
 
     Examples
     --------
@@ -118,8 +126,10 @@ class TorchExtractor:
         batch_size: int | None = None,
         num_threads: int | None = None,
         name: str = "custom-torch-model",
+        trust_model: bool = False,
     ):
         self.model = model
+        self.trust_model = trust_model
         self.input_size = input_size
         self.mean = mean
         self.std = std
@@ -131,10 +141,22 @@ class TorchExtractor:
         self.name = name
         self._net = None
         self._dim = None
+        # Checked now, not only before use: a bad side fails every image, and
+        # extract_to_store would then report each one as unreadable and carry on.
+        self._check_input_size()
 
     # ------------------------------------------------------------------ set-up
-    def _check_params(self) -> None:
+    def _check_input_size(self) -> None:
         check_positive_int(self.input_size, "input_size")
+
+    def _check_params(self) -> None:
+        if isinstance(self.model, (str, os.PathLike)) and self.trust_model is not True:
+            # loading a model file runs code from it: the user must say they trust it
+            raise ValueError(
+                f"model: {str(self.model)!r} is a model file, and loading it runs code from the file; "
+                "pass trust_model=True (CLI: --trust-model) only for files you trust"
+            )
+        self._check_input_size()
         if self.batch_size is not None:
             check_positive_int(self.batch_size, "batch_size")
         if self.num_threads is not None:
@@ -324,10 +346,10 @@ class EfficientNetLite0(TorchExtractor):
             name="efficientnet-lite0-imagenet",
         )
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def _check_input_size(self) -> None:
+        super()._check_input_size()
         if self.input_size % 32:
-            raise ValueError(f"input_size: EfficientNet-Lite0 needs a multiple of 32, got {self.input_size}")
+            raise ValueError(f"input_size: EfficientNet-Lite0 needs a multiple of 32 (32, 64, ..., 224), got {self.input_size}")
 
     def _load_model(self):
         _require_torch()

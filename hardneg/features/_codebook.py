@@ -14,13 +14,26 @@ from, so a single pass over the collection suffices.
 from __future__ import annotations
 
 import logging
+import warnings
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from .._persist import load_model, save_model
-from .._validation import check_matrix, check_positive_int, check_random_state
+from .._persist import ArraySpec, ModelFileError, load_model, save_model
+from .._validation import (
+    RANDOM_STATE,
+    Interval,
+    StrOptions,
+    check_matrix,
+    check_memory,
+    check_random_state,
+    validate_params,
+    validate_X,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +43,7 @@ _KIND = "hardneg.Codebook"
 _VERSION = 1
 CODEBOOK_FILE = "codebook.npz"
 _HNSW_FROM = 16384  # beyond this many words exact assignment costs too much per descriptor
+MAX_WORDS = 2**21  # SOLIS uses up to 1M words; k-means past that runs for days
 
 
 def _require_faiss():
@@ -38,12 +52,15 @@ def _require_faiss():
     return faiss
 
 
-class Codebook:
+class Codebook(BaseEstimator):
     """Visual words: FAISS k-means centroids and nearest-centroid assignment.
+
+    A scikit-learn estimator: ``fit(X)`` learns the words, ``predict(X)``
+    gives each descriptor's nearest word.
 
     Parameters
     ----------
-    n_words : int
+    n_words : int in [1, 2**21]
         Number of visual words ``K`` (1,024 dense; 10K / 100K sparse).
     n_iter : int
         k-means iterations.
@@ -62,6 +79,8 @@ class Codebook:
     idf_ : ndarray (n_words,) float32
         Inverse document frequencies from the fitting images (ones if
         fitted on a plain descriptor matrix).
+    n_features_in_ : int
+        Descriptor dimension ``d``.
 
     Examples
     --------
@@ -74,68 +93,89 @@ class Codebook:
     (True, [0.0, 1.0])
     """
 
+    _parameter_constraints = {
+        "n_words": [Interval(Integral, 1, MAX_WORDS, closed="both")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_descriptors": [Interval(Integral, 1, None, closed="left"), None],
+        "assign": [StrOptions({"auto", "exact", "hnsw"})],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, n_words: int = 1024, *, n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None):
         self.n_words = n_words
         self.n_iter = n_iter
         self.max_descriptors = max_descriptors
         self.assign = assign
         self.random_state = random_state
-        self._index = None
 
     def _check_params(self) -> None:
-        check_positive_int(self.n_words, "n_words")
-        check_positive_int(self.n_iter, "n_iter")
-        if self.max_descriptors is not None:
-            check_positive_int(self.max_descriptors, "max_descriptors")
-        if self.assign not in ("auto", "exact", "hnsw"):
-            raise ValueError(f"assign: expected 'auto', 'exact' or 'hnsw', got {self.assign!r}")
+        validate_params(self)
 
-    def fit(self, descriptors, random_state=None) -> Codebook:
-        """Learn the words from descriptors: one ``(n, d)`` array, or a list of per-image arrays.
+    def fit(self, X, y=None, *, random_state=None) -> Codebook:
+        """Learn the words from descriptors ``X``: one ``(n, d)`` array, or a list of per-image ``(m, d)`` arrays.
 
-        A list also gives document frequencies for TF-IDF.
+        A list also gives document frequencies for TF-IDF. ``y`` is ignored.
+        ``random_state`` here is deprecated: set it in the constructor.
         """
         self._check_params()
+        if random_state is not None:
+            warnings.warn(
+                "Codebook.fit(..., random_state=) is deprecated; pass random_state to Codebook(...) instead",
+                FutureWarning,
+                stacklevel=2,
+            )
         faiss = _require_faiss()
         rng = check_random_state(self.random_state if random_state is None else random_state)
-        per_image = isinstance(descriptors, (list, tuple))
+        # a list of per-image (m, d) arrays, not a plain matrix written as a list of rows
+        per_image = isinstance(X, (list, tuple)) and any(np.ndim(s) == 2 for s in X)
         if per_image:
-            sets = [s for s in (np.asarray(d, np.float32) for d in descriptors) if s.ndim == 2 and s.shape[0] > 0]
+            n_images = len(X)
+            sets = [s for s in (np.asarray(d, np.float32) for d in X) if s.ndim == 2 and s.shape[0] > 0]
             if not sets:
-                raise ValueError("descriptors: every image has zero descriptors")
-            X = check_matrix(np.vstack(sets), "descriptors")
+                raise ValueError("X: every image has zero descriptors")
+            X = validate_X(self, np.vstack(sets), reset=True)
         else:
-            X = check_matrix(descriptors, "descriptors", min_rows=1)
-        if X.shape[0] < self.n_words:
-            raise ValueError(f"descriptors: {X.shape[0]} descriptors cannot make {self.n_words} words (need at least as many)")
-        cap = self.max_descriptors if self.max_descriptors is not None else min(max(100 * int(self.n_words), 100_000), 2_000_000)
+            X = validate_X(self, X, reset=True, min_rows=1)
+        n_words = int(self.n_words)
+        if X.shape[0] < n_words:
+            raise ValueError(
+                f"X: {X.shape[0]} sample(s) (descriptors) cannot make {n_words} words; k-means needs at least as many descriptors as words"
+            )
+        cap = self.max_descriptors if self.max_descriptors is not None else min(max(100 * n_words, 100_000), 2_000_000)
+        n_train = min(X.shape[0], cap)
+        # the training sample, the centroids and k-means' assignment buffers; an HNSW graph past 16K words
+        check_memory(
+            4.0 * X.shape[1] * (n_train + 3 * n_words) + 8.0 * n_train + 300.0 * n_words,
+            f"Codebook(n_words={n_words}).fit on {n_train} descriptors of dimension {X.shape[1]}",
+            hint="lower n_words or max_descriptors",
+        )
         if X.shape[0] > cap:
             X = X[np.sort(rng.choice(X.shape[0], size=cap, replace=False))]
         seed = int(rng.integers(0, 2**31 - 1))
         km = faiss.Kmeans(
-            X.shape[1], int(self.n_words), niter=int(self.n_iter), seed=seed,
-            max_points_per_centroid=max(1, X.shape[0] // int(self.n_words) + 1), min_points_per_centroid=1, verbose=False,
+            X.shape[1], n_words, niter=int(self.n_iter), seed=seed,
+            max_points_per_centroid=max(1, X.shape[0] // n_words + 1), min_points_per_centroid=1, verbose=False,
         )
         km.train(np.ascontiguousarray(X, np.float32))
         self.centroids_ = np.ascontiguousarray(km.centroids, np.float32)
         self._index = None
+        self._search_index()  # built here, so predict never changes the estimator's state
         if per_image:
-            df = np.zeros(self.n_words, np.int64)
+            df = np.zeros(n_words, np.int64)
             for s in sets:
                 df[np.unique(self.predict(s))] += 1
-            n_docs = len(descriptors)
+            n_docs = n_images
         else:
-            df, n_docs = np.zeros(self.n_words, np.int64), 0
+            df, n_docs = np.zeros(n_words, np.int64), 0
         self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         return self
 
     # ------------------------------------------------------------------ assignment
     def _check_fitted(self) -> None:
-        if not hasattr(self, "centroids_"):
-            raise ValueError("this Codebook is not fitted yet: call fit() or Codebook.load()")
+        check_is_fitted(self, "centroids_", msg="this Codebook is not fitted yet: call fit() or Codebook.load()")
 
     def _search_index(self):
-        if self._index is None:
+        if getattr(self, "_index", None) is None:
             faiss = _require_faiss()
             k, d = self.centroids_.shape
             use_hnsw = self.assign == "hnsw" or (self.assign == "auto" and k > _HNSW_FROM)
@@ -148,10 +188,13 @@ class Codebook:
             self._index = index
         return self._index
 
-    def predict(self, descriptors) -> np.ndarray:
-        """Nearest word of each descriptor, int64 ``(n,)``."""
+    def predict(self, X) -> np.ndarray:
+        """Nearest word of each descriptor in ``X`` (n, d), int64 ``(n,)``."""
         self._check_fitted()
-        X = check_matrix(descriptors, "descriptors", min_rows=0, n_features=self.centroids_.shape[1])
+        if hasattr(self, "n_features_in_"):
+            X = validate_X(self, X, reset=False, min_rows=0)
+        else:  # a codebook read by load()
+            X = check_matrix(X, "X", min_rows=0, n_features=self.centroids_.shape[1], estimator=self)
         if X.shape[0] == 0:
             return np.empty(0, np.int64)
         _, idx = self._search_index().search(X, 1)
@@ -208,16 +251,23 @@ class Codebook:
     @classmethod
     def load(cls, path) -> Codebook:
         """Read a codebook written by :meth:`save`."""
-        arrays, meta = load_model(path, _KIND, {_VERSION})
+        arrays, meta = load_model(path, _KIND, {_VERSION}, schema={"centroids": ArraySpec("f", 2), "idf": ArraySpec("f", 1)})
         try:
-            cb = cls(meta["n_words"], n_iter=meta["n_iter"], max_descriptors=meta["max_descriptors"], assign=meta["assign"])
+            cb = cls(n_words=meta["n_words"], n_iter=meta["n_iter"], max_descriptors=meta["max_descriptors"], assign=meta["assign"])
+            validate_params(cb)
+        except (KeyError, TypeError, ValueError) as exc:
+            reason = f"lacks {exc}" if isinstance(exc, KeyError) else f"has bad parameters ({str(exc).splitlines()[0]})"
+            raise ModelFileError(f"{path}: codebook file {reason}") from None
+        with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
             centroids = np.ascontiguousarray(arrays["centroids"], np.float32)
             idf = np.ascontiguousarray(arrays["idf"], np.float32)
-        except KeyError as exc:
-            raise ValueError(f"{path}: codebook file lacks {exc}") from None
-        if centroids.ndim != 2 or centroids.shape[0] != cb.n_words or idf.shape != (cb.n_words,):
-            raise ValueError(f"{path}: codebook arrays have inconsistent shapes {centroids.shape}, {idf.shape}")
+        if centroids.shape[0] != cb.n_words or centroids.shape[1] < 1 or idf.shape != (cb.n_words,):
+            raise ModelFileError(f"{path}: codebook arrays have inconsistent shapes {centroids.shape}, {idf.shape} for {cb.n_words} words")
+        # float32 casts too: a finite float64 beyond float32's range would become inf
+        if not (np.isfinite(centroids).all() and np.isfinite(idf).all() and (idf >= 0).all()):
+            raise ModelFileError(f"{path}: codebook arrays hold NaN, infinite or negative values")
         cb.centroids_, cb.idf_ = centroids, idf
+        cb.n_features_in_ = centroids.shape[1]
         return cb
 
 
@@ -287,8 +337,9 @@ class BagOfWords:
     def fit_images(self, images, random_state=None) -> BagOfWords:
         """Learn the codebook (and document frequencies) from these images' descriptors."""
         sets = self.descriptor.describe(images)
-        cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign, random_state=self.random_state)
-        self.codebook = cb.fit(sets, random_state=random_state if self.random_state is None else None)
+        seed = self.random_state if self.random_state is not None else random_state
+        cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign, random_state=seed)
+        self.codebook = cb.fit(sets)
         if self.codebook.n_words != self.n_words:
             raise ValueError("codebook: size mismatch")
         return self

@@ -8,18 +8,27 @@ index. Models save to an ``.npz`` + JSON file through ``hardneg._persist``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from hardneg._persist import ModelFileError, load_model, model_kind, save_model
-from hardneg._validation import check_matrix, check_positive_int
+from hardneg._persist import ModelFileError, array_digest, load_model, model_kind, save_model
+from hardneg._validation import Interval, check_memory, validate_params, validate_X
 
-__all__ = ["BaseHasher", "faiss_bits_to_packed", "load_hasher"]
+__all__ = ["MAX_BITS", "BaseHasher", "faiss_bits_to_packed", "load_hasher"]
 
 _FORMAT_VERSION = 1
+
+#: Longest code any hasher makes. Hashing papers stop at 1,024 bits; past a
+#: few thousand, codes are as large as the features and some trainings cost
+#: O(n_bits^2) memory and O(n_bits^3) time (an LSH rotation of 100,000 bits
+#: needs 40 GB).
+MAX_BITS = 4096
+N_BITS = Interval(numbers.Integral, 1, MAX_BITS, closed="both")
 
 
 def faiss_bits_to_packed(codes: np.ndarray, n_bits: int) -> np.ndarray:
@@ -41,21 +50,45 @@ def _json_params(params: dict) -> dict:
     return out
 
 
-class BaseHasher(BaseEstimator):
+class BaseHasher(TransformerMixin, BaseEstimator):
     """Base class: subclasses implement ``fit``, ``_bits`` (or ``transform``),
-    ``_to_arrays`` and ``_from_arrays``; ``_kind`` names the model file kind."""
+    ``_to_arrays`` and ``_from_arrays``; ``_kind`` names the model file kind.
+
+    Subclasses declare ``_parameter_constraints`` (``n_bits`` at most
+    :data:`MAX_BITS`); ``fit`` checks them and refuses, before allocating, a
+    training whose memory estimate exceeds the memory available.
+    """
 
     _kind = "hasher"
     _fitted_attr = "n_bits_"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []  # codes are uint8, whatever the input dtype
+        return tags
+
     def _check_n_bits(self):
-        return check_positive_int(self.n_bits, "n_bits")
+        validate_params(self)
+        return int(self.n_bits)
 
     def _check_X(self, X, name="X", fitting=False):
         if fitting:
-            return check_matrix(X, name, min_rows=2)
+            return validate_X(self, X, reset=True, name=name, min_rows=2)
         check_is_fitted(self, self._fitted_attr)
-        return check_matrix(X, name, min_rows=0, n_features=self.n_features_in_)
+        return validate_X(self, X, reset=False, name=name, min_rows=0)
+
+    def _fit_memory_bytes(self, n_samples: int, n_features: int, n_bits: int) -> float:
+        """Peak memory estimate of ``fit``: the float32 embedding of the
+        training rows and the float64 projections (subclasses add their own)."""
+        return 8.0 * n_samples * n_bits + 8.0 * n_features * n_bits
+
+    def _check_fit_memory(self, X, n_bits: int) -> None:
+        n, d = X.shape
+        check_memory(
+            self._fit_memory_bytes(n, d, n_bits),
+            f"{type(self).__name__}(n_bits={n_bits}).fit on X of shape ({n}, {d})",
+            hint="lower n_bits or train on fewer rows",
+        )
 
     def embed(self, X) -> np.ndarray:
         """Real-valued projections whose signs are the bits, shape (n, n_bits)."""
@@ -93,18 +126,73 @@ class BaseHasher(BaseEstimator):
     def _meta(self) -> dict:
         return {}
 
+    #: The arrays ``_to_arrays`` writes: name -> :class:`hardneg._persist.ArraySpec`.
+    #: ``load`` refuses a file with other arrays, or with these of another dtype
+    #: kind or number of dimensions, before reading their data.
+    _schema: dict = {}
+
     @classmethod
     def load(cls, path):
-        """Read a model written by :meth:`save`."""
-        arrays, meta = load_model(path, cls._kind, (_FORMAT_VERSION,))
+        """Read a model written by :meth:`save`.
+
+        Raises :class:`~hardneg._persist.ModelFileError` (one line) for a file
+        that is damaged, edited, of another kind, or whose values cannot be
+        what ``fit`` made (non-finite weights, impossible sizes).
+        """
+        arrays, meta = load_model(path, cls._kind, (_FORMAT_VERSION,), schema=cls._schema or None)
         try:
-            model = cls(**meta["params"])
-            model.n_bits_ = int(meta["n_bits"])
-            model.n_features_in_ = int(meta["n_features"])
-            model._from_arrays(arrays, meta.get("extra", {}))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: {cls._kind} model file is incomplete or inconsistent ({exc})") from None
+            params = meta["params"]
+            if not isinstance(params, dict):
+                raise ValueError("'params' is not a JSON object")
+            model = cls(**params)
+            if hasattr(cls, "_parameter_constraints"):
+                validate_params(model)
+            model.n_bits_ = _meta_int(meta, "n_bits", MAX_BITS)
+            model.n_features_in_ = _meta_int(meta, "n_features", None)
+            if params.get("n_bits", model.n_bits_) != model.n_bits_:
+                raise ValueError(f"n_bits={model.n_bits_} but the parameters say n_bits={params.get('n_bits')!r}")
+            extra = meta.get("extra", {})
+            if not isinstance(extra, dict):
+                raise ValueError("'extra' is not a JSON object")
+            model._from_arrays(arrays, extra)
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # RuntimeError: FAISS's own checks
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelFileError(f"{path}: {cls._kind} model file is incomplete or inconsistent ({message})") from None
         return model
+
+    def fingerprint(self) -> str:
+        """A digest of the function the hasher computes: its kind, code length,
+        input dimension and learned arrays (BLAKE2b-128, hex).
+
+        A hasher loaded from a file has the fingerprint of the one that was
+        saved; a Hamming index records it, so a search can refuse codes from
+        another hasher.
+        """
+        check_is_fitted(self, self._fitted_attr)
+        h = hashlib.blake2b(digest_size=16)
+        h.update(json.dumps([self._kind, int(self.n_bits_), int(self.n_features_in_), self._meta()], sort_keys=True).encode())
+        for name, array in sorted(self._to_arrays().items()):
+            h.update(array_digest(name, array).encode())
+        return h.hexdigest()
+
+
+def _meta_int(meta: dict, key: str, maximum: int | None) -> int:
+    value = meta[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (maximum is not None and value > maximum):
+        limit = f"1..{maximum}" if maximum is not None else "a positive integer"
+        raise ValueError(f"{key}={value!r} is not {limit}")
+    return value
+
+
+def check_finite_array(array, name: str, shape=None) -> np.ndarray:
+    """A loaded float array as float32 C-contiguous, or ValueError if its shape or values are impossible."""
+    with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+        out = np.ascontiguousarray(array, dtype=np.float32)
+    if shape is not None and out.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {out.shape}, expected {tuple(shape)}")
+    if not np.isfinite(out).all():
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return out
 
 
 def load_hasher(path):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import faiss
 import numpy as np
 
-from hardneg._validation import check_random_state
+from hardneg._persist import ArraySpec, deserialize_faiss
+from hardneg._validation import check_matrix, check_random_state
 from hardneg.hashing._base import BaseHasher, faiss_bits_to_packed
 
 
@@ -27,18 +28,15 @@ class FaissChainHasher(BaseHasher):
         X = self._check_X(X, fitting=True)
         if X_unlabeled is not None:
             X = np.vstack([X, self._check_X_unlabeled(X_unlabeled, X.shape[1])])
+        self._check_fit_memory(X, n_bits)
         rng = check_random_state(self.random_state)
-        self.n_features_in_ = X.shape[1]
         self.index_ = self._build_index(X.shape[1], n_bits, int(rng.integers(0, 2**31 - 1)))
         self.index_.train(X)
         self.n_bits_ = n_bits
         return self
 
-    @staticmethod
-    def _check_X_unlabeled(XU, d):
-        from hardneg._validation import check_matrix
-
-        return check_matrix(XU, "X_unlabeled", min_rows=0, n_features=d)
+    def _check_X_unlabeled(self, XU, d):
+        return check_matrix(XU, "X_unlabeled", min_rows=0, n_features=d, estimator=self)
 
     def transform(self, X):
         X = self._check_X(X)
@@ -55,10 +53,70 @@ class FaissChainHasher(BaseHasher):
     def _to_arrays(self):
         return {"faiss_index": faiss.serialize_index(self.index_)}
 
+    _schema = {"faiss_index": ArraySpec("u", 1)}
+
     def _from_arrays(self, arrays, meta):
-        self.index_ = faiss.deserialize_index(np.ascontiguousarray(arrays["faiss_index"], dtype=np.uint8))
-        if self.index_.d != self.n_features_in_ or self.index_.sa_code_size() != (self.n_bits_ + 7) // 8:
-            raise ValueError("the stored FAISS index does not match the model's dimensions")
+        d, n_bits = self.n_features_in_, self.n_bits_
+        # a genuine chain holds at most a d x max(d, n_bits) float matrix
+        index = deserialize_faiss(arrays["faiss_index"], vector_bytes=4 * d * max(d, n_bits))
+        self.index_ = check_chain(index, d, n_bits)
+        # any NaN or infinity in a projection, mean or bias makes every output of a row of ones non-finite
+        if not np.isfinite(self.embed(np.ones((1, d), np.float32))).all():
+            raise ValueError("the stored FAISS projections hold NaN or infinite values")
+
+
+def _check_vector(vector, size: int, what: str) -> None:
+    if vector.size() != size:
+        raise ValueError(f"the stored FAISS {what} holds {vector.size()} values, expected {size}")
+    if size and not np.isfinite(faiss.vector_to_array(vector)).all():
+        raise ValueError(f"the stored FAISS {what} holds NaN or infinite values")
+
+
+def _check_linear(vt, what: str) -> None:
+    _check_vector(vt.A, vt.d_in * vt.d_out, f"{what} matrix")
+    if vt.have_bias:
+        _check_vector(vt.b, vt.d_out, f"{what} bias")
+
+
+def check_chain(index, d: int, n_bits: int):
+    """The deserialized index if it is a pre-transform chain from ``d``
+    to ``n_bits`` dimensions ending in a zero-threshold ``IndexLSH``, with every
+    array of the size its dimensions imply (FAISS would read past a short one)."""
+    # deserialize_index gives the concrete type already; a downcast proxy does not own
+    # the index, so the caller keeps and uses the original
+    if not isinstance(index, faiss.IndexPreTransform):
+        raise ValueError(f"the stored FAISS index is a {type(index).__name__}, expected an IndexPreTransform chain")
+    lsh = faiss.downcast_index(index.index)
+    if (
+        not isinstance(lsh, faiss.IndexLSH) or lsh.rotate_data or lsh.train_thresholds
+        or lsh.d != n_bits or lsh.nbits != n_bits or lsh.code_size != (n_bits + 7) // 8
+    ):
+        raise ValueError(f"the stored FAISS index does not end in an IndexLSH of {n_bits} bits")
+    if index.d != d or not index.is_trained or index.ntotal != 0 or not 1 <= index.chain.size() <= 4:
+        raise ValueError(f"the stored FAISS chain does not match the model ({index.d}-d input, expected {d})")
+    dim = d
+    for i in range(index.chain.size()):
+        vt = faiss.downcast_VectorTransform(index.chain.at(i))
+        if vt.d_in != dim or vt.d_out < 1 or not vt.is_trained:
+            raise ValueError(f"the stored FAISS chain's step {i} maps {vt.d_in} to {vt.d_out} dimensions after {dim}")
+        if isinstance(vt, faiss.LinearTransform):
+            _check_linear(vt, f"step {i}")
+        elif isinstance(vt, faiss.CenteringTransform):
+            if vt.d_out != vt.d_in:
+                raise ValueError(f"the stored FAISS centering step maps {vt.d_in} to {vt.d_out} dimensions")
+            _check_vector(vt.mean, vt.d_in, "mean")
+        elif isinstance(vt, faiss.ITQTransform):
+            pt = vt.pca_then_itq
+            if pt.d_in != vt.d_in or pt.d_out != vt.d_out:
+                raise ValueError("the stored FAISS ITQ transform has inconsistent dimensions")
+            _check_vector(vt.mean, vt.d_in, "ITQ mean")
+            _check_linear(pt, "ITQ")
+        else:
+            raise ValueError(f"the stored FAISS chain holds an unexpected {type(vt).__name__}")
+        dim = vt.d_out
+    if dim != n_bits:
+        raise ValueError(f"the stored FAISS chain gives {dim} dimensions, expected {n_bits}")
+    return index
 
 
 def lsh_stage(n_bits: int):

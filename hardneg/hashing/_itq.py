@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import faiss
 
+from hardneg._validation import RANDOM_STATE, Interval
+from hardneg.hashing._base import N_BITS
 from hardneg.hashing._faiss_base import FaissChainHasher, lsh_stage
 
 __all__ = ["PCAITQHasher"]
@@ -27,16 +31,28 @@ class PCAITQHasher(FaissChainHasher):
     """
 
     _kind = "hash-pca-itq"
+    _parameter_constraints = {
+        "n_bits": [N_BITS],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, n_bits=64, max_iter=50, random_state=None):
         self.n_bits = n_bits
         self.max_iter = max_iter
         self.random_state = random_state
 
+    def _fit_memory_bytes(self, n_samples, n_features, n_bits):
+        # PCA: a d x d covariance and its eigenvectors in float64; the rows, centered and projected
+        return 24.0 * n_features * n_features + 8.0 * n_samples * (n_features + n_bits)
+
     def _build_index(self, d, n_bits, seed):
         if n_bits > d:
-            raise ValueError(f"n_bits={n_bits}: PCA-ITQ needs n_bits <= the input dimension ({d})")
+            raise ValueError(
+                f"n_bits={n_bits}: PCA-ITQ needs n_bits <= the number of input features, but X has {d} feature(s)"
+            )
         itq = faiss.ITQTransform(d, n_bits, True)
         itq.itq.seed = seed
         itq.itq.max_iter = int(self.max_iter)
+        self.n_iter_ = int(self.max_iter)  # FAISS's ITQ always runs max_iter rotations
         return faiss.IndexPreTransform(itq, lsh_stage(n_bits))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import faiss
 
+from hardneg._validation import RANDOM_STATE
+from hardneg.hashing._base import N_BITS
 from hardneg.hashing._faiss_base import FaissChainHasher, lsh_stage
 
 __all__ = ["LSHHasher"]
@@ -25,10 +27,17 @@ class LSHHasher(FaissChainHasher):
     """
 
     _kind = "hash-lsh"
+    _parameter_constraints = {"n_bits": [N_BITS], "random_state": RANDOM_STATE}
 
     def __init__(self, n_bits=64, random_state=None):
         self.n_bits = n_bits
         self.random_state = random_state
+
+    def _fit_memory_bytes(self, n_samples, n_features, n_bits):
+        # the rotation is drawn as a max(d, n_bits)^2 matrix and orthonormalized by QR;
+        # training maps the rows through centering (n x d) and rotation (n x n_bits)
+        side = max(n_features, n_bits)
+        return 8.0 * side * side + 8.0 * n_samples * (n_features + n_bits)
 
     def _build_index(self, d, n_bits, seed):
         rot = faiss.RandomRotationMatrix(d, n_bits)

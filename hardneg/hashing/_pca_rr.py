@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import faiss
 
+from hardneg._validation import RANDOM_STATE
+from hardneg.hashing._base import N_BITS
 from hardneg.hashing._faiss_base import FaissChainHasher, lsh_stage
 
 __all__ = ["PCARRHasher"]
@@ -27,14 +29,21 @@ class PCARRHasher(FaissChainHasher):
     """
 
     _kind = "hash-pca-rr"
+    _parameter_constraints = {"n_bits": [N_BITS], "random_state": RANDOM_STATE}
 
     def __init__(self, n_bits=64, random_state=None):
         self.n_bits = n_bits
         self.random_state = random_state
 
+    def _fit_memory_bytes(self, n_samples, n_features, n_bits):
+        # PCA: a d x d covariance and its eigenvectors in float64; the rows, centered and projected
+        return 24.0 * n_features * n_features + 8.0 * n_samples * (n_features + n_bits)
+
     def _build_index(self, d, n_bits, seed):
         if n_bits > d:
-            raise ValueError(f"n_bits={n_bits}: PCA-RR needs n_bits <= the input dimension ({d})")
+            raise ValueError(
+                f"n_bits={n_bits}: PCA-RR needs n_bits <= the number of input features, but X has {d} feature(s)"
+            )
         rot = faiss.RandomRotationMatrix(n_bits, n_bits)
         rot.init(seed)
         index = faiss.IndexPreTransform(rot, lsh_stage(n_bits))

@@ -1,26 +1,46 @@
 """Product quantization (Jegou, Douze & Schmid, TPAMI 2011), via FAISS.
 
-PQ codes are not Hamming codes: ``transform`` returns one byte per
-sub-quantizer (``n_bits / 8`` bytes, 8 bits each) and :meth:`PQHasher.search`
-ranks them by asymmetric distance computation (ADC) with ``faiss.IndexPQ``.
+PQ codes are not Hamming codes: ``transform`` returns FAISS's packed PQ
+codes (with the default 8 bits per sub-quantizer, one byte per sub-quantizer)
+and :meth:`PQHasher.search` ranks them by asymmetric distance computation
+(ADC) with ``faiss.IndexPQ``.
 """
 
 from __future__ import annotations
 
+import math
+from numbers import Integral
+
 import faiss
 import numpy as np
 
-from hardneg._validation import check_k, check_random_state
-from hardneg.hashing._base import BaseHasher
+from hardneg._persist import ArraySpec, deserialize_faiss
+from hardneg._validation import RANDOM_STATE, Interval, check_k, check_random_state
+from hardneg.hashing._base import N_BITS, BaseHasher
 
 __all__ = ["PQHasher"]
 
 
 class PQHasher(BaseHasher):
-    """Product quantizer with ``n_bits / 8`` sub-quantizers of 256 centroids.
+    """Product quantizer with ``n_bits / subquantizer_bits`` sub-quantizers of
+    ``2 ** subquantizer_bits`` centroids each (by default ``n_bits / 8``
+    sub-quantizers of 256 centroids).
 
     The input is zero-padded to a multiple of the number of sub-quantizers
     (padding changes no distance).
+
+    Parameters
+    ----------
+    n_bits : int
+        Code length, a multiple of ``subquantizer_bits``.
+    subquantizer_bits : int in [1, 16], default 8
+        Bits per sub-quantizer. k-means needs at least as many training rows
+        as centroids, so ``fit`` needs ``2 ** subquantizer_bits`` rows (256
+        by default); with fewer, it refuses with a ``ValueError`` that says
+        how many bits the data supports, rather than quietly making shorter
+        codes than asked for. Codes of 8 bits per sub-quantizer are one byte
+        each; other sizes are bit-packed by FAISS (``ceil(n_bits / 8)`` bytes).
+    random_state : None, int or Generator
 
     Examples
     --------
@@ -34,9 +54,15 @@ class PQHasher(BaseHasher):
     """
 
     _kind = "hash-pq"
+    _parameter_constraints = {
+        "n_bits": [N_BITS],
+        "subquantizer_bits": [Interval(Integral, 1, 16, closed="both")],
+        "random_state": RANDOM_STATE,
+    }
 
-    def __init__(self, n_bits=64, random_state=None):
+    def __init__(self, n_bits=64, subquantizer_bits=8, random_state=None):
         self.n_bits = n_bits
+        self.subquantizer_bits = subquantizer_bits
         self.random_state = random_state
 
     def _pad(self, X):
@@ -48,15 +74,25 @@ class PQHasher(BaseHasher):
 
     def fit(self, X, y=None, X_unlabeled=None):
         n_bits = self._check_n_bits()
-        if n_bits % 8:
-            raise ValueError(f"n_bits={n_bits}: product quantization needs a multiple of 8 (8 bits per sub-quantizer)")
+        b = int(self.subquantizer_bits)
+        if n_bits % b:
+            raise ValueError(
+                f"n_bits={n_bits}: product quantization needs a multiple of {b} "
+                f"(subquantizer_bits={b} bits per sub-quantizer)"
+            )
         X = self._check_X(X, fitting=True)
+        n, d = X.shape
+        if n < 2**b:
+            # FAISS's k-means would fail with a RuntimeError; say what the data supports instead
+            raise ValueError(
+                f"X: {n} rows cannot train {2**b} centroids per sub-quantizer (subquantizer_bits={b}); "
+                f"PQHasher needs at least {2**b} rows, or subquantizer_bits <= {int(math.log2(n))} for {n} rows"
+            )
+        self._check_fit_memory(X, n_bits)
         rng = check_random_state(self.random_state)
-        m = n_bits // 8
-        d = X.shape[1]
+        m = n_bits // b
         self.padded_dim_ = -(-d // m) * m
-        self.n_features_in_ = d
-        index = faiss.IndexPQ(self.padded_dim_, m, 8)
+        index = faiss.IndexPQ(self.padded_dim_, m, b)
         index.pq.cp.seed = int(rng.integers(0, 2**31 - 1))
         index.pq.cp.verbose = False
         index.pq.cp.min_points_per_centroid = 1  # small training sets are fine for a baseline; no warning
@@ -68,15 +104,16 @@ class PQHasher(BaseHasher):
     def transform(self, X):
         X = self._check_X(X)
         if X.shape[0] == 0:
-            return np.zeros((0, self.n_bits_ // 8), dtype=np.uint8)
+            return np.zeros((0, self.index_.code_size), dtype=np.uint8)
         return self.index_.sa_encode(self._pad(X))
 
     def search(self, X_query, db_codes, k):
         """ADC top-``k`` of raw queries against PQ codes: (indices, squared distances)."""
         X_query = self._pad(self._check_X(X_query, "X_query"))
         db_codes = np.ascontiguousarray(db_codes, dtype=np.uint8)
-        if db_codes.ndim != 2 or db_codes.shape[1] != self.n_bits_ // 8:
-            raise ValueError(f"db_codes: expected shape (n, {self.n_bits_ // 8}), got {db_codes.shape}")
+        code_size = self.index_.code_size
+        if db_codes.ndim != 2 or db_codes.shape[1] != code_size:
+            raise ValueError(f"db_codes: expected shape (n, {code_size}), got {db_codes.shape}")
         k = check_k(k, db_codes.shape[0])
         index = faiss.deserialize_index(faiss.serialize_index(self.index_))
         faiss.copy_array_to_vector(db_codes.ravel(), index.codes)
@@ -87,8 +124,28 @@ class PQHasher(BaseHasher):
     def _to_arrays(self):
         return {"faiss_index": faiss.serialize_index(self.index_)}
 
+    _schema = {"faiss_index": ArraySpec("u", 1)}
+
     def _from_arrays(self, arrays, meta):
-        self.index_ = faiss.deserialize_index(np.ascontiguousarray(arrays["faiss_index"], dtype=np.uint8))
-        self.padded_dim_ = int(self.index_.d)
-        if self.padded_dim_ < self.n_features_in_:
-            raise ValueError("the stored FAISS index is smaller than the model's input dimension")
+        d, n_bits, b = self.n_features_in_, self.n_bits_, int(self.subquantizer_bits)
+        if n_bits % b:
+            raise ValueError(f"n_bits={n_bits} is not a multiple of subquantizer_bits={b}")
+        m = n_bits // b
+        padded = -(-d // m) * m
+        index = deserialize_faiss(arrays["faiss_index"])  # already of its concrete type
+        if not isinstance(index, faiss.IndexPQ):
+            raise ValueError(f"the stored FAISS index is a {type(index).__name__}, expected an IndexPQ")
+        pq = index.pq
+        # every size FAISS's PQ search trusts, so a damaged blob cannot make it read out of bounds
+        if (
+            index.d != padded or pq.d != padded or pq.M != m or pq.nbits != b or pq.ksub != 2**b
+            or pq.dsub * m != padded or pq.code_size != index.code_size or index.code_size != (n_bits + 7) // 8
+            or pq.centroids.size() != padded * 2**b or index.ntotal != 0 or index.codes.size() != 0
+            or not index.is_trained or index.metric_type != faiss.METRIC_L2
+            or index.search_type != faiss.IndexPQ.ST_PQ or index.encode_signs
+        ):
+            raise ValueError(f"the stored FAISS index is not a trained PQ of {m} x {b} bits on {padded} dimensions")
+        if not np.isfinite(faiss.vector_to_array(pq.centroids)).all():
+            raise ValueError("the stored PQ centroids hold NaN or infinite values")
+        self.index_ = index
+        self.padded_dim_ = padded

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 
-from hardneg._validation import check_random_state
-from hardneg.hashing._base import BaseHasher
+from hardneg._persist import ArraySpec
+from hardneg._validation import RANDOM_STATE, Interval, check_random_state
+from hardneg.hashing._base import N_BITS, BaseHasher, check_finite_array
 
 __all__ = ["SKLSHHasher"]
 
@@ -33,6 +36,11 @@ class SKLSHHasher(BaseHasher):
     """
 
     _kind = "hash-sklsh"
+    _parameter_constraints = {
+        "n_bits": [N_BITS],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, n_bits=64, gamma=None, random_state=None):
         self.n_bits = n_bits
@@ -42,6 +50,7 @@ class SKLSHHasher(BaseHasher):
     def fit(self, X, y=None, X_unlabeled=None):
         n_bits = self._check_n_bits()
         X = self._check_X(X, fitting=True)
+        self._check_fit_memory(X, n_bits)
         rng = check_random_state(self.random_state)
         gamma = self.gamma
         if gamma is None:
@@ -50,14 +59,11 @@ class SKLSHHasher(BaseHasher):
             sq = np.sum((X[i].astype(np.float64) - X[j]) ** 2, axis=1)
             med = float(np.median(sq[sq > 0])) if (sq > 0).any() else 1.0
             gamma = 1.0 / med
-        elif not np.isfinite(gamma) or gamma <= 0:
-            raise ValueError(f"gamma: must be positive, got {gamma!r}")
         d = X.shape[1]
         self.projections_ = (rng.normal(size=(d, n_bits)) * np.sqrt(gamma)).astype(np.float32)
         self.phases_ = rng.uniform(0, 2 * np.pi, n_bits).astype(np.float32)
         self.thresholds_ = rng.uniform(-1, 1, n_bits).astype(np.float32)
         self.gamma_ = float(gamma)
-        self.n_features_in_ = d
         self.n_bits_ = n_bits
         return self
 
@@ -68,13 +74,20 @@ class SKLSHHasher(BaseHasher):
     def _to_arrays(self):
         return {"projections": self.projections_, "phases": self.phases_, "thresholds": self.thresholds_}
 
+    _schema = {"projections": ArraySpec("f", 2), "phases": ArraySpec("f", 1), "thresholds": ArraySpec("f", 1)}
+
     def _from_arrays(self, arrays, meta):
-        self.projections_ = arrays["projections"].astype(np.float32)
-        self.phases_ = arrays["phases"].astype(np.float32)
-        self.thresholds_ = arrays["thresholds"].astype(np.float32)
-        if self.projections_.shape != (self.n_features_in_, self.n_bits_):
-            raise ValueError(f"projections have shape {self.projections_.shape}")
-        self.gamma_ = float(meta.get("gamma", np.nan))
+        d, n_bits = self.n_features_in_, self.n_bits_
+        self.projections_ = check_finite_array(arrays["projections"], "projections", (d, n_bits))
+        self.phases_ = check_finite_array(arrays["phases"], "phases", (n_bits,))
+        self.thresholds_ = check_finite_array(arrays["thresholds"], "thresholds", (n_bits,))
+        # fit draws b_k from [0, 2 pi] and t_k from [-1, 1]
+        if self.phases_.min() < 0 or self.phases_.max() > 2 * np.pi + 1e-5 or np.abs(self.thresholds_).max() > 1:
+            raise ValueError("phases or thresholds lie outside [0, 2 pi] and [-1, 1]")
+        gamma = meta.get("gamma")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not np.isfinite(gamma) or gamma <= 0:
+            raise ValueError(f"gamma={gamma!r} is not a positive number")
+        self.gamma_ = float(gamma)
 
     def _meta(self):
         return {"gamma": self.gamma_}

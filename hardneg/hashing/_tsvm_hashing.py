@@ -21,11 +21,21 @@ from __future__ import annotations
 
 import logging
 import math
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
-from hardneg._validation import check_matrix, check_positive_int, check_random_state
-from hardneg.hashing._base import BaseHasher
+from hardneg._persist import ArraySpec
+from hardneg._validation import (
+    RANDOM_STATE,
+    Interval,
+    StrOptions,
+    check_matrix,
+    check_random_state,
+    check_target_present,
+)
+from hardneg.hashing._base import MAX_BITS, N_BITS, BaseHasher, check_finite_array
 from hardneg.hashing._hierarchy import _indicator, build_hierarchy, class_similarity, convex_hull_distances
 from hardneg.hashing._itq import PCAITQHasher
 from hardneg.svm._ramp_tsvm import RampTSVM
@@ -83,6 +93,8 @@ class TSVMHashing(BaseHasher):
     trees_ : ndarray of int8, shape (n_trees, C - 1, C)
         Node membership of every tree (see :func:`build_hierarchy`).
     classes_ : ndarray of the class labels (column indices for multi-hot y)
+    n_iter_ : int
+        The most CCCP iterations any node's RTSVM ran.
 
     Examples
     --------
@@ -96,6 +108,30 @@ class TSVMHashing(BaseHasher):
 
     _kind = "hash-tsvm-bht"
     _fitted_attr = "coef_"
+    _parameter_constraints = {
+        "n_bits": [N_BITS],
+        "mode": [StrOptions(set(_MODES))],
+        "n_trees": [Interval(Integral, 1, MAX_BITS, closed="both"), None],
+        "subsample": [Interval(Real, 0, 1, closed="right")],
+        "n_unlabeled": [Interval(Integral, 0, None, closed="left"), None],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "C_star": [Interval(Real, 0, None, closed="left"), None],
+        "s": [Interval(Real, -1, 0, closed="right")],
+        "loss": [StrOptions({"ramp", "hinge"})],
+        "balance": ["boolean"],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "hull_method": [StrOptions({"svm", "qp"})],
+        "hull_C": [Interval(Real, 0, None, closed="neither")],
+        "max_per_class": [Interval(Integral, 1, None, closed="left"), None],
+        "normalize": ["boolean"],
+        "random_state": RANDOM_STATE,
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # the class hierarchy is built from the labels
+        return tags
 
     def __init__(
         self, n_bits=64, mode="bits", n_trees=None, subsample=0.5, n_unlabeled=None, C=1.0, C_star=None, s=-0.2,
@@ -121,16 +157,12 @@ class TSVMHashing(BaseHasher):
         self.random_state = random_state
 
     def _plan(self, n_classes):
-        n_bits = self._check_n_bits()
-        if self.mode not in _MODES:
-            raise ValueError(f"mode: expected one of {_MODES}, got {self.mode!r}")
-        if not (0 < self.subsample <= 1):
-            raise ValueError(f"subsample: must lie in (0, 1], got {self.subsample!r}")
+        n_bits = int(self.n_bits)
         per_tree = n_classes - 1
         if self.n_trees is None:
             n_trees = math.ceil(n_bits / per_tree)
         else:
-            n_trees = check_positive_int(self.n_trees, "n_trees")
+            n_trees = int(self.n_trees)
             if n_trees * per_tree < n_bits:
                 raise ValueError(
                     f"n_trees={n_trees}: {n_trees} trees of {per_tree} bits cannot give n_bits={n_bits}"
@@ -143,7 +175,10 @@ class TSVMHashing(BaseHasher):
         ``y`` holds one label per row, or a multi-hot (n_samples, n_classes)
         matrix for multi-label data. ``progress(n)`` is called after every node.
         """
+        self._check_n_bits()
         X = self._check_X(X, fitting=True)
+        check_target_present(self, y)
+        check_classification_targets(y)  # "Unknown label type: continuous" for a regression target
         classes, Y = _indicator(y, X.shape[0])
         if classes.size < 2:
             raise ValueError(f"y: needs at least 2 classes, got {classes.size}")
@@ -151,7 +186,10 @@ class TSVMHashing(BaseHasher):
             raise ValueError("y: every class of the multi-hot matrix needs at least one sample")
         n_bits, n_trees = self._plan(classes.size)
         d = X.shape[1]
-        XU = None if X_unlabeled is None else check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d)
+        XU = None
+        if X_unlabeled is not None:
+            XU = check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d, estimator=self)
+        self._check_fit_memory(X, n_trees * (classes.size - 1))
         rng = check_random_state(self.random_state)
 
         # the affine normalization, folded into the hyperplanes at the end
@@ -167,6 +205,7 @@ class TSVMHashing(BaseHasher):
         # per-tree seeds spawned from one draw: a longer code extends a shorter one
         tree_seeds = np.random.SeedSequence(int(rng.integers(0, 2**63 - 1))).spawn(n_trees)
         planes, biases, trees = [], [], []
+        self.n_iter_ = 0
         for seed in tree_seeds:
             w, b, nodes = self._fit_tree(Xn, Y, XUn, np.random.default_rng(seed), progress)
             planes.append(w)
@@ -179,7 +218,6 @@ class TSVMHashing(BaseHasher):
         self.intercept_ = (bias - scale * (W @ mean)).astype(np.float32)
         self.trees_ = np.stack(trees)
         self.classes_ = classes
-        self.n_features_in_ = d
         if self.mode == "itq":
             embedded = self._project(X if XUn is None else np.vstack([X, XU]))
             self.itq_ = PCAITQHasher(n_bits=n_bits, random_state=int(rng.integers(0, 2**31 - 1))).fit(embedded)
@@ -217,6 +255,7 @@ class TSVMHashing(BaseHasher):
                 max_iter=self.max_iter, balance=self.balance, random_state=rng,
             ).fit(Xk, yk, X_unlabeled=XUk)
             W[k], b[k] = svm.coef_, svm.intercept_
+            self.n_iter_ = max(self.n_iter_, svm.n_iter_)  # the most CCCP iterations any node ran
             if progress is not None:
                 progress(1)
         return W, b, nodes
@@ -247,17 +286,35 @@ class TSVMHashing(BaseHasher):
     def _meta(self):
         return {"itq_features": int(self.coef_.shape[0])} if self.mode == "itq" else {}
 
+    _schema = {
+        "coef": ArraySpec("f", 2),
+        "intercept": ArraySpec("f", 1),
+        "trees": ArraySpec("iu", 3),
+        "classes": ArraySpec("biufUS", 1),
+        "itq_index": ArraySpec("u", 1, optional=True),
+    }
+
     def _from_arrays(self, arrays, meta):
-        self.coef_ = np.ascontiguousarray(arrays["coef"], dtype=np.float32)
-        self.intercept_ = np.ascontiguousarray(arrays["intercept"], dtype=np.float32)
-        self.trees_ = arrays["trees"].astype(np.int8)
-        self.classes_ = arrays["classes"]
-        if self.coef_.ndim != 2 or self.coef_.shape[1] != self.n_features_in_ or self.intercept_.shape != (self.coef_.shape[0],):
-            raise ValueError(f"hyperplanes of shape {self.coef_.shape} / {self.intercept_.shape} do not fit the model")
+        trees = arrays["trees"]
+        classes = arrays["classes"]
+        n_trees, n_nodes, n_classes = trees.shape
+        if n_classes < 2 or n_nodes != n_classes - 1 or classes.shape != (n_classes,) or np.unique(classes).size != n_classes:
+            raise ValueError(f"trees of shape {trees.shape} do not fit {classes.shape[0]} distinct classes")
+        if not np.isin(trees, (-1, 0, 1)).all():
+            raise ValueError("trees hold values other than -1, 0 and 1")
+        n_planes = n_trees * n_nodes
+        self.coef_ = check_finite_array(arrays["coef"], "coef", (n_planes, self.n_features_in_))
+        self.intercept_ = check_finite_array(arrays["intercept"], "intercept", (n_planes,))
+        self.trees_ = trees.astype(np.int8)
+        self.classes_ = classes
+        if (self.mode == "itq") != ("itq_index" in arrays):
+            raise ValueError(f"mode={self.mode!r} but the file {'lacks' if self.mode == 'itq' else 'has'} an ITQ index")
         if self.mode == "itq":
+            if meta.get("itq_features") != n_planes:
+                raise ValueError(f"itq_features={meta.get('itq_features')!r}, expected {n_planes}")
             itq = PCAITQHasher(n_bits=self.n_bits_)
-            itq.n_bits_, itq.n_features_in_ = self.n_bits_, int(meta["itq_features"])
+            itq.n_bits_, itq.n_features_in_ = self.n_bits_, n_planes
             itq._from_arrays({"faiss_index": arrays["itq_index"]}, {})
             self.itq_ = itq
-        elif self.coef_.shape[0] < self.n_bits_:
-            raise ValueError(f"{self.coef_.shape[0]} hyperplanes cannot give {self.n_bits_} bits")
+        elif n_planes < self.n_bits_:
+            raise ValueError(f"{n_planes} hyperplanes cannot give {self.n_bits_} bits")

@@ -4,21 +4,25 @@ The codes live in a FAISS binary index file (``faiss.write_index_binary``);
 the item ids (e.g. a FeatureStore's ids) and a description of the codes live
 in a sidecar ``<path>.ids.npz`` written through ``hardneg._persist``. Both are
 written to temporary files first and renamed, the index file last, and the
-sidecar records the index file's size and code count, so a torn pair is
-detected on load.
+sidecar records the index file's size, code count and BLAKE2b checksum, so a
+torn pair or a damaged index file is detected on load. An index built by
+:meth:`HammingIndex.from_store` also records its hasher's
+:meth:`~hardneg.hashing.BaseHasher.fingerprint`, and
+:meth:`HammingIndex.check_hasher` refuses to encode queries with another one.
+Sidecars written before checksums existed load with a logged warning (the
+size and shape checks still apply).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import faiss
 import numpy as np
 
 from hardneg._atomic import atomic_path
-from hardneg._persist import ModelFileError, load_model, save_model
+from hardneg._persist import ArraySpec, ModelFileError, deserialize_faiss, file_digest, load_model, save_model
 from hardneg._validation import check_k, check_positive_int
 
 __all__ = ["HammingIndex"]
@@ -27,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 _KIND = "hamming-index"
 _VERSION = 1
+_SCHEMA = {"ids": ArraySpec("US", 1)}
+_MAX_BITS = 1 << 16  # FAISS binary indexes take codes of at most a few thousand bits; far beyond is damage
 
 
 def _check_codes(codes, n_bytes: int | None, name: str) -> np.ndarray:
@@ -122,38 +128,81 @@ class HammingIndex:
 
     # persistence ---------------------------------------------------------
     def save(self, path) -> Path:
+        """Write the index file and its ``<path>.ids.npz`` sidecar (atomically, index last)."""
         path = Path(path)
         with atomic_path(path) as tmp:
             faiss.write_index_binary(self._index, str(tmp))
-            meta = {"n_bits": self.n_bits, "ntotal": len(self), "index_bytes": os.path.getsize(tmp), "meta": self.meta}
+            meta = {
+                "n_bits": self.n_bits, "ntotal": len(self), "index_bytes": tmp.stat().st_size,
+                "index_blake2b": file_digest(tmp), "meta": self.meta,
+            }
             save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
         return path
 
     @classmethod
     def load(cls, path) -> HammingIndex:
+        """Read an index written by :meth:`save`; :class:`ModelFileError` (one line)
+        if either file is missing, damaged, or does not belong to the other."""
         path = Path(path)
         if not path.is_file():
             raise ModelFileError(f"index file {str(path)!r} does not exist")
-        arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,))
-        if os.path.getsize(path) != meta.get("index_bytes"):
+        arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,), schema=_SCHEMA)
+        n_bits, ntotal, size = meta.get("n_bits"), meta.get("ntotal"), meta.get("index_bytes")
+        bounds = (("n_bits", n_bits, 1, _MAX_BITS), ("ntotal", ntotal, 0, None), ("index_bytes", size, 1, None))
+        for key, value, low, high in bounds:
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+                raise ModelFileError(f"{path}: the id sidecar's {key}={value!r} is impossible")
+        if not isinstance(meta.get("meta", {}), dict):
+            raise ModelFileError(f"{path}: the id sidecar's 'meta' is not a JSON object")
+        if path.stat().st_size != size:
             raise ModelFileError(f"{path}: index file and its id sidecar do not match (interrupted write?)")
+        digest = meta.get("index_blake2b")
+        if digest is None:
+            logger.warning("%s: index written without a checksum by an older hardneg; re-save it to add one", path)
+        elif file_digest(path) != digest:
+            raise ModelFileError(f"{path}: the index file does not match its checksum (damaged, edited or from another index)")
         try:
-            index = faiss.read_index_binary(str(path))
-        except RuntimeError as exc:
-            raise ModelFileError(f"{path}: corrupt FAISS binary index ({str(exc).splitlines()[0]})") from None
-        out = cls(int(meta["n_bits"]), meta.get("meta"))
-        if index.d != 8 * out.n_bytes or index.ntotal != meta["ntotal"] or arrays["ids"].shape != (index.ntotal,):
+            index = deserialize_faiss(path, binary=True)
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: {exc}") from None
+        out = cls(n_bits, meta.get("meta"))
+        if (
+            not isinstance(index, faiss.IndexBinaryFlat) or index.d != 8 * out.n_bytes or index.code_size != out.n_bytes
+            or index.ntotal != ntotal or index.xb.size() != ntotal * out.n_bytes or arrays["ids"].shape != (ntotal,)
+        ):
             raise ModelFileError(f"{path}: index holds {index.ntotal} codes of {index.d} bits, sidecar disagrees")
         out._index = index
         out._ids = [arrays["ids"].astype(str)]
         return out
+
+    def check_hasher(self, hasher) -> None:
+        """Raise ``ValueError`` unless ``hasher`` is the one the index was built with.
+
+        Compares code lengths, and the fingerprints when the index recorded
+        one (indexes built by :meth:`from_store`); without one (an index built
+        by hand, or by an older hardneg) only the code length can be checked,
+        and a warning is logged.
+        """
+        n_bits = int(hasher.n_bits_)
+        if n_bits != self.n_bits:
+            raise ValueError(f"the index holds {self.n_bits}-bit codes but the hasher makes {n_bits}-bit codes")
+        recorded = self.meta.get("hasher_fingerprint")
+        if recorded is None:
+            logger.warning("the index records no hasher fingerprint: cannot check that its codes come from this hasher")
+            return
+        if recorded != hasher.fingerprint():
+            raise ValueError(
+                f"the index was built with another hasher ({self.meta.get('hasher', '?')} {str(recorded)[:12]}), "
+                f"not this {type(hasher).__name__} ({hasher.fingerprint()[:12]}); rebuild the index with this hasher"
+            )
 
     @classmethod
     def from_store(cls, store, hasher, *, chunk_rows: int = 8192, progress=None) -> HammingIndex:
         """Encode every row of a FeatureStore with a fitted hasher and index it
         (reads the store in chunks; ``progress(n_rows)`` after each)."""
         n_bits = int(hasher.n_bits_)
-        index = cls(n_bits, {"hasher": type(hasher).__name__, "store": str(getattr(store, "path", ""))})
+        index = cls(n_bits, {"hasher": type(hasher).__name__, "hasher_fingerprint": hasher.fingerprint(),
+                             "store": str(getattr(store, "path", ""))})
         ids = store.ids()
         for first, block in store.iter_chunks(chunk_rows):
             if hasattr(block, "toarray"):

@@ -1,5 +1,6 @@
 """On-disk feature storage: vectors in Zarr, items in Parquet."""
 
-from ._feature_store import FORMAT_VERSION, FeatureStore, StoreError, StoreLockedError
+from ._feature_store import FORMAT_VERSION, FeatureStore, StoreDamagedError, StoreError, StoreLockedError
+from ._verify import VerifyReport
 
-__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "FORMAT_VERSION"]
+__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "StoreDamagedError", "VerifyReport", "FORMAT_VERSION"]

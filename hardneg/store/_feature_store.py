@@ -3,11 +3,14 @@
 Layout of a store directory::
 
     store/
-      meta.json            committed state: format version, dim, sparse, n_rows,
-                           nnz, the list of item-table parts (the commit point)
-      vectors/             Zarr v3 group: dense ``X`` (n, dim) float32, or the
-                           CSR arrays ``indptr`` (n + 1,) int64, ``indices`` (nnz,)
-                           int32 and ``data`` (nnz,) float32
+      meta.json            committed state (the commit point): format version,
+                           dim, sparse, chunk_rows, n_rows, nnz, the list of
+                           item-table parts, user attrs, and the checksums of
+                           every committed chunk and part
+      vectors/             Zarr v3 group, uncompressed little-endian chunks:
+                           dense ``X`` (n, dim) float32, or the CSR arrays
+                           ``indptr`` (n + 1,) int64, ``indices`` (nnz,) int32
+                           and ``data`` (nnz,) float32
       items/part-*.parquet one Parquet file per appended batch
       .lock                writer lock (an OS lock: released if the writer dies)
 
@@ -15,19 +18,59 @@ Crash safety. An append writes vectors past the committed row count, then
 the batch's Parquet part under a temporary name, renames it, and only then
 replaces ``meta.json`` atomically (write, fsync, ``os.replace``). Readers
 trust only ``meta.json``: a writer killed at any point leaves every batch
-that completed readable, and the next writer trims the leftovers. Zarr
-itself writes each chunk and its array metadata by atomic rename, so a
-committed row is never torn. A second writer is refused by the lock.
+that completed readable, and the next writer trims the leftovers (rows past
+the commit, chunk files past the last committed chunk, uncommitted parts, and
+the temporary files of Zarr's atomic chunk writes, ``*.<uuid>.partial``, and
+of ``meta.json``). Zarr writes each chunk and its array metadata by atomic
+rename, so a committed row is never torn. A second writer is refused by the
+lock, and so is ``create(..., overwrite=True)`` while a writer holds it; an
+overwrite builds the new store beside the old one and swaps it in, so a
+failed rebuild leaves the old store as it was.
+
+Integrity. Reads check what is cheap to check, so scans keep page-cache
+speed:
+
+- on open, ``meta.json`` is validated (types, part names that stay inside
+  ``items/``) and checked against the arrays (shapes, ``dim``, chunk rows,
+  first and last row offset of a CSR store);
+- the first time a store object touches a chunk, the chunk file must exist
+  with its exact size (a missing chunk no longer reads as zeros; every chunk
+  is written even when all zero), and a dense chunk's committed rows are
+  spot-checked for NaN / infinity (evenly spaced rows, at least 16 and at
+  least 4,096 values, or all of them in a small chunk): the store refuses NaN
+  on write, so any is damage, and a chunk of random bytes (one value in 256
+  is NaN or infinite) is caught with near certainty. The sample costs about
+  1% of reading the chunk, once per store object;
+- sparse blocks, which are copied anyway, are checked in full: row offsets in
+  order, column indices inside ``0..dim-1``, finite values;
+- item parts are checked against their CRC-32 when the item table is loaded
+  (it is read whole anyway).
+
+Reads do not hash vector chunks: CRC-32 runs at a few GB/s, well below the
+speed of a scan from the page cache. The full content check is
+:meth:`FeatureStore.verify` (``hardneg store verify STORE``), which reads
+every committed chunk and compares it with the CRC-32 recorded at commit
+time, see :mod:`hardneg.store._verify`. A writer checks the CRC of the
+partly filled last chunk it is about to extend, once per session, so an
+append never blesses damage. Stores written before checksums existed open
+and read as before; they gain no checksums, and ``verify`` says so (it still
+checks presence, sizes and values). One difference: Zarr did not write
+chunks that were all zeros for them, and such a chunk now reads as missing.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import numbers
 import os
+import re
 import shutil
 import tempfile
+import uuid
+import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,12 +83,19 @@ from filelock import FileLock, Timeout
 
 from .._atomic import atomic_path
 from .._validation import check_matrix, check_positive_int, check_random_state
+from ._errors import StoreDamagedError, StoreError, StoreLockedError
+from ._items import check_label, per_row, tag_list
+from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
+from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-_META = "meta.json"
 DEFAULT_CHUNK_BYTES = 16 * 2**20  # ~16 MiB of float32 per Zarr chunk: large sequential reads
+_SPARSE_NNZ_CHUNK = 4 * 2**20
+_SPARSE_INDPTR_CHUNK = 1 << 20
+_SPOT_CHECK_VALUES = 4096
+# Zarr's LocalStore writes a chunk to "<name>.<uuid4 hex>.partial", then renames it.
+_ZARR_TEMP = re.compile(r"\.[0-9a-f]{32}\.partial$")
 
 ITEM_SCHEMA = pa.schema(
     [
@@ -59,34 +109,35 @@ ITEM_SCHEMA = pa.schema(
 )
 
 
-class StoreError(ValueError):
-    """A store is missing, corrupt, or used in a way it does not allow."""
+@dataclass(frozen=True)
+class _Array:
+    """One Zarr array of the store, as files: chunk ``c`` is ``vectors/<name>/c/<c>[/0]``."""
 
+    name: str
+    dtype: np.dtype
+    width: int  # values per row along axis 0 (dim for X, 1 for the CSR arrays)
+    chunk_len: int  # rows per chunk
+    length: int  # rows in zarr.json when opened (may exceed the committed rows)
 
-class StoreLockedError(StoreError):
-    """Another process is writing to the store."""
+    @property
+    def row_bytes(self) -> int:
+        return self.width * self.dtype.itemsize
+
+    @property
+    def chunk_bytes(self) -> int:
+        return self.chunk_len * self.row_bytes
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.chunk_len, self.width) if self.name == "X" else (self.chunk_len,)
+
+    def key(self, c: int) -> str:
+        return f"vectors/{self.name}/c/{c}/0" if self.name == "X" else f"vectors/{self.name}/c/{c}"
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-
-
-def _as_list_column(values, n: int, name: str, item_type) -> list | None:
-    if values is None:
-        return None
-    values = list(values)
-    if len(values) != n:
-        raise ValueError(f"{name}: has {len(values)} entries for {n} rows")
-    out = []
-    for v in values:
-        if v is None:
-            out.append([])
-        elif isinstance(v, (str, bytes)) or np.isscalar(v):
-            out.append([item_type(v)])
-        else:
-            out.append([item_type(t) for t in v])
-    return out
 
 
 class FeatureStore:
@@ -108,6 +159,8 @@ class FeatureStore:
     (4, 4, False)
     >>> store.select(tags=["a"]).tolist()
     [0, 3]
+    >>> store.verify().ok
+    True
     """
 
     def __init__(self, path, *, _mode: str):
@@ -115,38 +168,68 @@ class FeatureStore:
         self._mode = _mode
         self._lock = None
         self._items_cache = None
-        meta_path = self.path / _META
-        if not meta_path.is_file():
-            raise StoreError(f"{str(self.path)!r} is not a FeatureStore (no {_META})")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise StoreError(f"{self.path}: corrupt {_META} ({exc})") from None
-        if meta.get("format") != "hardneg.FeatureStore":
-            raise StoreError(f"{self.path}: {_META} does not describe a hardneg FeatureStore")
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise StoreError(
-                f"{self.path}: store format version {meta.get('format_version')} is not supported (this hardneg reads {FORMAT_VERSION})"
-            )
+        self._checked: set[tuple[str, int]] = set()  # chunks that passed the first-touch checks
+        self._zarr: dict = {}
+        self._tail_checked = False
+        meta = load_meta(self.path)
         if _mode == "a":
             self._acquire_lock()
-            # Re-read: the previous writer may have committed after our first read.
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        self._meta = meta
         try:
-            self._group = zarr.open_group(str(self.path / "vectors"), mode="r" if _mode == "r" else "r+")
-            if self.is_sparse:
-                self._indptr = self._group["indptr"]
-                self._indices = self._group["indices"]
-                self._data = self._group["data"]
-            else:
-                self._X = self._group["X"]
-                self._raw_chunks = self._raw_chunk_layout()
-        except Exception as exc:
+            if _mode == "a":
+                # Re-read: the previous writer may have committed after our first read.
+                meta = load_meta(self.path)
+            self._meta = meta
+            self._arrays = self._load_arrays()
+            if not (self.path / "items").is_dir():
+                raise StoreError(f"{self.path}: the items/ folder is missing")
+            if _mode == "a":
+                try:
+                    for name in self._arrays:
+                        arr = zarr.open_array(str(self.path / "vectors" / name), mode="r+")
+                        # Zarr skips chunks that equal the fill value; a missing chunk must mean damage.
+                        self._zarr[name] = arr.with_config({"write_empty_chunks": True})
+                except Exception as exc:
+                    raise StoreError(f"{self.path}: cannot open the vector arrays for writing ({first_line(exc)})") from None
+                self._trim_uncommitted()
+        except BaseException:
             self.close()
-            raise StoreError(f"{self.path}: cannot open the vector arrays ({exc})") from None
-        if _mode == "a":
-            self._trim_uncommitted()
+            raise
+
+    def _load_arrays(self) -> dict[str, _Array]:
+        n, nnz, dim = len(self), self.nnz, self.dim
+        arrays = {}
+        if self.is_sparse:
+            for name in ("indptr", "indices", "data"):
+                shape, chunks = read_array_layout(self.path, name)
+                arrays[name] = _Array(name, np.dtype(ARRAY_TYPES[name]), 1, chunks[0], shape[0])
+            if arrays["indptr"].length < (n + 1 if n else 0):
+                raise StoreError(f"{self.path}: {META} says n_rows={n} but vectors/indptr holds offsets for {max(arrays['indptr'].length - 1, 0)} rows")
+            for name in ("indices", "data"):
+                if arrays[name].length < nnz:
+                    raise StoreError(f"{self.path}: {META} says nnz={nnz} but vectors/{name} holds only {arrays[name].length} values")
+        else:
+            shape, chunks = read_array_layout(self.path, "X")
+            if shape[1] != dim:
+                raise StoreError(f"{self.path}: {META} says dim={dim} but vectors/X has {shape[1]} columns")
+            if chunks != [self.chunk_rows, dim]:
+                raise StoreError(f"{self.path}: {META} says chunk_rows={self.chunk_rows} but vectors/X is chunked by {chunks[0]} rows")
+            if shape[0] < n:
+                raise StoreError(f"{self.path}: {META} says n_rows={n} but vectors/X holds only {shape[0]} rows")
+            arrays["X"] = _Array("X", np.dtype("<f4"), dim, chunks[0], shape[0])
+        self._arrays = arrays
+        sums = self._meta.get("checksums")
+        if sums is not None:
+            for name, a in arrays.items():
+                want = n_chunks(self._committed(name), a.chunk_len)
+                if len(sums["chunks"][name]) != want:
+                    raise StoreError(
+                        f"{self.path}: corrupt {META}: {len(sums['chunks'][name])} checksums for vectors/{name}, which has {want} committed chunk(s)"
+                    )
+        if self.is_sparse and n:
+            ends = self._read(arrays["indptr"], 0, 1)[0], self._read(arrays["indptr"], n, n + 1)[0]
+            if ends != (0, nnz):
+                raise StoreError(f"{self.path}: vectors/indptr runs from {ends[0]} to {ends[1]} but {META} says nnz={nnz} (offsets must run from 0)")
+        return arrays
 
     # ------------------------------------------------------------------ create / open
     @classmethod
@@ -165,59 +248,116 @@ class FeatureStore:
         Parameters
         ----------
         path : str or Path
-            Directory to create. It must not exist unless ``overwrite``.
+            Directory to create; missing parent folders are created. It must
+            not exist unless ``overwrite``.
         dim : int
             Number of features per row.
         sparse : bool
             Store rows as CSR (bag-of-visual-words); otherwise dense float32.
         chunk_rows : int, optional
             Rows per Zarr chunk (dense) — default aims at ~16 MiB chunks.
+        overwrite : bool
+            Replace an existing store (or an empty folder, or a file). The
+            old store's writer lock is taken first: a store that another
+            process (or this one) has open for appending is not replaced
+            (:class:`StoreLockedError`). The new store is built beside the
+            old one and swapped in, so a failure leaves the old one intact.
         attrs : dict, optional
             JSON-serializable user metadata (e.g. the extractor's settings).
         """
         dim = check_positive_int(dim, "dim")
         path = Path(path)
-        if path.exists():
-            if not overwrite:
-                raise StoreError(f"{str(path)!r} already exists; pass overwrite=True to replace it")
-            if path.is_dir() and not (path / _META).is_file() and any(path.iterdir()):
-                raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty directory that is not a FeatureStore")
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
         if chunk_rows is None:
             chunk_rows = max(1024, DEFAULT_CHUNK_BYTES // (4 * dim)) if not sparse else 65536
         chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
-        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent if path.parent.exists() else None))
+        if attrs is not None and not isinstance(attrs, dict):
+            raise TypeError(f"attrs: expected a dict, got {type(attrs).__name__}")
         try:
-            group = zarr.open_group(str(tmp / "vectors"), mode="w")
-            if sparse:
-                nnz_chunk = 4 * 2**20
-                group.create_array("indptr", shape=(1,), chunks=(1 << 20,), dtype="int64", compressors=None, fill_value=0)
-                group.create_array("indices", shape=(0,), chunks=(nnz_chunk,), dtype="int32", compressors=None, fill_value=0)
-                group.create_array("data", shape=(0,), chunks=(nnz_chunk,), dtype="float32", compressors=None, fill_value=0)
-            else:
-                # Uncompressed: features are dense floats that barely compress, and
-                # scans should run at page-cache speed.
-                group.create_array("X", shape=(0, dim), chunks=(chunk_rows, dim), dtype="float32", compressors=None, fill_value=0)
-            (tmp / "items").mkdir()
-            meta = {
-                "format": "hardneg.FeatureStore",
-                "format_version": FORMAT_VERSION,
-                "dim": dim,
-                "sparse": bool(sparse),
-                "chunk_rows": chunk_rows,
-                "n_rows": 0,
-                "nnz": 0,
-                "parts": [],
-                "attrs": attrs or {},
-            }
-            json.dumps(meta)  # fail early on non-JSON attrs
-            _atomic_write_text(tmp / _META, json.dumps(meta, indent=1))
+            json.dumps(attrs or {})
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"attrs: not JSON-serializable ({exc})") from None
+        old_lock = None
+        exists = path.exists() or path.is_symlink()
+        if exists:
+            if not overwrite:
+                raise StoreError(f"{str(path)!r} already exists (overwrite=True / --overwrite replaces it)")
+            if path.is_dir() and not path.is_symlink():
+                if (path / META).is_file():
+                    old_lock = cls._lock_for_overwrite(path)
+                elif any(path.iterdir()):
+                    raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty directory that is not a FeatureStore")
+        try:
+            # Build beside the target: a temporary folder elsewhere (the system's
+            # temp dir) may be on another filesystem, where the final rename fails.
             path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent))
+            try:
+                cls._build(tmp, dim, sparse, chunk_rows, attrs)
+                if exists:
+                    trash = path.with_name(f"{path.name}.{uuid.uuid4().hex}.deleting")
+                    os.rename(path, trash)
+                    try:
+                        os.rename(tmp, path)
+                    except BaseException:
+                        os.rename(trash, path)
+                        raise
+                    if old_lock is not None:
+                        old_lock.release()
+                        old_lock = None
+                    if trash.is_dir() and not trash.is_symlink():
+                        shutil.rmtree(trash, ignore_errors=True)
+                    else:
+                        trash.unlink(missing_ok=True)
+                    if trash.exists():
+                        logger.warning("could not remove all of the replaced store %s", trash)
+                else:
+                    os.replace(tmp, path)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        finally:
+            if old_lock is not None:
+                old_lock.release()
         return cls(path, _mode="a")
+
+    @staticmethod
+    def _lock_for_overwrite(path: Path) -> FileLock:
+        lock = FileLock(str(path / ".lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreLockedError(f"{path}: another process is writing to this store; it cannot be overwritten while it is open") from None
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot take the store's writer lock to overwrite it ({exc})") from None
+        return lock
+
+    @staticmethod
+    def _build(tmp: Path, dim: int, sparse: bool, chunk_rows: int, attrs) -> None:
+        group = zarr.open_group(str(tmp / "vectors"), mode="w")
+        if sparse:
+            group.create_array("indptr", shape=(0,), chunks=(_SPARSE_INDPTR_CHUNK,), dtype="int64", compressors=None, fill_value=0)
+            group.create_array("indices", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="int32", compressors=None, fill_value=0)
+            group.create_array("data", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="float32", compressors=None, fill_value=0)
+            chunks = {"indptr": [], "indices": [], "data": []}
+        else:
+            # Uncompressed: features are dense floats that barely compress, and
+            # scans should run at page-cache speed.
+            group.create_array("X", shape=(0, dim), chunks=(chunk_rows, dim), dtype="float32", compressors=None, fill_value=0)
+            chunks = {"X": []}
+        (tmp / "items").mkdir()
+        meta = {
+            "format": "hardneg.FeatureStore",
+            "format_version": FORMAT_VERSION,
+            "dim": dim,
+            "sparse": bool(sparse),
+            "chunk_rows": chunk_rows,
+            "n_rows": 0,
+            "nnz": 0,
+            "parts": [],
+            "attrs": attrs or {},
+            "checksums": {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {}},
+        }
+        _atomic_write_text(tmp / META, json.dumps(meta, indent=1))
 
     @classmethod
     def open(cls, path, mode: str = "r") -> FeatureStore:
@@ -231,12 +371,14 @@ class FeatureStore:
         return cls(path, _mode=mode)
 
     def _acquire_lock(self) -> None:
-        self._lock = FileLock(str(self.path / ".lock"))
+        lock = FileLock(str(self.path / ".lock"))
         try:
-            self._lock.acquire(timeout=0)
+            lock.acquire(timeout=0)
         except Timeout:
-            self._lock = None
             raise StoreLockedError(f"{self.path}: another process is writing to this store") from None
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot take the store's writer lock ({exc})") from None
+        self._lock = lock
 
     def close(self) -> None:
         """Release the writer lock (read-only stores hold nothing)."""
@@ -265,6 +407,11 @@ class FeatureStore:
         return int(self._meta["dim"])
 
     @property
+    def nnz(self) -> int:
+        """Stored non-zeros (sparse stores; 0 for dense ones)."""
+        return int(self._meta["nnz"])
+
+    @property
     def is_sparse(self) -> bool:
         return bool(self._meta["sparse"])
 
@@ -285,6 +432,114 @@ class FeatureStore:
         kind = "sparse CSR" if self.is_sparse else "dense"
         return f"FeatureStore({str(self.path)!r}, rows={len(self)}, dim={self.dim}, {kind}, mode={self._mode!r})"
 
+    def _committed(self, name: str) -> int:
+        """Committed rows of array ``name``. A CSR store without rows has no
+        committed offsets yet (its implicit first offset, 0, comes with the
+        first row)."""
+        n = len(self)
+        return {"X": n, "indptr": n + 1 if n else 0}.get(name, self.nnz)
+
+    # ------------------------------------------------------------------ integrity
+    def verify(self) -> VerifyReport:
+        """Read every committed chunk and item part and check it.
+
+        Each chunk must be present, of the right size, match the CRC-32
+        recorded when it was committed and hold valid values; each item part
+        must match its CRC-32 and be a readable item table. Reads only check
+        what is cheap (see the module docstring); this is the full check.
+
+        Returns
+        -------
+        VerifyReport
+            ``report.ok``, and ``report.problems``: one line per damaged
+            chunk or part, naming it.
+        """
+        return verify_store(self)
+
+    def _stat_chunk(self, a: _Array, c: int) -> None:
+        key = a.key(c)
+        try:
+            size = (self.path / key).stat().st_size
+        except FileNotFoundError:
+            first = c * a.chunk_len
+            last = min(first + a.chunk_len, self._committed(a.name)) - 1
+            raise StoreDamagedError(self.path, key, f"is missing ({'rows' if a.name in ('X', 'indptr') else 'values'} {first}-{last})") from None
+        except OSError as exc:
+            raise StoreDamagedError(self.path, key, f"cannot be read ({exc.strerror or exc})") from None
+        if size != a.chunk_bytes:
+            raise StoreDamagedError(self.path, key, f"is damaged: {size} bytes, expected {a.chunk_bytes}")
+
+    def _chunk(self, a: _Array, c: int) -> np.ndarray:
+        """Chunk ``c`` of ``a`` as a read-only view of its file, checked the first time."""
+        first = (a.name, c) not in self._checked
+        if first:
+            self._stat_chunk(a, c)
+        try:
+            m = np.memmap(self.path / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
+        except FileNotFoundError:
+            raise StoreDamagedError(self.path, a.key(c), "is missing") from None
+        except (ValueError, OSError) as exc:  # shrunk since the check
+            raise StoreDamagedError(self.path, a.key(c), f"is damaged ({first_line(exc)})") from None
+        if first:
+            if a.name == "X":
+                self._spot_check(a, c, m)
+            self._checked.add((a.name, c))
+        return m
+
+    def _spot_check(self, a: _Array, c: int, m: np.ndarray) -> None:
+        rows = min(a.chunk_len, self._committed(a.name) - c * a.chunk_len)
+        if rows <= 0:
+            return
+        step = max(1, rows // max(16, -(-_SPOT_CHECK_VALUES // a.width)))
+        sample = np.asarray(m)[0:rows:step]  # evenly spaced committed rows, first row included
+        if not np.isfinite(sample).all():
+            raise StoreDamagedError(self.path, a.key(c), "is damaged: it holds NaN or infinity, which the store never writes")
+
+    def _check_values(self, a: _Array, first: int, values: np.ndarray, key: str, *, prev: int | None = None) -> None:
+        """Check values ``first..`` of ``a`` read from ``key``; StoreDamagedError if invalid."""
+        if not values.size:
+            return
+        if a.name in ("X", "data"):
+            if not np.isfinite(values).all():
+                raise StoreDamagedError(self.path, key, "is damaged: it holds NaN or infinity, which the store never writes")
+        elif a.name == "indices":
+            if values.min() < 0 or values.max() >= self.dim:
+                raise StoreDamagedError(self.path, key, f"is damaged: column indices outside 0..{self.dim - 1}")
+        else:  # indptr
+            if (
+                values.min() < 0
+                or values.max() > self.nnz
+                or (first == 0 and values[0] != 0)
+                or (prev is not None and values[0] < prev)
+                or (values.size > 1 and (np.diff(values) < 0).any())
+            ):
+                raise StoreDamagedError(self.path, key, f"is damaged: row offsets out of order or outside 0..{self.nnz}")
+
+    def _keys(self, a: _Array, lo: int, hi: int) -> str:
+        first, last = lo // a.chunk_len, max(hi - 1, lo) // a.chunk_len
+        return a.key(first) if first == last else f"{a.key(first)}..{last}"
+
+    def _read(self, a: _Array, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo..hi`` of ``a``: a read-only view when they lie in one chunk."""
+        if hi <= lo:
+            return np.empty((0,) + a.shape[1:], a.dtype)
+        L = a.chunk_len
+        pieces = [self._chunk(a, c)[max(lo - c * L, 0) : min(hi - c * L, L)] for c in range(lo // L, (hi - 1) // L + 1)]
+        return np.asarray(pieces[0]) if len(pieces) == 1 else np.concatenate(pieces)
+
+    def _read_csr_values(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column indices and values ``lo..hi`` of a CSR store, checked in full (they are copied anyway)."""
+        ind, dat = self._arrays["indices"], self._arrays["data"]
+        indices, data = np.array(self._read(ind, lo, hi)), np.array(self._read(dat, lo, hi))
+        self._check_values(ind, lo, indices, self._keys(ind, lo, hi))
+        self._check_values(dat, lo, data, self._keys(dat, lo, hi))
+        return indices, data
+
+    def _check_offsets(self, starts: np.ndarray, ends: np.ndarray, first_row: int, last_row: int) -> None:
+        if starts.size and (starts.min() < 0 or ends.max() > self.nnz or (ends < starts).any()):
+            ip = self._arrays["indptr"]
+            raise StoreDamagedError(self.path, self._keys(ip, first_row, last_row + 1), f"is damaged: row offsets out of order or outside 0..{self.nnz}")
+
     # ------------------------------------------------------------------ writing
     def _require_writable(self) -> None:
         if self._mode != "a" or self._lock is None:
@@ -292,20 +547,49 @@ class FeatureStore:
 
     def _trim_uncommitted(self) -> None:
         """Drop what a killed writer left past the last commit."""
-        n, nnz = len(self), int(self._meta["nnz"])
-        if self.is_sparse:
-            if self._indptr.shape[0] != n + 1:
-                self._indptr.resize((n + 1,))
-            if self._indices.shape[0] != nnz:
-                self._indices.resize((nnz,))
-                self._data.resize((nnz,))
-        elif self._X.shape[0] != n:
-            self._X.resize((n, self.dim))
-        committed = set(self._meta["parts"])
+        n = len(self)
+        for name, a in self._arrays.items():
+            arr = self._zarr[name]
+            committed = n if name == "X" else self._committed(name)
+            if arr.shape[0] != committed:
+                arr.resize((committed, self.dim) if name == "X" else (committed,))
+            # Zarr keeps chunk files past a shrink; a later partial write would merge with them.
+            keep = n_chunks(committed, a.chunk_len)
+            folder = self.path / "vectors" / name / "c"
+            if folder.is_dir():
+                for f in folder.iterdir():
+                    if not (f.name.isdigit() and int(f.name) < keep):
+                        logger.info("removing uncommitted chunk %s", f)
+                        shutil.rmtree(f) if f.is_dir() else f.unlink()
+        for root, _, files in os.walk(self.path / "vectors"):
+            for f in files:
+                if _ZARR_TEMP.search(f):
+                    logger.info("removing a temporary chunk file left by a killed writer: %s", f)
+                    os.unlink(os.path.join(root, f))
+        for f in self.path.glob(f"{META}.*.tmp"):
+            f.unlink()
+        committed_parts = set(self._meta["parts"])
         for f in (self.path / "items").iterdir():
-            if f.name not in committed:
+            if f.name not in committed_parts:
                 logger.info("removing uncommitted item part %s", f)
-                f.unlink()
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
+
+    def _check_tail(self) -> None:
+        """Before extending a partly filled last chunk, check it: an append
+        rewrites the chunk, and must not carry damage into a fresh checksum."""
+        sums = self._meta.get("checksums")
+        for name, a in self._arrays.items():
+            committed = self._committed(name)
+            if committed % a.chunk_len == 0:
+                continue
+            c = committed // a.chunk_len
+            self._stat_chunk(a, c)
+            if sums is not None:
+                with open(self.path / a.key(c), "rb") as fh:
+                    raw = fh.read((committed - c * a.chunk_len) * a.row_bytes)
+                if zlib.crc32(raw) != sums["chunks"][name][c]:
+                    raise StoreDamagedError(self.path, a.key(c), "does not match its checksum; refusing to append to it")
+        self._tail_checked = True
 
     def append(
         self,
@@ -328,12 +612,15 @@ class FeatureStore:
             Unique item ids; default ``str(row_number)``.
         paths : sequence of str, optional
             Image path per row.
-        tags : sequence of (list of str), optional
-            User tags per row.
+        tags : sequence, optional
+            User tags, one entry per row: a list of tag strings, one tag
+            string, or None. A single string for the whole batch is refused
+            (it would be read as one character per row).
         labels : sequence of int or of (list of int), optional
             One class label per row (stored in ``label``), or a list per row
             for multi-label data (stored in ``labels``; ``label`` holds the
-            first). ``-1`` or ``None`` means unlabeled.
+            first). ``-1`` or ``None`` means unlabeled. Labels are integers:
+            floats must be integral (``2.0``), booleans are refused.
         split : str or sequence of str, optional
             ``"train"``, ``"test"``, ... for every row or per row.
         """
@@ -344,29 +631,52 @@ class FeatureStore:
         n_new = X.shape[0]
         start = len(self)
         table = self._make_items(n_new, start, ids, paths, tags, labels, split)
+        if not self._tail_checked:
+            self._check_tail()
 
-        nnz = int(self._meta["nnz"])
+        nnz = self.nnz
+        sums = self._meta.get("checksums")
+        chunks = dict(sums["chunks"]) if sums is not None else None
         if self.is_sparse:
             new_nnz = nnz + X.nnz
-            self._indices.resize((new_nnz,))
-            self._data.resize((new_nnz,))
-            self._indices[nnz:new_nnz] = X.indices.astype(np.int32, copy=False)
-            self._data[nnz:new_nnz] = X.data
-            self._indptr.resize((start + n_new + 1,))
-            self._indptr[start + 1 : start + n_new + 1] = X.indptr[1:].astype(np.int64) + nnz
+            indices = X.indices.astype("<i4", copy=False)
+            data = X.data.astype("<f4", copy=False)
+            offsets = X.indptr.astype("<i8") + nnz  # offsets of rows start..start+n_new
+            zi, zd, zp = self._zarr["indices"], self._zarr["data"], self._zarr["indptr"]
+            zi.resize((new_nnz,))
+            zd.resize((new_nnz,))
+            zi[nnz:new_nnz] = indices
+            zd[nnz:new_nnz] = data
+            # A store without rows has no committed offsets: write the leading 0 too.
+            new_offsets = offsets if start == 0 else offsets[1:]
+            lo = self._committed("indptr")
+            zp.resize((start + n_new + 1,))
+            zp[lo : start + n_new + 1] = new_offsets
+            if chunks is not None:
+                chunks["indices"] = extend_checksums(chunks["indices"], nnz, indices, self._arrays["indices"].chunk_len)
+                chunks["data"] = extend_checksums(chunks["data"], nnz, data, self._arrays["data"].chunk_len)
+                chunks["indptr"] = extend_checksums(chunks["indptr"], lo, new_offsets, self._arrays["indptr"].chunk_len)
             nnz = new_nnz
         else:
-            self._X.resize((start + n_new, self.dim))
-            self._X[start : start + n_new] = X
+            zx = self._zarr["X"]
+            zx.resize((start + n_new, self.dim))
+            zx[start : start + n_new] = X
+            if chunks is not None:
+                chunks["X"] = extend_checksums(chunks["X"], start, X.astype("<f4", copy=False), self.chunk_rows)
 
         # Uncommitted parts were removed on open, so this name is free.
         part_name = f"part-{len(self._meta['parts']):08d}.parquet"
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        part = sink.getvalue()
         with atomic_path(self.path / "items" / part_name) as tmp_part:
-            pq.write_table(table, tmp_part)
+            tmp_part.write_bytes(memoryview(part))
 
         meta = dict(self._meta)
         meta.update(n_rows=start + n_new, nnz=nnz, parts=self._meta["parts"] + [part_name])
-        _atomic_write_text(self.path / _META, json.dumps(meta, indent=1))  # the commit point
+        if sums is not None:
+            meta["checksums"] = {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {**sums["parts"], part_name: zlib.crc32(memoryview(part))}}
+        _atomic_write_text(self.path / META, json.dumps(meta, indent=1))  # the commit point
         self._meta = meta
         if self._items_cache is not None:
             self._items_cache = pa.concat_tables([self._items_cache, table])
@@ -375,34 +685,45 @@ class FeatureStore:
         if ids is None:
             ids = [str(start + i) for i in range(n)]
         else:
+            ids = per_row(ids, n, "ids")
+            for i, v in enumerate(ids):
+                if v is None or isinstance(v, bytes):
+                    raise TypeError(f"ids: row {i} holds {v!r}; ids are strings")
             ids = [str(i) for i in ids]
-            if len(ids) != n:
-                raise ValueError(f"ids: has {len(ids)} entries for {n} rows")
             if len(set(ids)) != n:
                 raise ValueError("ids: contains duplicates within the batch")
             if len(self) and pc.any(pc.is_in(self.items.column("id"), value_set=pa.array(ids))).as_py():
                 raise ValueError("ids: some ids already exist in the store")
         if paths is not None:
-            paths = [None if p is None else str(p) for p in paths]
-            if len(paths) != n:
-                raise ValueError(f"paths: has {len(paths)} entries for {n} rows")
-        tags = _as_list_column(tags, n, "tags", str)
+            paths = [None if p is None else str(p) for p in per_row(paths, n, "paths")]
+        if tags is not None:
+            if isinstance(tags, (str, bytes)):
+                raise TypeError(
+                    f"tags: expected one entry per row (a tag or a list of tags), got the string {tags!r}"[:160]
+                    + "; to give every row one tag, pass [[tag]] * n_rows"
+                )
+            tags = [tag_list(v, i) for i, v in enumerate(per_row(tags, n, "tags"))]
         label, multi = None, None
         if labels is not None:
-            labels = list(labels)
-            if len(labels) != n:
-                raise ValueError(f"labels: has {len(labels)} entries for {n} rows")
+            labels = per_row(labels, n, "labels")
             if any(isinstance(v, (list, tuple, np.ndarray)) for v in labels):
-                multi = _as_list_column(labels, n, "labels", int)
+                multi = []
+                for i, v in enumerate(labels):
+                    if v is None:
+                        multi.append([])
+                    elif isinstance(v, (list, tuple, np.ndarray)):
+                        multi.append([check_label(t, "labels", i, multi=True) for t in v])
+                    else:
+                        value = check_label(v, "labels", i, multi=False)
+                        multi.append([] if value < 0 else [value])
                 label = [v[0] if v else None for v in multi]
             else:
-                label = [None if v is None or int(v) < 0 else int(v) for v in labels]
+                label = [None if v is None else check_label(v, "labels", i, multi=False) for i, v in enumerate(labels)]
+                label = [None if v is None or v < 0 else v for v in label]
         if isinstance(split, str):
             split = [split] * n
         elif split is not None:
-            split = [None if s is None else str(s) for s in split]
-            if len(split) != n:
-                raise ValueError(f"split: has {len(split)} entries for {n} rows")
+            split = [None if s is None else str(s) for s in per_row(split, n, "split")]
         cols = {
             "id": ids,
             "path": paths if paths is not None else [None] * n,
@@ -414,11 +735,36 @@ class FeatureStore:
         return pa.table(cols, schema=ITEM_SCHEMA)
 
     # ------------------------------------------------------------------ item table
+    def _read_part(self, name: str) -> pa.Table:
+        key = f"items/{name}"
+        try:
+            raw = (self.path / "items" / name).read_bytes()
+        except FileNotFoundError:
+            raise StoreDamagedError(self.path, key, "is missing") from None
+        except OSError as exc:
+            raise StoreDamagedError(self.path, key, f"cannot be read ({exc.strerror or exc})") from None
+        sums = self._meta.get("checksums")
+        if sums is not None and zlib.crc32(raw) != sums["parts"][name]:
+            raise StoreDamagedError(self.path, key, "does not match its checksum")
+        try:
+            table = pq.read_table(pa.BufferReader(raw))
+            # Reading with schema= would fill missing columns with nulls: compare first.
+            if table.schema.names != ITEM_SCHEMA.names:
+                raise StoreDamagedError(self.path, key, f"has columns {table.schema.names} instead of {ITEM_SCHEMA.names}"[:200])
+            table = table.cast(ITEM_SCHEMA)
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+            if isinstance(exc, StoreDamagedError):
+                raise
+            raise StoreDamagedError(self.path, key, f"is not a readable item table ({first_line(exc)[:120]})") from None
+        if table.column("id").null_count:
+            raise StoreDamagedError(self.path, key, "has rows without an id")
+        return table
+
     @property
     def items(self) -> pa.Table:
         """The item table (id, path, tags, label, labels, split), one row per vector."""
         if self._items_cache is None:
-            parts = [pq.read_table(self.path / "items" / p, schema=ITEM_SCHEMA) for p in self._meta["parts"]]
+            parts = [self._read_part(p) for p in self._meta["parts"]]
             table = pa.concat_tables(parts) if parts else ITEM_SCHEMA.empty_table()
             if table.num_rows != len(self):
                 raise StoreError(f"{self.path}: item table has {table.num_rows} rows but the store has {len(self)} vectors")
@@ -468,82 +814,77 @@ class FeatureStore:
             mask[parents[np.isin(flat, wanted)]] = True
         return mask
 
+    def _check_rows(self, rows, name: str) -> np.ndarray:
+        rows = np.asarray(rows)
+        if rows.size and rows.dtype.kind not in "iu":
+            raise TypeError(f"{name}: expected row numbers (integers), got dtype {rows.dtype}")
+        rows = rows.astype(np.int64).ravel()
+        if rows.size and (rows.min() < 0 or rows.max() >= len(self)):
+            raise IndexError(f"{name}: row numbers must lie in 0..{len(self) - 1}, got {rows.min()}..{rows.max()}")
+        return rows
+
     def sample(self, n: int, random_state=None, *, exclude_tags=None, exclude_ids=None, exclude_rows=None) -> np.ndarray:
         """Draw ``n`` distinct rows uniformly at random, skipping excluded items.
 
         Returns row indices in random order. Excluding by tag is how a
         negative pool leaves out items tagged with the concept (or related
-        tags); ``exclude_ids`` and ``exclude_rows`` leave out given items.
+        tags); ``exclude_ids`` and ``exclude_rows`` leave out given items
+        (row numbers must lie in ``0..len-1``: negative numbers are not
+        counted from the end).
         """
         n = check_positive_int(n, "n")
         rng = check_random_state(random_state)
         allowed = np.ones(len(self), dtype=bool)
+        if exclude_rows is not None:
+            allowed[self._check_rows(exclude_rows, "exclude_rows")] = False
         if exclude_tags is not None:
             allowed &= ~self._mask_tags([exclude_tags] if isinstance(exclude_tags, str) else exclude_tags)
         if exclude_ids is not None:
-            allowed &= ~pc.is_in(self.items.column("id"), value_set=pa.array([str(i) for i in exclude_ids], pa.string())).to_numpy(zero_copy_only=False)
-        if exclude_rows is not None:
-            allowed[np.asarray(exclude_rows, dtype=np.int64)] = False
+            wanted = [exclude_ids] if isinstance(exclude_ids, str) else [str(i) for i in exclude_ids]
+            allowed &= ~pc.is_in(self.items.column("id"), value_set=pa.array(wanted, pa.string())).to_numpy(zero_copy_only=False)
         candidates = np.flatnonzero(allowed)
         if n > candidates.size:
             raise ValueError(f"n={n} is larger than the {candidates.size} items left after exclusions")
         return rng.choice(candidates, size=n, replace=False)
 
     # ------------------------------------------------------------------ reading vectors
-    def _raw_chunk_layout(self) -> bool:
-        """True when the dense array's chunks are plain little-endian float32
-        files (Zarr v3, no compression, default "c/i/0" keys). Reads then map
-        the chunk files straight from the page cache, zero-copy, instead of
-        going through Zarr's decode pipeline (several times slower)."""
-        try:
-            meta = json.loads((self.path / "vectors" / "X" / "zarr.json").read_text())
-            return (
-                meta.get("zarr_format") == 3
-                and meta["data_type"] == "float32"
-                and meta["codecs"] == [{"name": "bytes", "configuration": {"endian": "little"}}]
-                and meta["chunk_key_encoding"] == {"name": "default", "configuration": {"separator": "/"}}
-                and meta["chunk_grid"]["configuration"]["chunk_shape"] == [self.chunk_rows, self.dim]
-                and not meta.get("storage_transformers")
-            )
-        except (OSError, KeyError, TypeError, json.JSONDecodeError):
-            return False
-
-    def _chunk(self, c: int) -> np.ndarray:
-        """Dense chunk ``c`` as a read-only view of its file (fill value 0 if absent)."""
-        shape = (self.chunk_rows, self.dim)
-        path = self.path / "vectors" / "X" / "c" / str(c) / "0"
-        try:
-            return np.memmap(path, dtype="<f4", mode="r", shape=shape)
-        except FileNotFoundError:
-            return np.zeros(shape, np.float32)
-        except ValueError as exc:  # truncated chunk file
-            raise StoreError(f"{self.path}: chunk {c} is damaged ({exc})") from None
-
     def _rows(self, start: int, stop: int):
-        if not self.is_sparse and self._raw_chunks:
-            cr = self.chunk_rows
-            pieces = [
-                self._chunk(c)[max(start - c * cr, 0) : min(stop - c * cr, cr)]
-                for c in range(start // cr, (stop - 1) // cr + 1)
-            ] if stop > start else [np.empty((0, self.dim), np.float32)]
-            return np.asarray(pieces[0]) if len(pieces) == 1 else np.concatenate(pieces)
-        if self.is_sparse:
-            indptr = self._indptr[start : stop + 1]
-            lo, hi = int(indptr[0]), int(indptr[-1])
-            return sp.csr_matrix(
-                (self._data[lo:hi], self._indices[lo:hi], indptr - lo), shape=(stop - start, self.dim)
-            )
-        return self._X[start:stop]
+        if not self.is_sparse:
+            return self._read(self._arrays["X"], start, stop)
+        ip = self._arrays["indptr"]
+        if stop <= start:
+            return sp.csr_matrix((0, self.dim), dtype=np.float32)
+        indptr = np.array(self._read(ip, start, stop + 1))
+        self._check_offsets(indptr[:-1], indptr[1:], start, stop)
+        lo, hi = int(indptr[0]), int(indptr[-1])
+        indices, data = self._read_csr_values(lo, hi)
+        return sp.csr_matrix((data, indices, indptr - lo), shape=(stop - start, self.dim))
+
+    def _row_arg(self, value, name: str) -> int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name}: expected a row number (integer), got {value!r}")
+        value = int(value)
+        if not 0 <= value <= len(self):
+            raise IndexError(f"{name}={value} is outside 0..{len(self)} (negative rows are not counted from the end)")
+        return value
 
     def iter_chunks(self, rows: int | None = None, *, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(first_row, block)`` over rows ``start..stop`` in blocks of ``rows``.
 
         Blocks are float32 arrays (CSR matrices for sparse stores). Memory is
-        bounded by one block; the default block is one Zarr chunk.
+        bounded by one block; the default block is one Zarr chunk. Dense
+        blocks are read-only views of the chunk files. ``0 <= start <= stop
+        <= len(store)``.
         """
         rows = check_positive_int(rows if rows is not None else self.chunk_rows, "rows")
-        stop = len(self) if stop is None else min(int(stop), len(self))
-        for lo in range(int(start), stop, rows):
+        start = self._row_arg(start, "start")
+        stop = len(self) if stop is None else self._row_arg(stop, "stop")
+        if start > stop:
+            raise ValueError(f"start={start} is after stop={stop}")
+        return self._iter_chunks(rows, start, stop)
+
+    def _iter_chunks(self, rows: int, start: int, stop: int):
+        for lo in range(start, stop, rows):
             yield lo, self._rows(lo, min(lo + rows, stop))
 
     def take(self, indices) -> np.ndarray:
@@ -559,24 +900,24 @@ class FeatureStore:
         order = np.argsort(idx, kind="stable")
         sorted_idx = idx[order]
         if self.is_sparse:
-            indptr = self._indptr[: len(self) + 1]
+            indptr = self._read(self._arrays["indptr"], 0, len(self) + 1)
             starts, ends = indptr[sorted_idx], indptr[sorted_idx + 1]
-            # Read the covering span once, then gather: far fewer Zarr calls than per-row reads.
+            self._check_offsets(starts, ends, int(sorted_idx[0]), int(sorted_idx[-1]) + 1)
+            # Read the covering span once, then gather: far fewer reads than per-row ones.
             lo, hi = int(starts.min()), int(ends.max())
-            data, indices = self._data[lo:hi], self._indices[lo:hi]
+            indices, data = self._read_csr_values(lo, hi)
             lengths = ends - starts
             gather = np.concatenate([np.arange(s - lo, e - lo) for s, e in zip(starts, ends)]) if lengths.sum() else np.empty(0, np.int64)
             out_indptr = np.concatenate([[0], np.cumsum(lengths)])
             block = sp.csr_matrix((data[gather], indices[gather], out_indptr), shape=(idx.size, self.dim))
-        elif self._raw_chunks:
+        else:
+            a = self._arrays["X"]
             block = np.empty((idx.size, self.dim), np.float32)
-            chunk_of = sorted_idx // self.chunk_rows
+            chunk_of = sorted_idx // a.chunk_len
             bounds = np.flatnonzero(np.diff(chunk_of)) + 1
             for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, idx.size]):
                 c = int(chunk_of[lo])
-                block[lo:hi] = self._chunk(c)[sorted_idx[lo:hi] - c * self.chunk_rows]
-        else:
-            block = self._X.get_orthogonal_selection((sorted_idx, slice(None)))
+                block[lo:hi] = self._chunk(a, c)[sorted_idx[lo:hi] - c * a.chunk_len]
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return block[inverse]
@@ -588,15 +929,26 @@ class FeatureStore:
         return self._rows(0, len(self))
 
     def to_dask(self, chunk_rows: int | None = None):
-        """A Dask array view of the rows (dense stores; sparse blocks are CSR)."""
+        """A Dask array view of the rows (dense stores; sparse blocks are CSR).
+
+        Every chunk is checked for presence and size up front (and dense ones
+        spot-checked, as for reads).
+        """
         import dask.array as da
 
         n = len(self)
         if not self.is_sparse:
-            arr = da.from_zarr(self._X, chunks=(chunk_rows or self.chunk_rows, self.dim))
-            return arr[:n]
+            a = self._arrays["X"]
+            for c in range(n_chunks(n, a.chunk_len)):
+                self._chunk(a, c)
+            arr = zarr.open_array(str(self.path / "vectors" / "X"), mode="r")
+            return da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
         import dask
 
+        for name in ("indptr", "indices", "data"):
+            a = self._arrays[name]
+            for c in range(n_chunks(self._committed(name), a.chunk_len)):
+                self._stat_chunk(a, c)
         rows = chunk_rows or self.chunk_rows
         blocks = [
             da.from_delayed(dask.delayed(self._rows)(lo, min(lo + rows, n)), shape=(min(lo + rows, n) - lo, self.dim), dtype=np.float32, meta=sp.csr_matrix((0, self.dim), dtype=np.float32))

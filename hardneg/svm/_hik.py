@@ -13,13 +13,22 @@ meta classifiers costs well under a second.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_is_fitted
 
-from hardneg._validation import check_labels, check_matrix
+from hardneg._validation import (
+    Interval,
+    StrOptions,
+    check_binary_target,
+    check_matrix,
+    check_non_negative,
+    validate_params,
+    validate_X,
+)
 
 __all__ = ["HIKSVC", "fit_hik_svm_gram", "hik_gram"]
 
@@ -165,18 +174,27 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
     [1, 0]
     """
 
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
     def __init__(self, C: float = 1.0, class_weight=None):
         self.C = C
         self.class_weight = class_weight
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # the kernel is defined on histograms
+        tags.classifier_tags.multi_class = False
+        return tags
+
     def fit(self, X, y):
-        X = check_matrix(X, "X", non_negative=True, min_rows=2)
-        y = check_labels(y, X.shape[0])
-        classes = np.unique(y)
-        if classes.size != 2:
-            raise ValueError(f"y: HIKSVC is a binary classifier; got {classes.size} class(es)")
-        if not float(self.C) > 0:
-            raise ValueError(f"C: must be > 0, got {self.C}")
+        """Fit on non-negative ``X`` of shape (n_samples, n_features) and binary labels ``y``."""
+        validate_params(self)
+        X = validate_X(self, X, reset=True, min_rows=2)
+        y, classes = check_binary_target(self, y, X.shape[0])
+        check_non_negative(X, "X")  # after the labels: a multi-class y is the first thing to report
         y01 = (y == classes[1]).astype(np.int64)
         cw = self.class_weight
         if isinstance(cw, dict):
@@ -187,14 +205,13 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         self.support_vectors_ = X[support].copy()
         self.dual_coef_ = coef
         self.intercept_ = b
-        self.n_features_in_ = X.shape[1]
         return self
 
     def decision_function(self, X) -> np.ndarray:
         """Exact kernel expansion ``b + sum_j alpha_j y_j K(x, x_j)``, Eq. (4)."""
-        check_is_fitted(self, "dual_coef_")
-        X = check_matrix(X, "X", non_negative=True, n_features=self.n_features_in_)
+        X = validate_X(self, X, reset=False, non_negative=True, min_rows=0)
         return hik_gram(X, self.support_vectors_, check=False).astype(np.float64) @ self.dual_coef_ + self.intercept_
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+        scores = self.decision_function(X)  # first: it raises NotFittedError on an unfitted model
+        return self.classes_[(scores > 0).astype(np.int64)]

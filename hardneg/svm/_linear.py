@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import logging
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
-from sklearn.utils.validation import check_is_fitted
 
-from hardneg._validation import check_labels, check_matrix, check_random_state
+from hardneg._validation import (
+    RANDOM_STATE,
+    Interval,
+    StrOptions,
+    check_binary_target,
+    check_labels,
+    check_matrix,
+    check_random_state,
+    validate_params,
+    validate_X,
+)
 
 __all__ = ["LinearSVM", "fit_linear_svm"]
 
@@ -38,6 +48,20 @@ def _signed_labels(y, n: int) -> np.ndarray:
         return y.astype(np.float64)
     # the larger label is the positive class, as in scikit-learn
     return np.where(y == values[1], 1.0, -1.0)
+
+
+def _check_sample_weight(sample_weight, n_samples: int):
+    """None, or float64 weights of shape (n_samples,), finite, non-negative, not all zero."""
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
+        raise ValueError(f"sample_weight: expected shape ({n_samples},), got {sample_weight.shape}")
+    if not np.isfinite(sample_weight).all() or (sample_weight < 0).any():
+        raise ValueError("sample_weight: must be finite and non-negative")
+    if not sample_weight.any():
+        raise ValueError("sample_weight: all weights are zero; at least one sample of each class needs weight")
+    return sample_weight
 
 
 def fit_linear_svm(
@@ -93,12 +117,13 @@ def fit_linear_svm(
         raise ValueError(f"C: must be a positive finite number, got {C!r}")
     if loss not in _LOSSES:
         raise ValueError(f"loss: expected one of {_LOSSES}, got {loss!r}")
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != (X.shape[0],):
-            raise ValueError(f"sample_weight: expected shape ({X.shape[0]},), got {sample_weight.shape}")
-        if not np.isfinite(sample_weight).all() or (sample_weight < 0).any():
-            raise ValueError("sample_weight: must be finite and non-negative")
+    sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+    w, b, _ = _liblinear(X, ys, C, loss, sample_weight, intercept_scaling, tol, max_iter, random_state)
+    return w, b
+
+
+def _liblinear(X, ys, C, loss, sample_weight, intercept_scaling, tol, max_iter, random_state):
+    """liblinear on checked float32 ``X`` and -1/+1 ``ys``: ``(w, b, n_iter)``."""
     rng = check_random_state(random_state)
     svc = LinearSVC(
         C=float(C),
@@ -114,23 +139,34 @@ def fit_linear_svm(
         svc.fit(X, ys, sample_weight=sample_weight)
     if any(issubclass(w.category, ConvergenceWarning) for w in caught):
         logger.debug("linear SVM did not fully converge in %d iterations (C=%g, n=%d)", max_iter, C, X.shape[0])
-    return svc.coef_[0].astype(np.float64), float(svc.intercept_[0])
+    return svc.coef_[0].astype(np.float64), float(svc.intercept_[0]), int(svc.n_iter_)
 
 
 class LinearDecisionMixin:
     """``f(x) = w·x + b`` and its sign, for every fitted linear SVM here."""
 
     def decision_function(self, X):
-        check_is_fitted(self, "coef_")
-        X = check_matrix(X, "X", n_features=self.n_features_in_)
+        X = validate_X(self, X, reset=False, min_rows=0)
         return X @ self.coef_ + self.intercept_
 
     def predict(self, X):
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        scores = self.decision_function(X)  # first: it raises NotFittedError on an unfitted model
+        return self.classes_[(scores > 0).astype(int)]
 
 
 class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """Binary linear SVM estimator around :func:`fit_linear_svm`.
+
+    Parameters
+    ----------
+    C : float
+        Misclassification cost.
+    loss : {"hinge", "squared_hinge"}
+    tol : float
+        liblinear's stopping tolerance.
+    max_iter : int
+        Maximum liblinear iterations.
+    random_state : None, int or Generator
 
     Attributes
     ----------
@@ -138,6 +174,9 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     intercept_ : float
     classes_ : ndarray of shape (2,)
         ``classes_[1]`` is the positive class.
+    n_iter_ : int
+        Iterations liblinear ran.
+    n_features_in_ : int
     margin_ : float
         ``2 / ||w||``, the margin width (the convex-hull distance for a
         hard-margin fit of separable data).
@@ -151,6 +190,14 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     [0, 1]
     """
 
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "loss": [StrOptions(set(_LOSSES))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, C=1.0, loss="hinge", tol=1e-4, max_iter=2000, random_state=None):
         self.C = C
         self.loss = loss
@@ -158,17 +205,23 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
     def fit(self, X, y, sample_weight=None):
-        X = check_matrix(X, "X", min_rows=2)
-        y = check_labels(y, X.shape[0])
-        self.classes_ = np.unique(y)
-        w, b = fit_linear_svm(
-            X, y, C=self.C, loss=self.loss, sample_weight=sample_weight, tol=self.tol, max_iter=self.max_iter,
-            random_state=self.random_state,
+        validate_params(self)
+        X = validate_X(self, X, reset=True, min_rows=2)
+        y, classes = check_binary_target(self, y, X.shape[0])
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+        ys = np.where(y == classes[1], 1.0, -1.0)
+        w, b, n_iter = _liblinear(
+            X, ys, float(self.C), self.loss, sample_weight, 1.0, self.tol, self.max_iter, self.random_state
         )
+        self.classes_ = classes
         self.coef_, self.intercept_ = w, b
-        self.n_features_in_ = X.shape[1]
+        self.n_iter_ = n_iter
         norm = float(np.linalg.norm(w))
         self.margin_ = 2.0 / norm if norm > 0 else np.inf
         return self
-

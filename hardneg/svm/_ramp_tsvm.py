@@ -36,13 +36,23 @@ classical TSVM) and is the baseline for the robustness study.
 from __future__ import annotations
 
 import logging
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from hardneg._validation import check_labels, check_matrix, check_positive_int, check_random_state
-from hardneg.svm._linear import LinearDecisionMixin, _signed_labels, fit_linear_svm
+from hardneg._validation import (
+    RANDOM_STATE,
+    Interval,
+    StrOptions,
+    check_binary_target,
+    check_matrix,
+    check_random_state,
+    validate_params,
+    validate_X,
+)
+from hardneg.svm._linear import LinearDecisionMixin, _check_sample_weight, fit_linear_svm
 
 __all__ = ["RampTSVM"]
 
@@ -254,44 +264,43 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.balance = balance
         self.random_state = random_state
 
-    def _check_params(self):
-        for name in ("C",):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value <= 0:
-                raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
-        if self.C_star is not None and (not np.isfinite(self.C_star) or self.C_star < 0):
-            raise ValueError(f"C_star: must be a non-negative finite number, got {self.C_star!r}")
-        if not (-1.0 < self.s <= 0.0):
-            raise ValueError(f"s: must lie in (-1, 0], got {self.s!r}")
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss: expected one of {_LOSSES}, got {self.loss!r}")
-        if self.lambda0 is not None and (not np.isfinite(self.lambda0) or self.lambda0 <= 0):
-            raise ValueError(f"lambda0: must be positive, got {self.lambda0!r}")
-        check_positive_int(self.n_epochs, "n_epochs")
-        check_positive_int(self.max_iter, "max_iter")
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "C_star": [Interval(Real, 0, None, closed="left"), None],
+        "s": [Interval(Real, -1, 0, closed="right")],
+        "lambda0": [Interval(Real, 0, None, closed="neither"), None],
+        "loss": [StrOptions(set(_LOSSES))],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "init_C": [Interval(Real, 0, None, closed="neither"), None],
+        "balance": ["boolean"],
+        "random_state": RANDOM_STATE,
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def fit(self, X, y, X_unlabeled=None, sample_weight=None):
         """Fit on labeled ``(X, y)`` and optional unlabeled ``X_unlabeled``."""
-        self._check_params()
-        XL = check_matrix(X, "X", min_rows=2)
-        y = check_labels(y, XL.shape[0])
-        self.classes_ = np.unique(y)
-        yL = _signed_labels(y, XL.shape[0])
+        validate_params(self)
+        XL = validate_X(self, X, reset=True, min_rows=2)
+        y, classes = check_binary_target(self, y, XL.shape[0])
+        self.classes_ = classes
+        yL = np.where(y == classes[1], 1.0, -1.0)
         d = XL.shape[1]
         if X_unlabeled is None:
             XU = np.zeros((0, d), dtype=np.float32)
         else:
-            XU = check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d)
+            XU = check_matrix(X_unlabeled, "X_unlabeled", min_rows=0, n_features=d, estimator=self)
         nL, nU = XL.shape[0], XU.shape[0]
         rng = check_random_state(self.random_state)
         C = float(self.C)
         C_star = float(C * min(1.0, nL / nU) if (self.C_star is None and nU) else (self.C_star or 0.0))
-        cL = np.full(nL, C)
-        if sample_weight is not None:
-            sw = np.asarray(sample_weight, dtype=np.float64)
-            if sw.shape != (nL,) or not np.isfinite(sw).all() or (sw < 0).any():
-                raise ValueError(f"sample_weight: expected {nL} finite non-negative values, got shape {sw.shape}")
-            cL = cL * sw
+        sample_weight = _check_sample_weight(sample_weight, nL)
+        cL = np.full(nL, C) if sample_weight is None else C * sample_weight
 
         # Algorithm 1, step 1: start from the supervised linear SVM
         # (a loose tolerance: SGD refines the start point, and liblinear's last digits cost half its time)
@@ -333,6 +342,5 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.coef_, self.intercept_ = w, float(b)
         self.n_iter_ = it
         self.C_star_ = C_star
-        self.n_features_in_ = d
         return self
 

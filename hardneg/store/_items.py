@@ -1,0 +1,69 @@
+"""Checks for the per-row item columns given to :meth:`FeatureStore.append`.
+
+A value that would be stored as something else than what was meant is
+refused: a string where one entry per row is expected (it would be read as
+one character per row), a non-integral or boolean label, a tag that is not a
+string.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pyarrow as pa
+
+
+def per_row(values, n: int, name: str) -> list:
+    """``values`` as a list of ``n`` entries, one per row (a lone string is refused)."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name}: expected one entry per row, got the string {values!r}"[:160] + f"; pass a list of {n} entries")
+    try:
+        values = list(values)
+    except TypeError:
+        raise TypeError(f"{name}: expected a sequence with one entry per row, got {type(values).__name__}") from None
+    if len(values) != n:
+        raise ValueError(f"{name}: has {len(values)} entries for {n} rows")
+    return values
+
+
+def check_label(v, name: str, row: int, *, multi: bool) -> int:
+    """One class id: an integer (or an integral float) >= 0, or -1 (unlabeled) unless ``multi``."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name}: row {row} holds the boolean {v!r}; labels are integer class ids")
+    if isinstance(v, numbers.Integral):
+        value = int(v)
+    elif isinstance(v, numbers.Real):
+        f = float(v)
+        if not (math.isfinite(f) and f.is_integer()):
+            raise ValueError(f"{name}: row {row} holds {v!r}, which is not an integer class id")
+        value = int(f)
+    else:
+        raise TypeError(f"{name}: row {row} holds {type(v).__name__} {v!r}; labels are integer class ids"[:200])
+    lowest = 0 if multi else -1
+    if value < lowest or value >= 2**63:
+        hint = "class ids in a list of labels are >= 0" if multi else "class ids are >= 0; -1 or None means unlabeled"
+        raise ValueError(f"{name}: row {row} holds {value}; {hint}")
+    return value
+
+
+def tag_list(v, row: int) -> list[str]:
+    """One row's tags: None, a tag string, or a list of tag strings (integers become strings)."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]  # one tag for this row
+    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+        return [str(v)]
+    if isinstance(v, (list, tuple, set, frozenset, np.ndarray, pa.Array)):
+        out = []
+        for t in (v.tolist() if isinstance(v, np.ndarray) else v.to_pylist() if isinstance(v, pa.Array) else v):
+            if isinstance(t, str):
+                out.append(t)
+            elif isinstance(t, numbers.Integral) and not isinstance(t, (bool, np.bool_)):
+                out.append(str(t))
+            else:
+                raise TypeError(f"tags: row {row} holds {type(t).__name__} {t!r} in its tag list; tags are strings"[:200])
+        return out
+    raise TypeError(f"tags: row {row} holds {type(v).__name__} {v!r}; expected a tag string or a list of tags"[:200])
