@@ -18,6 +18,7 @@ from .concept import app as concept_app
 from .datasets import app as datasets_app
 from .extract import app as extract_app
 from .hash import app as hash_app
+from .similarity import app as similarity_app
 from .store import app as store_app
 
 app = typer.Typer(
@@ -33,6 +34,7 @@ app.add_typer(store_app, name="store")
 app.add_typer(concept_app, name="concept")
 app.add_typer(extract_app, name="extract")
 app.add_typer(hash_app, name="hash")
+app.add_typer(similarity_app, name="similarity")
 
 
 @app.callback()

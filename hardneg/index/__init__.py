@@ -11,5 +11,6 @@ Examples
 """
 
 from hardneg.index._hamming import HammingIndex
+from hardneg.index._inverted import InvertedIndex
 
-__all__ = ["HammingIndex"]
+__all__ = ["HammingIndex", "InvertedIndex"]

@@ -1,0 +1,143 @@
+"""``hardneg similarity``: learn a sparse similarity (SOLIS), index a store, search."""
+
+from __future__ import annotations
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ._common import CLIError, console, task_progress
+
+app = typer.Typer(help="Sparse online similarity learning (SOLIS) for bag-of-words stores, with an inverted index.", no_args_is_help=True)
+
+_SOLVER_HELP = "ada (default), afb, da, tg (SOLIS solvers); oasis-diag, oasis (full matrix); tfidf (no learning)."
+
+
+def _open_sparse(path):
+    from ..store import FeatureStore
+
+    store = FeatureStore.open(path)
+    if not store.is_sparse:
+        raise CLIError(f"{path}: the store is in the dense layout; similarity learning needs a sparse bag-of-words store")
+    return store
+
+
+def _make_model(solver: str, lam: float, eta: float, w_init: float, C: float, seed: int):
+    from ..similarity import BASELINES, SOLVERS
+
+    if solver in SOLVERS:
+        model = SOLVERS[solver](lam=lam, w_init=w_init, random_state=seed)
+        if "eta" in model.get_params():
+            model.set_params(eta=eta)
+        return model
+    if solver in ("oasis", "oasis-diag"):
+        return BASELINES[solver](C=C, random_state=seed)
+    if solver == "tfidf":
+        return BASELINES["tfidf"](random_state=seed)
+    raise CLIError(f"--solver: expected one of {', '.join([*SOLVERS, *BASELINES])}, got {solver!r}")
+
+
+@app.command("train")
+def train(
+    store_path: str = typer.Argument(..., help="Sparse FeatureStore (bag of words) with class labels."),
+    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
+    solver: str = typer.Option("ada", "--solver", "-s", help=_SOLVER_HELP),
+    protocol: str = typer.Option("concept", "--protocol", help="concept: 7 positives x 6 x 500 negatives per class; random: --n-triplets random triplets."),
+    n_triplets: int = typer.Option(1_000_000, "--n-triplets", help="Triplets for --protocol random."),
+    n_positives: int = typer.Option(7, "--n-positives", help="Positives per class (--protocol concept)."),
+    n_negatives: int = typer.Option(500, "--n-negatives", help="Negatives per class (--protocol concept)."),
+    lam: float = typer.Option(1e-4, "--lam", help="l1 strength λ (SOLIS)."),
+    eta: float = typer.Option(1.0, "--eta", help="Step size η (SOLIS TG, AFB, ADA)."),
+    w_init: float = typer.Option(0.0, "--w-init", help="Initial weights: 0 (paper) or 1 (a correction to TF-IDF cosine)."),
+    C: float = typer.Option(0.1, "--C", help="OASIS aggressiveness."),
+    tfidf: bool = typer.Option(True, "--tfidf/--no-tfidf", help="Learn on TF-IDF weighted, l2-normalized vectors (idf from the store)."),
+    split: str = typer.Option(None, "--split", help="Draw triplets only from rows of this split."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+):
+    """Learn a similarity from triplets drawn from the store's labels."""
+    from ..similarity import TfidfCosine, concept_triplets, random_triplets, tfidf_transform
+    from ..similarity._checks import check_bow
+
+    if protocol not in ("concept", "random"):
+        raise CLIError(f"--protocol: expected concept or random, got {protocol!r}")
+    model = _make_model(solver, lam, eta, w_init, C, seed)
+    store = _open_sparse(store_path)
+    rows = store.select(split=split) if split else None
+    labels = store.labels()
+    if solver == "tfidf":
+        model.fit(store)
+    else:
+        rng = np.random.default_rng(seed)
+        if protocol == "concept":
+            triplets = concept_triplets(labels, n_positives=n_positives, n_negatives=n_negatives, rows=rows, random_state=rng)
+        else:
+            triplets = random_triplets(labels, n_triplets, rows=rows, random_state=rng)
+        used, local = np.unique(triplets, return_inverse=True)
+        X = check_bow(store.take(used), "store rows")
+        idf = None
+        if tfidf:
+            idf = TfidfCosine().fit(store).idf_
+            X = tfidf_transform(X, idf, l2=True)
+        local = local.reshape(triplets.shape)
+        with task_progress("learning from triplets", len(local)) as advance:
+            for chunk in np.array_split(local, max(1, len(local) // 100_000)):
+                model.partial_fit(X, chunk)
+                advance(len(chunk))
+        if tfidf:
+            model.set_input_transform(idf, l2=True)
+    model.save(out)
+    console.print(
+        f"saved {type(model).__name__} over {model.n_features_in_:,} words to {out}"
+        f" (sparsity {100 * model.sparsity_:.1f}%)"
+    )
+
+
+@app.command("index")
+def index(
+    store_path: str = typer.Argument(..., help="Sparse FeatureStore to index."),
+    model_path: str = typer.Argument(..., help="Model file from `hardneg similarity train`."),
+    out: str = typer.Option(..., "--out", "-o", help="Index file to write (.npz)."),
+    chunk_rows: int = typer.Option(8192, "--chunk-rows", help="Rows read per chunk."),
+):
+    """Build a persistent inverted index whose postings carry the learned weights."""
+    from ..index import InvertedIndex
+    from ..similarity import load_similarity
+
+    model = load_similarity(model_path)
+    store = _open_sparse(store_path)
+    if store.dim != model.n_features_in_:
+        raise CLIError(f"{store_path} has {store.dim} words but {model_path} was trained on {model.n_features_in_}")
+    with task_progress("indexing", len(store)) as advance:
+        idx = InvertedIndex.from_store(store, model, chunk_rows=chunk_rows, progress=advance)
+    idx.save(out)
+    console.print(f"indexed {len(idx):,} items: {idx.n_postings:,} postings over {idx.active.size:,} of {idx.n_words:,} words into {out}")
+
+
+@app.command("search")
+def search(
+    index_path: str = typer.Argument(..., help="Index file from `hardneg similarity index`."),
+    store_path: str = typer.Option(..., "--store", help="Store holding the query rows."),
+    query_id: list[str] = typer.Option(..., "--query-id", "-q", help="Id of a query row in --store (repeatable)."),
+    k: int = typer.Option(10, "--k", "-k", help="Results per query."),
+):
+    """Query by example: the k most similar indexed items of each query."""
+    from ..index import InvertedIndex
+
+    idx = InvertedIndex.load(index_path)
+    store = _open_sparse(store_path)
+    if store.dim != idx.n_words:
+        raise CLIError(f"{store_path} has {store.dim} words but the index covers {idx.n_words}")
+    pos = {v: i for i, v in enumerate(store.ids())}
+    missing = [q for q in query_id if q not in pos]
+    if missing:
+        raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
+    found, scores = idx.search(store.take(np.array([pos[q] for q in query_id])), k)
+    table = Table(title=f"top {k} by learned similarity")
+    table.add_column("query")
+    table.add_column("rank", justify="right")
+    table.add_column("id")
+    table.add_column("score", justify="right")
+    for name, row_ids, row_scores in zip(query_id, found, scores):
+        for r, (i, s) in enumerate(zip(row_ids, row_scores), 1):
+            table.add_row(name if r == 1 else "", str(r), str(i), f"{s:.4g}")
+    console.print(table)

@@ -1,0 +1,57 @@
+"""SOLIS: sparse online learning of image similarity (Gao, Hoi et al., ACM TIST 2017).
+
+A diagonal bilinear similarity ``S_w(a, b) = aᵀ diag(w) b`` over bag-of-words
+vectors, learned in one pass over triplets ``(x, x⁺, x⁻)`` with the hinge
+loss and l1 regularization, by four solvers (one file each): truncated
+gradient (:class:`SolisTG`), dual averaging (:class:`SolisDA`), adaptive
+FOBOS (:class:`SolisAFB`) and adaptive RDA (:class:`SolisADA`, the default).
+The truncation is applied lazily, so a triplet costs O(nnz of its three
+rows) at any vocabulary size. Baselines in the same API: TF-IDF cosine
+(:class:`TfidfCosine`) and OASIS (:class:`OasisDiagonal`, :class:`OasisFull`).
+
+Examples
+--------
+>>> import numpy as np, scipy.sparse as sp
+>>> from hardneg.similarity import SolisADA, concept_triplets
+>>> y = np.repeat([0, 1], 30)
+>>> dense = np.random.default_rng(0).random((60, 50)) * (np.random.default_rng(1).random((60, 50)) < 0.2)
+>>> dense[y == 0, :5] += 1.0; dense[y == 1, 5:10] += 1.0     # each class shares five words
+>>> X = sp.csr_matrix(dense)
+>>> t = concept_triplets(y, n_positives=4, n_negatives=10, random_state=0)
+>>> model = SolisADA(lam=1e-3).fit(X, t)
+>>> bool(model.w_[:10].min() > 0), model.w_.shape, model.sparsity_ > 0.5
+(True, (50,), True)
+"""
+
+from hardneg.similarity._ada import SolisADA
+from hardneg.similarity._afb import SolisAFB
+from hardneg.similarity._base import DiagonalSimilarity, load_similarity, tfidf_transform
+from hardneg.similarity._checks import check_triplets, triplet_loss
+from hardneg.similarity._da import SolisDA
+from hardneg.similarity._oasis import OasisDiagonal, OasisFull, full_matrix_bytes
+from hardneg.similarity._sampling import concept_triplets, random_triplets
+from hardneg.similarity._tfidf import TfidfCosine
+from hardneg.similarity._tg import SolisTG
+
+SOLVERS = {"tg": SolisTG, "da": SolisDA, "afb": SolisAFB, "ada": SolisADA}
+BASELINES = {"tfidf": TfidfCosine, "oasis": OasisFull, "oasis-diag": OasisDiagonal}
+
+__all__ = [
+    "BASELINES",
+    "DiagonalSimilarity",
+    "OasisDiagonal",
+    "OasisFull",
+    "SOLVERS",
+    "SolisADA",
+    "SolisAFB",
+    "SolisDA",
+    "SolisTG",
+    "TfidfCosine",
+    "check_triplets",
+    "concept_triplets",
+    "full_matrix_bytes",
+    "load_similarity",
+    "random_triplets",
+    "tfidf_transform",
+    "triplet_loss",
+]

@@ -1,0 +1,95 @@
+"""SOLIS-ADA: adaptive regularized dual averaging (Duchi, Hazan & Singer 2011),
+Eq. (20)-(22), Algorithm 4 — the paper's recommended solver.
+
+With ``ḡ_t`` the average subgradient and ``H_t = δI + diag(G_t)^{1/2}``,
+``G_t = Σ g_τ²``, Eq. (20)
+
+    w_{t+1} = argmin_w  η ḡ_tᵀw + ηλ||w||_1 + 1/(2t) (w - w_1)ᵀ H_t (w - w_1)
+
+has the closed form (Eq. 22) ``w_{t+1,j} = soft(w_1 - η t ḡ_{t,j} / H_{t,jj},
+η t λ / H_{t,jj})``; for ``w_1 = 0`` that is ``sign(-ḡ_{t,j}) (η t / H_{t,jj})
+[|ḡ_{t,j}| - λ]_+``.
+
+Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in Eq. (22b).
+
+Lazy: ``w_j`` depends only on the running sums ``t ḡ_{t,j}`` (state row 0),
+``G_{t,j}`` (row 1) and ``t``, so it is computed when read.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._base import SolisBase, _register
+from ._checks import check_finite_param
+from ._prox import ADA, DELTA, ETA, LAM, N_PARAMS, W0, soft
+
+__all__ = ["SolisADA"]
+
+
+@numba.njit(cache=True)
+def ada_weight(j, S, g, p):
+    """Eq. (22) for word ``j``."""
+    t = g[0]
+    if t == 0.0:
+        return p[W0]
+    h = p[DELTA] + math.sqrt(S[1, j])
+    return soft(p[W0] - p[ETA] * S[0, j] / h, p[ETA] * t * p[LAM] / h)
+
+
+@numba.njit(cache=True)
+def ada_update(j, v, S, g, p):
+    """Eq. (21): accumulate g = -v and g²."""
+    S[0, j] -= v
+    S[1, j] += v * v
+
+
+@_register
+class SolisADA(SolisBase):
+    """Sparse online similarity learning by adaptive RDA (S-ADA, the default).
+
+    Parameters
+    ----------
+    lam : float
+        l1 strength λ.
+    eta : float
+        Step size η.
+    delta : float
+        δ > 0 of ``H_t``.
+    w_init : float
+        ``w_1``: 0 (paper) or 1 (a correction to the plain dot product).
+    n_triplets : int
+        Triplets drawn from ``y`` when ``fit`` gets no triplets.
+    random_state : int, Generator or None
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from hardneg.similarity import SolisADA
+    >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
+    >>> # t = 1, H = 1 + 1: w = soft(0 + (1, -1) / 2, 0.2 / 2)
+    >>> SolisADA(lam=0.2, eta=1.0, delta=1.0).fit(X, [[0, 1, 2]]).w_.round(6).tolist()
+    [0.4, -0.4]
+    """
+
+    _kind = ADA
+    _n_state = 2
+
+    def __init__(self, lam: float = 1e-4, eta: float = 1.0, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+        self.lam = lam
+        self.eta = eta
+        self.delta = delta
+        self.w_init = w_init
+        self.n_triplets = n_triplets
+        self.random_state = random_state
+
+    def _param_vector(self) -> np.ndarray:
+        p = np.zeros(N_PARAMS, np.float64)
+        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
+        p[ETA] = check_finite_param(self.eta, "eta", minimum=0.0, strict=True)
+        p[DELTA] = check_finite_param(self.delta, "delta", minimum=0.0, strict=True)
+        p[W0] = check_finite_param(self.w_init, "w_init")
+        return p

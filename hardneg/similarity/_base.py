@@ -1,0 +1,271 @@
+"""The estimator shape every diagonal similarity learner shares.
+
+A learner holds a weight vector ``w_`` over the vocabulary and scores
+``S_w(a, b) = aᵀ diag(w) b`` (Eq. 4, 7). ``fit`` / ``partial_fit`` take a
+sparse ``X`` (or a sparse FeatureStore) and triplets as row indices into it.
+Models save to a portable ``.npz`` through :mod:`hardneg._persist`, with the
+solver state, so a loaded model can go on learning with ``partial_fit``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from .._persist import ModelFileError, load_model, save_model
+from .._validation import check_positive_int, check_random_state
+from ._checks import check_bow, resolve_rows
+
+logger = logging.getLogger(__name__)
+
+KIND = "hardneg.Similarity"
+VERSION = 1
+_REGISTRY: dict[str, type] = {}
+
+
+def _register(cls):
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def _iter_batches(triplets):
+    """An ``(n, 3)`` array is one batch; any other iterable yields batches."""
+    if triplets is None:
+        return None
+    if isinstance(triplets, np.ndarray) or (isinstance(triplets, (list, tuple)) and (len(triplets) == 0 or np.ndim(triplets[0]) == 1)):
+        return iter([triplets])
+    return iter(triplets)
+
+
+def tfidf_transform(X, idf=None, l2: bool = False) -> sp.csr_matrix:
+    """``X * idf`` per word, then rows scaled to unit l2 norm (all-zero rows stay zero)."""
+    if idf is not None:
+        if idf.shape != (X.shape[1],):
+            raise ValueError(f"idf: has {idf.shape[0]} entries for {X.shape[1]} words")
+        X = sp.csr_matrix(X @ sp.diags(np.asarray(idf, np.float32)), dtype=np.float32)
+    if l2:
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        X = sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ X, dtype=np.float32)
+    if not X.has_sorted_indices:
+        X.sort_indices()
+    return X
+
+
+class DiagonalSimilarity(BaseEstimator):
+    """Common scoring, checks and persistence of diagonal models (``w_``)."""
+
+    def _check_fitted(self):
+        if not self.__sklearn_is_fitted__():
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit() or load a model")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "_w", None) is not None or getattr(self, "_state", None) is not None
+
+    @property
+    def n_features_in_(self) -> int:
+        self._check_fitted()
+        return int(self.w_.shape[0])
+
+    @property
+    def sparsity_(self) -> float:
+        """Fraction of exactly-zero weights."""
+        return float(np.mean(self.w_ == 0.0))
+
+    # scoring -------------------------------------------------------------
+    def prepare(self, X):
+        """Vectors as the model scores them.
+
+        Identity for a model fitted on the vectors as given; a model whose
+        ``input_idf_`` / ``input_l2_`` are set (TF-IDF, or a learner trained
+        on TF-IDF vectors by ``hardneg similarity train``) weights each word
+        by its idf and l2-normalizes each row first.
+        """
+        X = check_bow(X, "X", n_features=self.n_features_in_)
+        return tfidf_transform(X, getattr(self, "input_idf_", None), getattr(self, "input_l2_", False))
+
+    def set_input_transform(self, idf=None, l2: bool = False):
+        """Declare that the model was fitted on ``l2norm(X * idf)`` rather than ``X``."""
+        self.input_idf_ = None if idf is None else np.asarray(idf, np.float32)
+        self.input_l2_ = bool(l2)
+        return self
+
+    def index_weights(self) -> np.ndarray:
+        """The diagonal that an inverted index multiplies the postings by."""
+        return np.asarray(self.w_, np.float64)
+
+    def similarity(self, X, Y=None) -> np.ndarray:
+        """Dense ``(n_x, n_y)`` matrix ``S(x_i, y_j) = x_iᵀ diag(w) y_j``."""
+        self._check_fitted()
+        A = self.prepare(X)
+        B = A if Y is None else self.prepare(Y)
+        return np.asarray(((A @ sp.diags(self.index_weights())) @ B.T).todense(), dtype=np.float64)
+
+    def score_pairs(self, X, pairs) -> np.ndarray:
+        """Similarity of each pair ``(i, j)`` of rows of ``X``: shape ``(n_pairs,)``."""
+        self._check_fitted()
+        A = self.prepare(X)
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or (pairs.size and pairs.dtype.kind not in "iu"):
+            raise ValueError(f"pairs: expected an (n, 2) integer array of row indices, got shape {pairs.shape} dtype {pairs.dtype}")
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= A.shape[0]):
+            raise ValueError(f"pairs: row indices must lie in [0, {A.shape[0] - 1}]")
+        left = A[pairs[:, 0]] @ sp.diags(self.index_weights())
+        return np.asarray(left.multiply(A[pairs[:, 1]]).sum(axis=1)).ravel()
+
+    # persistence ---------------------------------------------------------
+    def _arrays(self) -> dict:
+        return {"w": np.asarray(self.w_, np.float64)}
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        self._w = np.asarray(arrays["w"], np.float64)
+
+    def save(self, path) -> Path:
+        """Write the model to a portable ``.npz`` file (no pickle)."""
+        self._check_fitted()
+        params = {k: (None if v is None else v) for k, v in self.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))}
+        meta = {"class": type(self).__name__, "params": params, "n_features": self.n_features_in_}
+        meta.update(self._extra_meta())
+        meta["input_l2"] = bool(getattr(self, "input_l2_", False))
+        arrays = self._arrays()
+        if getattr(self, "input_idf_", None) is not None:
+            arrays["input_idf"] = self.input_idf_
+        return save_model(path, KIND, VERSION, arrays, meta)
+
+    def _extra_meta(self) -> dict:
+        return {}
+
+    @classmethod
+    def load(cls, path):
+        model = load_similarity(path)
+        if not isinstance(model, cls):
+            raise ModelFileError(f"{path}: holds a {type(model).__name__}, expected {cls.__name__}")
+        return model
+
+
+def load_similarity(path):
+    """Load any similarity model written by ``save`` (the class is in the file)."""
+    arrays, meta = load_model(path, KIND, (VERSION,))
+    name = meta.get("class")
+    if name not in _REGISTRY:
+        raise ModelFileError(f"{path}: unknown similarity model class {name!r}")
+    cls = _REGISTRY[name]
+    try:
+        model = cls(**meta.get("params", {}))
+        model._restore(arrays, meta)
+        model.set_input_transform(arrays.get("input_idf"), bool(meta.get("input_l2", False)))
+    except (KeyError, TypeError) as exc:
+        raise ModelFileError(f"{path}: incomplete {name} model file ({exc})") from None
+    if model.w_.shape != (int(meta.get("n_features", -1)),):
+        raise ModelFileError(f"{path}: weights of shape {model.w_.shape} do not match n_features={meta.get('n_features')}")
+    return model
+
+
+class SolisBase(DiagonalSimilarity):
+    """Shared ``fit`` / ``partial_fit`` of the four SOLIS solvers.
+
+    Subclasses set ``_kind`` and ``_n_state`` and define :meth:`_param_vector`
+    and :meth:`_init_state`; the per-word rules live in each solver's file and
+    the loop in :mod:`._lazy`.
+    """
+
+    _kind: int = -1
+    _n_state: int = 1
+
+    def _param_vector(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _init_state(self, n_words: int, w0: float) -> np.ndarray:
+        return np.zeros((self._n_state, n_words), np.float64)
+
+    @property
+    def n_features_in_(self) -> int:
+        self._check_fitted()
+        return int(self._state.shape[1])
+
+    @property
+    def w_(self) -> np.ndarray:
+        """Learned diagonal weights (all owed truncation paid)."""
+        if getattr(self, "_w", None) is None:
+            self._check_fitted()
+            from ._lazy import weights
+
+            self._w = weights(self._kind, self._state, self._glob, self._param_vector())
+        return self._w
+
+    def fit(self, X, triplets=None, y=None):
+        """Learn from one pass over a triplet stream, starting from ``w_init``.
+
+        Parameters
+        ----------
+        X : scipy.sparse matrix (n_samples, n_words) or sparse FeatureStore
+            Non-negative bag-of-words vectors.
+        triplets : (n, 3) int array, or an iterable of such arrays
+            Rows ``(anchor, positive, negative)`` of ``X``. If omitted,
+            ``n_triplets`` are drawn from the labels ``y`` with
+            :func:`random_triplets` (the large-scale protocol).
+        y : array-like (n_samples,), optional
+            Class labels, only to draw triplets.
+        """
+        self._param_vector()  # validate parameters before anything changes
+        for name in ("_state", "_glob", "_w"):
+            setattr(self, name, None)
+        self.n_updates_ = 0
+        self.n_triplets_seen_ = 0
+        if triplets is None:
+            if y is None:
+                raise ValueError("fit: give triplets, or labels y to draw them from")
+            from ._sampling import random_triplets
+
+            triplets = random_triplets(y, check_positive_int(self.n_triplets, "n_triplets"), random_state=check_random_state(self.random_state))
+        return self._consume(X, triplets)
+
+    def partial_fit(self, X, triplets):
+        """Continue the same pass with more triplets (a stream, feedback, query logs)."""
+        return self._consume(X, triplets)
+
+    def _consume(self, X, triplets):
+        batches = _iter_batches(triplets)
+        if batches is None:
+            raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
+        params = self._param_vector()
+        n_features = self.n_features_in_ if self.__sklearn_is_fitted__() else None
+        seen = 0
+        from ._lazy import stream
+
+        for batch in batches:
+            Xb, tb = resolve_rows(X, batch, n_features=n_features)
+            if getattr(self, "_state", None) is None:
+                n_features = Xb.shape[1]
+                self._state = self._init_state(n_features, params[-1])
+                self._glob = np.zeros(2, np.float64)
+                self.n_updates_ = 0
+                self.n_triplets_seen_ = 0
+            self._w = None
+            self.n_updates_ += stream(self._kind, Xb, tb, self._state, self._glob, params)
+            self.n_triplets_seen_ += tb.shape[0]
+            seen += tb.shape[0]
+        if seen == 0:
+            raise ValueError("triplets: the triplet stream is empty")
+        logger.info("%s: %d of %d triplets violated", type(self).__name__, self.n_updates_, self.n_triplets_seen_)
+        return self
+
+    def _arrays(self) -> dict:
+        self._check_fitted()
+        return {"w": self.w_, "state": self._state, "glob": self._glob}
+
+    def _extra_meta(self) -> dict:
+        return {"n_updates": int(self.n_updates_), "n_triplets_seen": int(self.n_triplets_seen_)}
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        state, glob = np.asarray(arrays["state"], np.float64), np.asarray(arrays["glob"], np.float64)
+        if state.shape != (self._n_state, arrays["w"].shape[0]) or glob.shape != (2,):
+            raise ModelFileError(f"solver state of shape {state.shape} does not fit {type(self).__name__}")
+        self._state, self._glob = np.ascontiguousarray(state), np.ascontiguousarray(glob)
+        self._w = np.asarray(arrays["w"], np.float64)
+        self.n_updates_ = int(meta.get("n_updates", 0))
+        self.n_triplets_seen_ = int(meta.get("n_triplets_seen", 0))

@@ -1,0 +1,93 @@
+"""SOLIS-DA: l1-regularized dual averaging (Xiao 2010), Eq. (13)-(16), Algorithm 2.
+
+With ``ḡ_t`` the average of the ``t`` subgradients so far, Eq. (14)
+
+    w_{t+1} = argmin_w  ḡ_tᵀw + λ_t ||w||_1 + (γ / √t) ½ ||w - w_1||²,
+    λ_t = λ + γρ / √t                                     (enhanced l1-RDA)
+
+has the closed form (Eq. 16) ``w_{t+1,j} = soft(w_1 - (√t/γ) ḡ_{t,j},
+(√t/γ) λ_t)``, i.e. zero where ``|ḡ_{t,j}| <= λ_t`` (for ``w_1 = 0``).
+``w_1`` is the centre of the proximal term (0 in the paper; 1 learns a
+correction to the plain dot product).
+
+Sign: the subgradient is ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in
+Eq. (15). Lazy: ``w_j`` is a function of the running sum ``G_j = t ḡ_{t,j}``
+(state row 0) and ``t`` only, so a weight is computed when read and never
+owes anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._base import SolisBase, _register
+from ._checks import check_finite_param
+from ._prox import DA, GAMMA, LAM, N_PARAMS, RHO, W0, soft
+
+__all__ = ["SolisDA"]
+
+
+@numba.njit(cache=True)
+def da_weight(j, S, g, p):
+    """Eq. (16) for word ``j`` from ``G_j`` and ``t``."""
+    t = g[0]
+    if t == 0.0:
+        return p[W0]
+    c = math.sqrt(t) / p[GAMMA]
+    return soft(p[W0] - c * S[0, j] / t, c * p[LAM] + p[RHO])  # (√t/γ) λ_t = √t λ/γ + ρ
+
+
+@numba.njit(cache=True)
+def da_update(j, v, S, g, p):
+    """Eq. (15): accumulate g = -v."""
+    S[0, j] -= v
+
+
+@_register
+class SolisDA(SolisBase):
+    """Sparse online similarity learning by l1-RDA (S-DA).
+
+    Parameters
+    ----------
+    lam : float
+        l1 strength λ.
+    gamma : float
+        Scale γ of the proximal term ``(γ/√t) ½||w - w_1||²``.
+    rho : float
+        Extra sparsity ρ early on: ``λ_t = λ + γρ/√t``.
+    w_init : float
+        ``w_1``: 0 (paper) or 1.
+    n_triplets : int
+        Triplets drawn from ``y`` when ``fit`` gets no triplets.
+    random_state : int, Generator or None
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from hardneg.similarity import SolisDA
+    >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
+    >>> SolisDA(lam=0.1, gamma=1.0).fit(X, [[0, 1, 2]]).w_.tolist()   # soft((1, -1), 0.1)
+    [0.9, -0.9]
+    """
+
+    _kind = DA
+    _n_state = 1
+
+    def __init__(self, lam: float = 1e-4, gamma: float = 1.0, rho: float = 0.0, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+        self.lam = lam
+        self.gamma = gamma
+        self.rho = rho
+        self.w_init = w_init
+        self.n_triplets = n_triplets
+        self.random_state = random_state
+
+    def _param_vector(self) -> np.ndarray:
+        p = np.zeros(N_PARAMS, np.float64)
+        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
+        p[GAMMA] = check_finite_param(self.gamma, "gamma", minimum=0.0, strict=True)
+        p[RHO] = check_finite_param(self.rho, "rho", minimum=0.0)
+        p[W0] = check_finite_param(self.w_init, "w_init")
+        return p

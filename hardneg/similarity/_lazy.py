@@ -1,0 +1,132 @@
+"""The lazy per-triplet loop shared by the four SOLIS solvers (Numba).
+
+One pass over a triplet stream. For a triplet ``(a, p, n)`` only the words
+in ``supp(x_a) ∩ (supp(x_p) ∪ supp(x_n))`` carry a non-zero ``v = x_a ⊙
+(x_p - x_n)``; only those weights are brought up to date, read for the loss
+and, if the triplet is violated (``L = 1 - wᵀv > 0``), updated with the
+subgradient ``g = -v``. The l1 truncation of untouched words is owed, not
+applied: each solver keeps per word what it needs to apply all owed steps at
+once (the step or accumulated threshold at its last update, or the running
+gradient sums that its closed form reads), so a triplet costs
+``O(nnz(x_a) + nnz(x_p) + nnz(x_n))`` at any vocabulary size. All words are
+brought up to date once, when the weights are read (:func:`finalize`).
+
+The clock ``t`` (``glob[0]``) counts updates: a satisfied triplet changes
+nothing, not even the clock ("an update only when L > 0", Algorithms 1-4).
+
+Parameter vector ``params``: ``[eta, lam, gamma, rho, delta, theta, w_init]``
+(index constants below); global state ``glob``: ``[t, accumulated TG
+threshold]``; per-word state ``state``: a ``(rows, n_words)`` float64 array
+whose rows each solver defines.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._ada import ada_update, ada_weight
+from ._afb import afb_update, afb_weight
+from ._da import da_update, da_weight
+from ._prox import ADA, AFB, DA, ETA, LAM, TG
+from ._tg import tg_update, tg_weight
+
+__all__ = ["finalize", "run_stream"]
+
+
+@numba.njit(cache=True)
+def _weight(kind, j, S, g, p):
+    if kind == TG:
+        return tg_weight(j, S, g, p)
+    if kind == DA:
+        return da_weight(j, S, g, p)
+    if kind == AFB:
+        return afb_weight(j, S, g, p)
+    if kind == ADA:
+        return ada_weight(j, S, g, p)
+    return 0.0
+
+
+@numba.njit(cache=True)
+def _update(kind, j, v, S, g, p):
+    if kind == TG:
+        tg_update(j, v, S, g, p)
+    elif kind == DA:
+        da_update(j, v, S, g, p)
+    elif kind == AFB:
+        afb_update(j, v, S, g, p)
+    else:
+        ada_update(j, v, S, g, p)
+
+
+@numba.njit(cache=True)
+def gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals):
+    """Words ``j`` with ``v_j = x_a,j (x_p,j - x_n,j) != 0`` into ``touched``/``vals``;
+    returns their count. ``scratch`` is all-zero on entry and on exit."""
+    for k in range(indptr[pos], indptr[pos + 1]):
+        scratch[indices[k]] += data[k]
+    for k in range(indptr[neg], indptr[neg + 1]):
+        scratch[indices[k]] -= data[k]
+    nt = 0
+    for k in range(indptr[a], indptr[a + 1]):
+        d = scratch[indices[k]]
+        if d != 0.0:
+            touched[nt] = indices[k]
+            vals[nt] = data[k] * d
+            nt += 1
+    for k in range(indptr[pos], indptr[pos + 1]):
+        scratch[indices[k]] = 0.0
+    for k in range(indptr[neg], indptr[neg + 1]):
+        scratch[indices[k]] = 0.0
+    return nt
+
+
+@numba.njit(cache=True, nogil=True)
+def run_stream(kind, indptr, indices, data, triplets, S, g, p, scratch, touched, vals):
+    """Process the triplets in order; return the number of updates."""
+    n_updates = 0
+    for r in range(triplets.shape[0]):
+        a = triplets[r, 0]
+        pos = triplets[r, 1]
+        neg = triplets[r, 2]
+        nt = gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals)
+        margin = 0.0
+        for q in range(nt):
+            margin += _weight(kind, touched[q], S, g, p) * vals[q]
+        if 1.0 - margin > 0.0:
+            g[0] += 1.0
+            if kind == TG:
+                g[1] += p[ETA] * p[LAM]  # Eq. (11): the threshold owed by every word this step
+            for q in range(nt):
+                _update(kind, touched[q], vals[q], S, g, p)
+            n_updates += 1
+    return n_updates
+
+
+@numba.njit(cache=True, nogil=True)
+def finalize(kind, S, g, p, out):
+    """Bring every weight up to date (pay all owed truncation) into ``out``."""
+    for j in range(out.shape[0]):
+        out[j] = _weight(kind, j, S, g, p)
+
+
+def csr_buffers(X):
+    """``(indptr, indices, data, scratch, touched, vals)`` for the kernels."""
+    row_nnz = np.diff(X.indptr)
+    width = max(1, int(row_nnz.max()) if row_nnz.size else 1)
+    return (
+        X.indptr.astype(np.int64, copy=False), X.indices.astype(np.int64, copy=False), X.data,
+        np.zeros(X.shape[1], np.float64), np.empty(width, np.int64), np.empty(width, np.float64),
+    )
+
+
+def stream(kind: int, X, triplets, state, glob, params) -> int:
+    """Run :func:`run_stream` on a checked CSR ``X`` and ``(n, 3)`` int64 triplets."""
+    indptr, indices, data, scratch, touched, vals = csr_buffers(X)
+    return int(run_stream(kind, indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
+
+
+def weights(kind: int, state, glob, params) -> np.ndarray:
+    out = np.empty(state.shape[1], np.float64)
+    finalize(kind, state, glob, params, out)
+    return out

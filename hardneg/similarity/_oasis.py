@@ -1,0 +1,254 @@
+"""Baseline: OASIS (Chechik, Sharma, Shalit & Bengio, JMLR 2010).
+
+Passive-aggressive updates on the same triplets and hinge loss:
+``τ = min(C, L / ||V||²)``, ``W ← W + τ V`` with ``V = x (x⁺ - x⁻)ᵀ`` (full
+matrix) or ``v = x ⊙ (x⁺ - x⁻)`` (diagonal). ``W`` starts at the identity.
+The full matrix is ``n_words²`` float32 and is refused with the memory it
+would need when that exceeds ``max_memory_gb``; an update costs
+``nnz(x) * nnz(x⁺ - x⁻)`` either way.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numba
+import numpy as np
+
+from .._persist import ModelFileError
+from ._base import DiagonalSimilarity, _iter_batches, _register
+from ._checks import check_finite_param, resolve_rows
+from ._lazy import csr_buffers, gather_v
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["OasisDiagonal", "OasisFull", "full_matrix_bytes"]
+
+
+def full_matrix_bytes(n_words: int) -> int:
+    """Bytes of a full float32 OASIS matrix over ``n_words`` words."""
+    return 4 * int(n_words) ** 2
+
+
+@numba.njit(cache=True, nogil=True)
+def _oasis_diag(indptr, indices, data, triplets, w, C, scratch, touched, vals):
+    n_updates = 0
+    for r in range(triplets.shape[0]):
+        nt = gather_v(triplets[r, 0], triplets[r, 1], triplets[r, 2], indptr, indices, data, scratch, touched, vals)
+        margin = 0.0
+        norm2 = 0.0
+        for q in range(nt):
+            margin += w[touched[q]] * vals[q]
+            norm2 += vals[q] * vals[q]
+        loss = 1.0 - margin
+        if loss > 0.0 and norm2 > 0.0:
+            tau = min(C, loss / norm2)
+            for q in range(nt):
+                w[touched[q]] += tau * vals[q]
+            n_updates += 1
+    return n_updates
+
+
+@numba.njit(cache=True, nogil=True)
+def _oasis_full(indptr, indices, data, triplets, W, C, diff, mark, cols):
+    n_updates = 0
+    for r in range(triplets.shape[0]):
+        a, pos, neg = triplets[r, 0], triplets[r, 1], triplets[r, 2]
+        nc = 0
+        for k in range(indptr[pos], indptr[pos + 1]):
+            j = indices[k]
+            diff[j] += data[k]
+            if mark[j] == 0:
+                mark[j] = 1
+                cols[nc] = j
+                nc += 1
+        for k in range(indptr[neg], indptr[neg + 1]):
+            j = indices[k]
+            diff[j] -= data[k]
+            if mark[j] == 0:
+                mark[j] = 1
+                cols[nc] = j
+                nc += 1
+        margin = 0.0
+        xa2 = 0.0
+        for k in range(indptr[a], indptr[a + 1]):
+            i = indices[k]
+            xa2 += data[k] * data[k]
+            s = 0.0
+            for q in range(nc):
+                s += W[i, cols[q]] * diff[cols[q]]
+            margin += data[k] * s
+        d2 = 0.0
+        for q in range(nc):
+            d2 += diff[cols[q]] * diff[cols[q]]
+        loss = 1.0 - margin
+        if loss > 0.0 and xa2 * d2 > 0.0:
+            tau = min(C, loss / (xa2 * d2))
+            for k in range(indptr[a], indptr[a + 1]):
+                i = indices[k]
+                for q in range(nc):
+                    W[i, cols[q]] += tau * data[k] * diff[cols[q]]
+            n_updates += 1
+        for q in range(nc):
+            diff[cols[q]] = 0.0
+            mark[cols[q]] = 0
+    return n_updates
+
+
+class _OasisBase(DiagonalSimilarity):
+    def fit(self, X, triplets=None, y=None):
+        check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        self._w = None
+        self.n_updates_ = 0
+        if triplets is None:
+            raise ValueError("fit: OASIS needs triplets (row indices into X)")
+        return self.partial_fit(X, triplets)
+
+    def partial_fit(self, X, triplets):
+        C = check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        batches = _iter_batches(triplets)
+        if batches is None:
+            raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
+        seen = 0
+        for batch in batches:
+            n_features = self._n_words() if self.__sklearn_is_fitted__() else None
+            Xb, tb = resolve_rows(X, batch, n_features=n_features)
+            if not self.__sklearn_is_fitted__():
+                self._allocate(Xb.shape[1])
+                self.n_updates_ = 0
+            self.n_updates_ = getattr(self, "n_updates_", 0) + self._run(Xb, tb, C)
+            seen += tb.shape[0]
+        if seen == 0:
+            raise ValueError("triplets: the triplet stream is empty")
+        return self
+
+
+@_register
+class OasisDiagonal(_OasisBase):
+    """OASIS restricted to a diagonal matrix: O(nnz) per triplet at any size.
+
+    Parameters
+    ----------
+    C : float
+        Aggressiveness (PA-I cap on the step).
+    random_state : int, Generator or None
+        Unused (the pass is deterministic given the triplets); kept for the shared API.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from hardneg.similarity import OasisDiagonal
+    >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
+    >>> OasisDiagonal(C=0.1).fit(X, [[0, 1, 2]]).w_.tolist()   # loss 1, τ = min(0.1, 1/2)
+    [1.1, 0.9]
+    """
+
+    def __init__(self, C: float = 0.1, random_state=None):
+        self.C = C
+        self.random_state = random_state
+
+    @property
+    def w_(self):
+        self._check_fitted()
+        return self._w
+
+    def _n_words(self) -> int:
+        return self._w.shape[0]
+
+    def _allocate(self, n_words: int) -> None:
+        self._w = np.ones(n_words, np.float64)
+
+    def _run(self, X, triplets, C) -> int:
+        indptr, indices, data, scratch, touched, vals = csr_buffers(X)
+        return int(_oasis_diag(indptr, indices, data, triplets, self._w, C, scratch, touched, vals))
+
+
+@_register
+class OasisFull(_OasisBase):
+    """OASIS with a full ``n_words x n_words`` matrix (where it fits in memory).
+
+    Parameters
+    ----------
+    C : float
+        Aggressiveness (PA-I cap on the step).
+    max_memory_gb : float
+        Refuse (``MemoryError``-free, with a ``ValueError`` naming the need)
+        vocabularies whose float32 matrix would exceed this.
+    random_state : int, Generator or None
+        Unused; kept for the shared API.
+    """
+
+    def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, random_state=None):
+        self.C = C
+        self.max_memory_gb = max_memory_gb
+        self.random_state = random_state
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "W_", None) is not None
+
+    def _n_words(self) -> int:
+        return self.W_.shape[0]
+
+    @property
+    def n_features_in_(self) -> int:
+        self._check_fitted()
+        return self._n_words()
+
+    def _allocate(self, n_words: int) -> None:
+        need = full_matrix_bytes(n_words)
+        cap = check_finite_param(self.max_memory_gb, "max_memory_gb", minimum=0.0, strict=True) * 2**30
+        if need > cap:
+            raise ValueError(
+                f"OasisFull: a full matrix over {n_words:,} words needs {need / 2**30:,.1f} GiB of float32, "
+                f"more than max_memory_gb={self.max_memory_gb}; use OasisDiagonal or raise max_memory_gb"
+            )
+        self.W_ = np.eye(n_words, dtype=np.float32)
+
+    def _run(self, X, triplets, C) -> int:
+        m = X.shape[1]
+        row_nnz = np.diff(X.indptr)
+        width = max(1, 2 * int(row_nnz.max()) if row_nnz.size else 1)
+        return int(_oasis_full(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, triplets, self.W_, C,
+                               np.zeros(m, np.float64), np.zeros(m, np.uint8), np.empty(width, np.int64)))
+
+    def fit(self, X, triplets=None, y=None):
+        self.W_ = None
+        return super().fit(X, triplets, y)
+
+    @property
+    def w_(self):
+        """The diagonal of ``W_`` (for reports; scoring uses the full matrix)."""
+        self._check_fitted()
+        return np.diag(self.W_).astype(np.float64)
+
+    @property
+    def sparsity_(self) -> float:
+        return float(np.mean(self.W_ == 0.0))
+
+    def index_weights(self):
+        raise TypeError("OasisFull: a full-matrix similarity cannot use the diagonal inverted index")
+
+    def similarity(self, X, Y=None) -> np.ndarray:
+        self._check_fitted()
+        A = self.prepare(X)
+        B = A if Y is None else self.prepare(Y)
+        left = np.asarray(A @ self.W_, np.float64)  # queries first: (n_x, m) dense, small
+        return np.asarray(B @ left.T).T
+
+    def score_pairs(self, X, pairs) -> np.ndarray:
+        self._check_fitted()
+        A = self.prepare(X)
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or (pairs.size and pairs.dtype.kind not in "iu"):
+            raise ValueError(f"pairs: expected an (n, 2) integer array of row indices, got shape {pairs.shape}")
+        left = np.asarray(A[pairs[:, 0]] @ self.W_, np.float64)
+        return np.asarray(A[pairs[:, 1]].multiply(left).sum(axis=1)).ravel()
+
+    def _arrays(self) -> dict:
+        return {"W": self.W_}
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        W = np.ascontiguousarray(arrays["W"], np.float32)
+        if W.ndim != 2 or W.shape[0] != W.shape[1]:
+            raise ModelFileError(f"OasisFull: matrix of shape {W.shape} is not square")
+        self.W_ = W

@@ -1,0 +1,21 @@
+"""Constants and the soft-threshold operator shared by the SOLIS solvers."""
+
+from __future__ import annotations
+
+import numba
+
+# solver codes for the shared kernel
+TG, DA, AFB, ADA = 0, 1, 2, 3
+# positions in the parameter vector
+ETA, LAM, GAMMA, RHO, DELTA, THETA, W0 = range(7)
+N_PARAMS = 7
+
+
+@numba.njit(cache=True, inline="always")
+def soft(u, thr):
+    """Soft threshold ``sign(u) * max(|u| - thr, 0)``: the l1 proximal step."""
+    if u > thr:
+        return u - thr
+    if u < -thr:
+        return u + thr
+    return 0.0

@@ -1,0 +1,63 @@
+"""Baseline: TF-IDF weighting with cosine similarity (no learning from triplets)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import DiagonalSimilarity, _register
+from ._checks import _is_store, check_bow
+
+__all__ = ["TfidfCosine"]
+
+
+@_register
+class TfidfCosine(DiagonalSimilarity):
+    """``S(a, b) = cos(a * idf, b * idf)`` with ``idf_j = log((1 + N) / (1 + df_j)) + 1``.
+
+    ``fit`` counts document frequencies over ``X`` (a sparse matrix, or a
+    sparse FeatureStore read in chunks); triplets are accepted and ignored,
+    so it fits the same harness as the learners. Every word keeps weight 1
+    (``w_`` is all ones: no sparsity).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from hardneg.similarity import TfidfCosine
+    >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [2.0, 0.0]]))
+    >>> S = TfidfCosine().fit(X).similarity(X)
+    >>> np.allclose(np.diag(S), 1.0)
+    True
+    """
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit(self, X, triplets=None, y=None):
+        if _is_store(X):
+            if not X.is_sparse:
+                raise TypeError(f"X: the store {str(X.path)!r} is in the dense layout; TF-IDF needs a sparse (CSR) store")
+            df = np.zeros(X.dim, np.int64)
+            n = 0
+            for _, block in X.iter_chunks():
+                block = check_bow(block, "X")
+                df += np.bincount(block.indices, minlength=X.dim)
+                n += block.shape[0]
+            if n == 0:
+                raise ValueError("X: the store is empty")
+        else:
+            X = check_bow(X, "X")
+            df = np.bincount(X.indices, minlength=X.shape[1])
+            n = X.shape[0]
+        idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
+        self._w = np.ones(idf.shape[0], np.float64)
+        self.set_input_transform(idf, l2=True)
+        return self
+
+    @property
+    def w_(self) -> np.ndarray:
+        self._check_fitted()
+        return self._w
+
+    @property
+    def idf_(self) -> np.ndarray:
+        return self.input_idf_
