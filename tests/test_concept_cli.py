@@ -37,3 +37,12 @@ def test_user_errors_are_one_line(tmp_path, capsys):
     assert "no items tagged 'plane'" in capsys.readouterr().err
     (tmp_path / "bad.npz").write_bytes(b"junk")
     assert main(["concept", "search", str(tmp_path / "bad.npz"), str(tmp_path / "s")]) == 2
+
+
+def test_bins_zero_saves_exact_tables(tmp_path):
+    from hardneg.concept import load_concept
+
+    make_store(tmp_path / "s")
+    model = tmp_path / "boat.npz"
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "2", "--bins", "0"]) == 0
+    assert load_concept(model).exact

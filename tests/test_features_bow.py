@@ -63,6 +63,12 @@ def test_resize_options():
     assert d2.describe_one(big).shape[0] == d2.grid(100, 50).shape[0]
 
 
+def test_resize_too_small_for_any_descriptor_is_refused():
+    DenseSift(bin_sizes=(4, 8), resize_to=16).check_params()  # one 16-pixel window fits
+    with pytest.raises(ValueError, match="resize_to=15 .* at least 16"):
+        DenseSift(bin_sizes=(4, 8), resize_to=15).check_params()
+
+
 def _blobs(seed=0, n=400, d=16, k=8):
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 10, (k, d))

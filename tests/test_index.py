@@ -70,6 +70,10 @@ def test_torn_or_corrupt_files_are_detected(tmp_path):
         HammingIndex.load(path)
     with pytest.raises(ModelFileError):
         HammingIndex.load(tmp_path / "nope")
+    # a file that is not an index (e.g. a hasher model given in its place)
+    (tmp_path / "model.npz").write_bytes(b"not an index")
+    with pytest.raises(ModelFileError, match="not a Hamming index"):
+        HammingIndex.load(tmp_path / "model.npz")
 
 
 def test_bad_input():

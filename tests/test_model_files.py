@@ -245,6 +245,16 @@ def test_nan_inside_a_faiss_projection_is_refused(digits, tmp_path):
             cls.load(h.save(tmp_path / "m.npz"))
 
 
+@pytest.mark.parametrize("n_bits", [8, 64, 512])
+def test_lsh_with_more_bits_than_inputs_round_trips(tmp_path, n_bits):
+    # FAISS draws the rotation square (n_bits x n_bits) when n_bits > d; the
+    # deserialization bound must admit what a genuine model holds
+    X = np.random.default_rng(0).normal(size=(200, 6)).astype(np.float32)
+    h = LSHHasher(n_bits=n_bits, random_state=0).fit(X)
+    loaded = load_hasher(h.save(tmp_path / "lsh.npz"))
+    np.testing.assert_array_equal(loaded.transform(X), h.transform(X))
+
+
 # ---------------------------------------------------------------------- concept and codebook
 @pytest.fixture(scope="module")
 def concept_files(tmp_path_factory):

@@ -22,16 +22,18 @@ _MAX_BINS = 4096
 def _estimator(method: str, iterations: int, candidates: int | None, bins: int, seed: int):
     from ..concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 
+    # --bins 0 asks for exact tables at compress time; the estimator keeps its default n_bins
+    common = {"random_state": seed, **({"n_bins": bins} if bins else {})}
     if method == "bootstrap":
-        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, n_bins=bins, random_state=seed)
+        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, **common)
     if method == "bagging":
-        return AsymmetricBagging(n_iter=iterations, n_bins=bins, random_state=seed)
+        return AsymmetricBagging(n_iter=iterations, **common)
     if method == "random":
-        return RandomSampling(n_iter=iterations, n_bins=bins, random_state=seed)
+        return RandomSampling(n_iter=iterations, **common)
     if method == "positives":
-        return PositiveSampling(n_iter=iterations, n_bins=bins, random_state=seed)
+        return PositiveSampling(n_iter=iterations, **common)
     if method == "pooled":
-        return PooledClassifier(n_bins=bins, random_state=seed)
+        return PooledClassifier(**common)
     raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
 
 

@@ -96,6 +96,12 @@ class DenseSift:
         for name in ("max_side", "resize_to"):
             if getattr(self, name) is not None:
                 check_positive_int(getattr(self, name), name)
+        if self.resize_to is not None and self.grid(self.resize_to, self.resize_to).shape[0] == 0:
+            # every image would give no descriptor and an empty histogram
+            raise ValueError(
+                f"resize_to={self.resize_to} is too small for a descriptor window of 4 bins of "
+                f"{min(self.bin_sizes)} pixels: use at least {4 * min(int(b) for b in self.bin_sizes)}"
+            )
 
     def config(self) -> dict:
         return {

@@ -196,7 +196,7 @@ def extract_to_store(
             store.close()
             raise ValueError(
                 f"{path}: this store was built with other extractor settings ({saved}); "
-                f"pass overwrite=True (--overwrite) to rebuild it, or extract into a new store"
+                f"rebuild it with overwrite=True (--overwrite on the command line), or extract into a new store"
             )
         if learns:
             try:

@@ -57,8 +57,9 @@ class FaissChainHasher(BaseHasher):
 
     def _from_arrays(self, arrays, meta):
         d, n_bits = self.n_features_in_, self.n_bits_
-        # a genuine chain holds at most a d x max(d, n_bits) float matrix
-        index = deserialize_faiss(arrays["faiss_index"], vector_bytes=4 * d * max(d, n_bits))
+        # FAISS bounds a transform by the square of its larger side (a rotation to more
+        # bits than inputs is drawn square), so a genuine chain needs max(d, n_bits)^2 floats
+        index = deserialize_faiss(arrays["faiss_index"], vector_bytes=4 * max(d, n_bits) ** 2)
         self.index_ = check_chain(index, d, n_bits)
         # any NaN or infinity in a projection, mean or bias makes every output of a row of ones non-finite
         if not np.isfinite(self.embed(np.ones((1, d), np.float32))).all():

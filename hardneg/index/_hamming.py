@@ -146,6 +146,8 @@ class HammingIndex:
         path = Path(path)
         if not path.is_file():
             raise ModelFileError(f"index file {str(path)!r} does not exist")
+        if not _sidecar(path).is_file():
+            raise ModelFileError(f"{path}: not a Hamming index written by hardneg (no id sidecar {_sidecar(path).name} beside it)")
         arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,), schema=_SCHEMA)
         n_bits, ntotal, size = meta.get("n_bits"), meta.get("ntotal"), meta.get("index_bytes")
         bounds = (("n_bits", n_bits, 1, _MAX_BITS), ("ntotal", ntotal, 0, None), ("index_bytes", size, 1, None))
