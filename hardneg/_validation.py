@@ -27,11 +27,9 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: F401 - re-exported
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+
+# scikit-learn is imported where it is used, not here: the store and the CLI use these
+# checks too, and importing scikit-learn costs them ~1 s and ~130 MiB before any work.
 
 __all__ = [
     "Interval",
@@ -52,6 +50,15 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def __getattr__(name):
+    # Interval and StrOptions (scikit-learn's parameter constraints) load on first use
+    if name in ("Interval", "StrOptions"):
+        from sklearn.utils import _param_validation
+
+        return getattr(_param_validation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Parameter constraint for ``random_state``: None, an int, a RandomState or a numpy Generator.
 RANDOM_STATE = ["random_state", np.random.Generator]
@@ -143,6 +150,8 @@ def check_matrix(
             f"{name} has {shape[1]} features, but {owner} is expecting {n_features} features as input "
             f"(got shape {tuple(shape)})"
         )
+    from sklearn.utils import check_array
+
     try:
         # values beyond float32's range become inf here and are reported below, without a numpy warning
         with np.errstate(over="ignore", invalid="ignore"):
@@ -186,6 +195,8 @@ def validate_X(estimator, X, *, reset: bool, name: str = "X", **kwargs):
     unfitted estimator, then requires the fitted number of features.
     ``kwargs`` go to :func:`check_matrix`.
     """
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
     if not reset:
         check_is_fitted(estimator)
         kwargs.setdefault("n_features", estimator.n_features_in_)
@@ -218,6 +229,9 @@ def check_binary_target(estimator, y, n_samples: int, name: str = "y"):
     continuous targets are "Unknown label type: continuous"; more than two
     classes are refused ("Only binary classification is supported").
     """
+    from sklearn.exceptions import DataConversionWarning
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
     check_target_present(estimator, y)
     if isinstance(y, str):
         raise TypeError(f"{name}: expected an array of labels, got a string")
