@@ -3,12 +3,14 @@
 import doctest
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
 import hardneg
 
-PACKAGES = ["hardneg.store", "hardneg.eval", "hardneg.datasets"]
+PACKAGES = ["hardneg.store", "hardneg.eval", "hardneg.datasets", "hardneg.index", "hardneg.hashing", "hardneg.svm", "hardneg.similarity"]
 
 
 def _modules():
@@ -24,6 +26,21 @@ def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def _readme_python_blocks() -> list[str]:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch):
+    # the README's Python blocks run in order, in one namespace, as a reader would paste them
+    blocks = _readme_python_blocks()
+    assert blocks, "the README has no Python examples"
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block.replace("...", "pass"), "README.md", "exec"), namespace)
 
 
 def test_version():
