@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: demo test venv clean bench system-deps
+.PHONY: demo test venv clean bench system-deps api-docs serve-demo
 
 # Debian packages some tests need: the Fashion-MNIST IDX files and a headless browser for
 # the web-page tests. Installed where we can (root with apt-get); otherwise those tests
@@ -40,5 +40,20 @@ system-deps:
 test: $(VENV)/.installed-test system-deps
 	$(PY) -m pytest -q
 
+$(VENV)/.installed-serve: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e ".[data,serve]"
+	touch $@
+
+# The search service and its web page over a demo store (prints the URL).
+serve-demo: $(VENV)/.installed-serve
+	$(VENV)/bin/hardneg serve-demo --out serve-demo
+
+# HTML API reference from the docstrings, into docs/api (pdoc; `make api-docs`).
+api-docs: $(VENV)/.installed-demo
+	$(PIP) install --quiet "pdoc>=14"
+	$(VENV)/bin/pdoc --docformat numpy -o docs/api hardneg
+
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) demo-output serve-demo .pytest_cache docs/api

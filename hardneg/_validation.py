@@ -32,9 +32,7 @@ import scipy.sparse as sp
 # checks too, and importing scikit-learn costs them ~1 s and ~130 MiB before any work.
 
 __all__ = [
-    "Interval",
     "RANDOM_STATE",
-    "StrOptions",
     "available_memory",
     "check_binary_target",
     "check_k",

@@ -118,7 +118,7 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     report.heading(f"Top 20 test images for '{names[concept]}' (compressed model; green = correct)")
     report.image_grid([ds.images[r] for r in hits.rows], captions=[f"{s:.2f}" for s in hits.scores],
                       relevant=(y[hits.rows] == concept).tolist())
-    report.heading("AP vs iteration (the paper's Fig. 2)")
+    report.heading(f"AP vs iteration for the concept '{names[concept]}' on the test split (the paper's Fig. 2)")
     report.svg(svg_line_chart({m: list(enumerate(c, start=1)) for m, (_, c) in featured.items()},
                               x_label="iteration t", y_label="AP on the test split"))
     report.heading("Tags of the negatives bootstrap selected, per iteration (Fig. 7)")

@@ -62,6 +62,10 @@ def test_demo_writes_summary(capsys, tmp_path):
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     knn = summary["euclidean_knn"]
     assert knn["n_queries"] == 599 and 0.5 < knn["mAP"] < 0.9  # raw-pixel kNN on digits: a modest baseline
+    # the hashing result is shown beside the kNN baseline it is measured against
+    assert summary["hashing"]["n_bits"] == 32 and 0.5 < summary["hashing"]["mAP@100"] <= 1.0
+    flat = " ".join(out.split())  # rich wraps long lines
+    assert "TSVM hashing (32-bit codes)" in flat and "its baseline, exact Euclidean kNN" in flat
     concept = summary["concept_search"]
     assert concept["mAP"]["negative bootstrap"] > concept["mAP"]["random sampling"]
     assert (tmp_path / "demo" / "concept_report.html").read_text().count("<img") >= 20

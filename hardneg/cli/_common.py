@@ -7,6 +7,7 @@ import errno
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -138,6 +139,8 @@ def _check_writable_parent(p: Path, option: str | None) -> None:
 def setup_logging(verbose: int) -> None:
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    # FAISS logs at INFO which CPU-specific library it loads (AVX-512 missing, ...): noise below -vv.
+    logging.getLogger("faiss").setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
 
 
 def progress() -> Progress:
@@ -154,9 +157,224 @@ def progress() -> Progress:
     )
 
 
+def _log_interval() -> float:
+    """Seconds between progress lines when stderr is not a terminal (HARDNEG_PROGRESS_SECONDS, default 10)."""
+    try:
+        value = float(os.environ.get("HARDNEG_PROGRESS_SECONDS", "10"))
+    except ValueError:
+        return 10.0
+    return value if value >= 0 else 10.0
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class ProgressLog:
+    """Progress as plain lines on stderr, one every ``interval`` seconds: for logs, CI, nohup.
+
+    Each line says done/total, the rate and the time left: ``extracting cnn:
+    120/300 (40%), 3.1/s, ETA 58s``. A last line is written at the end when
+    any line was written before.
+    """
+
+    def __init__(self, description: str, total: int | None, interval: float, *, stream=None, clock=time.monotonic):
+        self.description, self.total, self.interval = description, total, interval
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.start = self.last = clock()
+        self.done = 0
+        self.lines = 0
+        self.written = -1  # done count of the last line
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.write(now)
+
+    def line(self, now: float) -> str:
+        elapsed = max(now - self.start, 1e-9)
+        rate = self.done / elapsed
+        text = f"{self.description}: {self.done:,}"
+        if self.total:
+            text += f"/{self.total:,} ({100 * self.done / self.total:.0f}%)"
+        text += f", {rate:.3g}/s" if rate < 1000 else f", {rate:,.0f}/s"
+        if self.total and rate > 0 and self.done < self.total:
+            text += f", ETA {_duration((self.total - self.done) / rate)}"
+        elif self.total and self.done >= self.total:
+            text += f", done in {_duration(elapsed)}"
+        else:
+            text += f", {_duration(elapsed)} elapsed"
+        return text
+
+    def write(self, now: float | None = None) -> None:
+        print(self.line(self.clock() if now is None else now), file=self.stream, flush=True)
+        self.lines += 1
+        self.written = self.done
+
+    def finish(self) -> None:
+        if self.lines and self.written != self.done:
+            self.write()
+
+
 @contextlib.contextmanager
 def task_progress(description: str, total: int | None):
-    """Yield an ``advance(n)`` callback bound to one progress bar."""
+    """Yield an ``advance(n)`` callback: a rich bar on a terminal, else a log line every ~10 s."""
+    if not err_console.is_terminal:
+        log = ProgressLog(description, total, _log_interval())
+        yield log.advance
+        log.finish()
+        return
     with progress() as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)
+
+
+def read_id_csv(path: str, option: str) -> dict[str, str]:
+    """``id,value`` rows of a CSV file as a dict; a first row ``id,...`` is a header.
+
+    Refused with one line naming ``option``: a missing file, a row without a
+    value, an id given twice.
+    """
+    import csv
+
+    p = check_input_file(path, "a CSV file of id,value rows", option)
+    out: dict[str, str] = {}
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            for n, row in enumerate(csv.reader(fh), 1):
+                if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                    continue
+                if n == 1 and row[0].strip().lower() == "id":
+                    continue  # header
+                if len(row) < 2:
+                    raise CLIError(f"{option} {path}: line {n} has no value after the id (expected id,value)")
+                key, value = row[0].strip(), ",".join(row[1:]).strip()
+                if key in out:
+                    raise CLIError(f"{option} {path}: line {n}: id {key!r} is given twice")
+                out[key] = value
+    except UnicodeDecodeError:
+        raise CLIError(f"{option} {path}: not a UTF-8 text file") from None
+    if not out:
+        raise CLIError(f"{option} {path}: no id,value rows")
+    return out
+
+
+def split_tags(value: str) -> list[str]:
+    """Tags of one CSV cell: separated by ';' (a tag may contain spaces)."""
+    return [t.strip() for t in value.split(";") if t.strip()]
+
+
+# ---------------------------------------------------------------------------- search results
+
+
+def item_info(store, rows) -> list[dict]:
+    """id, label (class name where the store has them), tags and image path of store rows.
+
+    Paths are resolved to files that open from any working directory.
+    """
+    from ..features._images import resolve_stored_path
+
+    rows = [int(r) for r in rows]
+    items = store.items
+    names = store.attrs.get("class_names") or []
+    ids = items.column("id")
+    labels = items.column("label")
+    tags = items.column("tags")
+    paths = items.column("path")
+    out = []
+    for r in rows:
+        lab = labels[r].as_py()
+        out.append({
+            "id": ids[r].as_py(),
+            "label": None if lab is None else (names[lab] if 0 <= lab < len(names) else str(lab)),
+            "tags": tags[r].as_py() or [],
+            "path": resolve_stored_path(store, paths[r].as_py()),
+        })
+    return out
+
+
+def print_results(results: list[dict], *, title: str, score: str, as_json: bool, query_column: bool = False) -> None:
+    """Search results as a table (rank, id, score, label, tags, path) or, with ``--json``, a JSON list."""
+    import json
+
+    if as_json:
+        sys.stdout.write(json.dumps(results, indent=1) + "\n")
+        return
+    from rich.table import Table
+
+    table = Table(title=title)
+    cols = (["query"] if query_column else []) + ["rank", "id", score, "label", "tags", "path"]
+    for c in cols:
+        table.add_column(c, justify="right" if c in ("rank", score) else "left", overflow="fold")
+    last = None
+    for r in results:
+        value = r[score]
+        cells = [str(r["rank"]), str(r["id"]), f"{value:.4f}" if isinstance(value, float) else str(value),
+                 r.get("label") or "", ", ".join(r.get("tags") or []), r.get("path") or ""]
+        if query_column:
+            cells.insert(0, r["query"] if r["query"] != last else "")
+            last = r["query"]
+        table.add_row(*(escape(c) for c in cells))
+    console.print(table)
+
+
+def write_html(out: str, *, title: str, groups: list[dict]) -> None:
+    """Write a contact sheet of search results (see :func:`hardneg.report.contact_sheet`) and say where."""
+    from ..report import contact_sheet
+
+    written = contact_sheet(out, title=title, groups=groups)
+    err_console.print(f"contact sheet: {written}", highlight=False, markup=False, soft_wrap=True)
+
+
+# ---------------------------------------------------------------------------- queries
+
+
+def rows_of_ids(store, ids: list[str], option: str) -> list[int]:
+    """Row numbers of item ids in ``store``; a CLIError names the unknown ones."""
+    pos = {v: i for i, v in enumerate(store.ids().tolist())}
+    missing = [q for q in ids if q not in pos]
+    if missing:
+        raise CLIError(f"{option}: not in {store.path}: {', '.join(missing[:5])}")
+    return [pos[q] for q in ids]
+
+
+def extract_query_images(store, files: list[str], *, model: str | None = None, trust_model: bool = False):
+    """Feature rows of image files, extracted with the store's own extractor settings
+    (the settings recorded in the store; the codebook saved in it)."""
+    from ..features._extract import extractor_from_store
+    from ..features._images import ImageReadError, read_image
+
+    for f in files:
+        check_input_file(f, "an image file", "--query-image")
+    if model is not None and not trust_model:
+        raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
+    extractor = extractor_from_store(store, model=model, trust_model=trust_model)
+    images = []
+    for f in files:
+        try:
+            images.append(read_image(f))
+        except ImageReadError as exc:
+            raise CLIError(f"--query-image {f}: cannot read the image ({exc})") from None
+    X = extractor.transform(images)
+    return X.toarray() if hasattr(X, "toarray") else X
+
+
+def same_class(store, query_row: int | None, item_row: int) -> bool | None:
+    """A result is a hit when it shares the query's label (both labeled), else any of its tags;
+    None when there is nothing to judge by (an image-file query, or no labels and tags)."""
+    if query_row is None:
+        return None
+    labels = store.labels()
+    if labels[query_row] >= 0 and labels[item_row] >= 0:
+        return bool(labels[query_row] == labels[item_row])
+    tags = store.items.column("tags")
+    q, t = set(tags[query_row].as_py() or []), set(tags[item_row].as_py() or [])
+    return bool(q & t) if q and t else None

@@ -8,7 +8,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, console, task_progress
+from ._common import CLIError, check_input_file, check_output_file, console, item_info, print_results, task_progress, write_html
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
 
@@ -44,7 +44,9 @@ def train(
     out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
     related: list[str] = typer.Option([], "--related", help="Related tags to exclude from the negatives (repeatable)."),
     positives: int = typer.Option(100, "--positives", "-p", min=1, help="Use at most this many tagged items as B+ (random subset)."),
-    split: str | None = typer.Option("train", "--split", help="Take positives and pool from this split ('' for all rows)."),
+    split: str | None = typer.Option(
+        None, "--split", help="Take positives and pool from this split ('' for all rows). Default: train when the store has one, else all rows."
+    ),
     method: str = typer.Option("bootstrap", "--method", help="bootstrap | bagging | random | positives | pooled"),
     iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=_MAX_ITER, help=f"Number of meta classifiers T (1 to {_MAX_ITER})."),
     candidates: int | None = typer.Option(None, "--candidates", "-m", min=1, help="Candidates scored per iteration (default 10 x |B+|)."),
@@ -61,12 +63,15 @@ def train(
         raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
     check_output_file(out, "--out")
     store = FeatureStore.open(store_path)
-    split = split or None
+    split = _default_split(store, split)
     if split and store.select(split=split).size == 0:
-        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split (use --split '' for all rows)")
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split (use --split '' for all rows); {store.summary()}")
     pos_rows = store.select(tags=[concept], split=split)
     if pos_rows.size == 0:
-        raise CLIError(f"no items tagged {concept!r}{f' in split {split!r}' if split else ''} in {store_path}")
+        raise CLIError(
+            f"no items tagged {concept!r}{f' in split {split!r}' if split else ''} in {store_path} "
+            f"(`hardneg store tag` adds tags); the store has {store.summary()}"
+        )
     rng = np.random.default_rng(seed)
     if pos_rows.size > positives:
         pos_rows = np.sort(rng.choice(pos_rows, size=positives, replace=False))
@@ -90,6 +95,13 @@ def train(
     console.print(table)
 
 
+def _default_split(store, split: str | None) -> str | None:
+    """``--split`` as given ('' = all rows); by default train if the store has it, else all rows."""
+    if split is not None:
+        return split or None
+    return "train" if store.select(split="train").size else None
+
+
 @app.command("search")
 def search_cmd(
     model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
@@ -98,9 +110,70 @@ def search_cmd(
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
 ):
-    """Rank every item of a store by a concept model and print the top k."""
+    """Rank every item of a store by a concept model and print the top k (id, score, label, tags, path).
+
+    With --html, a contact sheet marks each result as a hit (green: tagged
+    with the concept, or labeled with it) or a miss (red).
+    """
     from ..concept import load_concept, search
+    from ..store import FeatureStore
+
+    check_input_file(model_path, "a concept model file")
+    if html_out:
+        check_output_file(html_out, "--html")
+    model = load_concept(model_path)
+    store = FeatureStore.open(store_path)
+    if store.dim != model.n_features_in_:
+        raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
+    rows = store.select(split=split) if split else None
+    if rows is not None and rows.size == 0:
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split; the store has {store.summary()}")
+    total = len(store) if rows is None else int(rows.size)
+    if total == 0:
+        raise CLIError(f"{store_path}: the store is empty")
+    with task_progress("searching", total) as advance:
+        res = search(model, store, k=min(k, total), rows=rows, chunk_rows=chunk_rows, progress=advance)
+    concept = model.meta.get("concept")
+    relevant = _relevance(store, concept, res.rows) if concept else None
+    results = []
+    for i, info in enumerate(item_info(store, res.rows)):
+        results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
+                        "path": info["path"], "relevant": None if relevant is None else relevant[i]})
+    title = f"top {len(results)} for {concept or model_path!r}"
+    if html_out:
+        write_html(html_out, title=title, groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
+    print_results(results, title=title, score="score", as_json=as_json)
+
+
+def _relevance(store, concept: str, rows) -> list[bool] | None:
+    """Whether each row shows the concept: tagged with it, or labeled with a class of that name.
+    None when the store has neither the tag nor the class (nothing to judge by)."""
+    tagged = np.zeros(len(store), dtype=bool)
+    tagged[store.select(tags=[concept])] = True
+    names = store.attrs.get("class_names") or []
+    if concept in names:
+        tagged[store.select(labels=[names.index(concept)])] = True
+    if not tagged.any():
+        return None
+    return [bool(tagged[int(r)]) for r in rows]
+
+
+@app.command("eval")
+def eval_cmd(
+    model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
+    store_path: str = typer.Argument(..., help="FeatureStore to evaluate on."),
+    split: str | None = typer.Option(None, "--split", help="Evaluate on this split ('' for all rows). Default: test when the store has one, else all rows."),
+    concept: str = typer.Option(None, "--concept", "-c", help="Relevant items: tagged with this (default: the model's concept)."),
+    label: str = typer.Option(None, "--label", help="Relevant items: this class (name or number) instead of a tag."),
+    k: list[int] = typer.Option([10, 100], "--k", "-k", min=1, help="Report precision at these ranks (repeatable)."),
+    chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+):
+    """Average precision and precision@k of a concept model on a split, against tags or labels."""
+    from ..concept import load_concept
+    from ..eval import average_precision, precision_at_k
     from ..store import FeatureStore
 
     check_input_file(model_path, "a concept model file")
@@ -108,21 +181,46 @@ def search_cmd(
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
-    rows = store.select(split=split) if split else None
-    if rows is not None and rows.size == 0:
-        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split")
-    total = len(store) if rows is None else int(rows.size)
-    with task_progress("searching", total) as advance:
-        res = search(model, store, k=min(k, total) if total else k, rows=rows, chunk_rows=chunk_rows, progress=advance)
-    paths = store.items.column("path")
-    results = [{"rank": i + 1, "id": res.ids[i], "score": float(res.scores[i]), "path": paths[int(r)].as_py()}
-               for i, r in enumerate(res.rows)]
+    if split is None:
+        split = "test" if store.select(split="test").size else ""
+    rows = store.select(split=split) if split else np.arange(len(store))
+    if rows.size == 0:
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split; the store has {store.summary()}")
+    if label is not None:
+        names = store.attrs.get("class_names") or []
+        if label in names:
+            lab = names.index(label)
+        elif label.lstrip("-").isdigit():
+            lab = int(label)
+        else:
+            raise CLIError(f"--label {label!r}: not a class of {store_path}; the store has {store.summary()}")
+        positive = np.isin(rows, store.select(labels=[lab]))
+        what = f"label {label!r}"
+    else:
+        concept = concept or model.meta.get("concept")
+        if not concept:
+            raise CLIError(f"{model_path}: the model names no concept; give --concept TAG or --label CLASS")
+        positive = np.isin(rows, store.select(tags=[concept]))
+        what = f"tag {concept!r}"
+    if not positive.any():
+        raise CLIError(f"no items with {what}{f' in split {split!r}' if split else ''} of {store_path}; the store has {store.summary()}")
+    scores = np.empty(rows.size, np.float64)
+    with task_progress("scoring", int(rows.size)) as advance:
+        for lo in range(0, rows.size, chunk_rows):
+            block = store.take(rows[lo : lo + chunk_rows])
+            block = block.toarray() if hasattr(block, "toarray") else block
+            scores[lo : lo + block.shape[0]] = model.decision_function(block)
+            advance(block.shape[0])
+    order = np.argsort(-scores, kind="stable")
+    ranked = positive[order]
+    figures = {"model": model_path, "store": store_path, "split": split or None, "relevant": what, "n_items": int(rows.size),
+               "n_relevant": int(positive.sum()), "ap": float(average_precision(positive, scores))}
+    for kk in sorted(set(k)):
+        figures[f"p@{kk}"] = float(precision_at_k(ranked[None, :], min(kk, ranked.size)))
     if as_json:
-        typer.echo(json.dumps(results, indent=1))
+        typer.echo(json.dumps(figures, indent=1))
         return
-    table = Table(title=f"top {len(results)} for {model.meta.get('concept', model_path)!r}")
-    for col in ("rank", "id", "score", "path"):
-        table.add_column(col)
-    for r in results:
-        table.add_row(str(r["rank"]), r["id"], f"{r['score']:.4f}", r["path"] or "")
+    table = Table(title=f"{model.meta.get('concept', model_path)!r} on {store_path}" + (f" ({split})" if split else ""), show_header=False)
+    for key, value in figures.items():
+        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)

@@ -73,6 +73,11 @@ def images(
     features: Features = _OPT_FEATURES,
     list_file: str = typer.Option(None, "--list", help="Text file with one image path per line (relative to the file's folder)."),
     labels_from_folders: bool = typer.Option(False, "--labels-from-folders", help="Label each image by its first sub-folder."),
+    tags_from_folders: bool = typer.Option(
+        False, "--tags-from-folders", help="Tag each image with its first sub-folder (cats/x.jpg -> cats): what `concept train -c` uses."
+    ),
+    tags_csv: str = typer.Option(None, "--tags-csv", help="CSV of id,tags rows (tags separated by ';'; ids as stored, e.g. cats/x.jpg)."),
+    labels_csv: str = typer.Option(None, "--labels-csv", help="CSV of id,label rows (a class name or number per image)."),
     input_size: int = typer.Option(224, "--input-size", help=f"CNN input side (a multiple of 32 for EfficientNet-Lite0, at most {_MAX_INPUT_SIZE})."),
     l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
     model: str = typer.Option(
@@ -128,19 +133,66 @@ def images(
     if not paths:
         raise CLIError("no image files found in the given sources")
     items = resolve_images(paths, ids=ids)
+    tags, labels, class_names = _tags_and_labels(items, tags_from_folders, tags_csv, labels_csv, labels_from_folders)
     extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
                            tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
         summary = extract_to_store(
-            paths, out, extractor, ids=ids, labels="folders" if labels_from_folders else None,
+            paths, out, extractor, ids=ids, labels=labels, tags=tags,
             batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
+            attrs=None if class_names is None else {"class_names": class_names},
         )
     _report(summary)
+    if summary.n_already and (tags is not None or labels is not None):
+        console.print(f"[yellow]note:[/yellow] tags and labels went to the new images only; "
+                      f"`hardneg store tag {out} ...` changes those of the {summary.n_already:,} already there",
+                      highlight=False, soft_wrap=True)
+
+
+def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, labels_csv: str | None, labels_from_folders: bool):
+    """Per-image tags and labels from the folder names and the CSV files (checked before any work)."""
+    from ..features import folder_labels
+    from ._common import read_id_csv, split_tags
+
+    if labels_from_folders and labels_csv:
+        raise CLIError("--labels-csv: give it or --labels-from-folders, not both")
+    ids = [it.id for it in items]
+    tags = labels = class_names = None
+    if tags_from_folders:
+        tops = [i.split("/", 1)[0] if "/" in i else None for i in ids]
+        if not any(tops):
+            raise CLIError("--tags-from-folders: no image lies in a sub-folder of the given folder(s)")
+        tags = [[t] if t else [] for t in tops]
+    if tags_csv:
+        rows = read_id_csv(tags_csv, "--tags-csv")
+        unknown = sorted(set(rows) - set(ids))
+        if unknown:
+            raise CLIError(f"--tags-csv {tags_csv}: {len(unknown)} id(s) match no image, e.g. {', '.join(unknown[:3])} (ids look like {ids[0]!r})")
+        tags = tags or [[] for _ in ids]
+        tags = [list(dict.fromkeys(t + split_tags(rows.get(i, "")))) for t, i in zip(tags, ids)]
+    if labels_from_folders:
+        labels, class_names = folder_labels(items)
+        labels = labels.tolist()
+    elif labels_csv:
+        rows = read_id_csv(labels_csv, "--labels-csv")
+        unknown = sorted(set(rows) - set(ids))
+        if unknown:
+            raise CLIError(f"--labels-csv {labels_csv}: {len(unknown)} id(s) match no image, e.g. {', '.join(unknown[:3])}")
+        values = set(rows.values())
+        if all(v.lstrip("-").isdigit() for v in values):
+            labels = [int(rows[i]) if i in rows else -1 for i in ids]
+            if any(v < -1 for v in labels):
+                raise CLIError(f"--labels-csv {labels_csv}: class numbers are >= 0 (-1: unlabeled)")
+        else:
+            class_names = sorted(values)
+            index = {n: k for k, n in enumerate(class_names)}
+            labels = [index[rows[i]] if i in rows else -1 for i in ids]
+    return tags, labels, class_names
 
 
 @app.command("dataset")
 def dataset(
-    name: str = typer.Argument(..., help="A dataset with images: digits, faces, mnist5k, mnist, fashion-mnist (see `hardneg datasets list`)."),
+    name: str = typer.Argument(..., help="A dataset with images: digits, faces, mnist5k, mnist, fashion-mnist (see `hardneg datasets`)."),
     out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
     features: Features = _OPT_FEATURES,
     input_size: int = typer.Option(96, "--input-size", help="CNN input side, a multiple of 32 (small dataset images are upscaled)."),

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, console, task_progress
+from ._common import (
+    CLIError,
+    check_input_file,
+    check_output_file,
+    console,
+    extract_query_images,
+    item_info,
+    print_results,
+    rows_of_ids,
+    same_class,
+    task_progress,
+    write_html,
+)
 
 app = typer.Typer(help="Compact binary codes: train hashers, build Hamming indexes, search.", no_args_is_help=True)
 
@@ -26,7 +41,9 @@ def train(
         64, "--bits", "-b", min=1, max=_MAX_BITS,
         help=f"Code length in bits, 1 to {_MAX_BITS} (codes are meant to be compact; training memory grows with dim x bits).",
     ),
-    split: str = typer.Option(None, "--split", help="Use only rows of this split (e.g. train)."),
+    split: str = typer.Option(
+        None, "--split", help="Train on the rows of this split ('' for all rows). Default: train when the store has one, else all rows."
+    ),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
     mode: str = typer.Option("bits", "--mode", help="TSVM hashing: bits (Eq. 12) or itq (embed, then ITQ)."),
     cost: float = typer.Option(1.0, "--C", help="TSVM hashing: cost C of the labeled samples at every node."),
@@ -49,16 +66,19 @@ def train(
     store = FeatureStore.open(store_path)
     if method in ("pca-itq", "pca-rr") and bits > store.dim:
         raise CLIError(f"--bits {bits}: {method} makes at most one bit per input dimension ({store.dim} in {store_path})")
+    if split is None:
+        # Never train on the test split by default: evaluation on it would be optimistic.
+        split = "train" if store.select(split="train").size else ""
     rows = store.select(split=split) if split else np.arange(len(store))
     if split and rows.size == 0:
-        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split")
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split; the store has {store.summary()}")
     if rows.size < 2:
-        raise CLIError(f"{store_path}: fewer than 2 rows to train on (split={split!r})")
+        raise CLIError(f"{store_path}: fewer than 2 rows to train on (split={split!r}); the store has {store.summary()}")
     if method == "tsvm":
         labels = store.labels()[rows]
         labeled = rows[labels >= 0]
         if labeled.size < 2:
-            raise CLIError(f"{store_path}: TSVM hashing needs labeled rows; found {labeled.size}")
+            raise CLIError(f"{store_path}: TSVM hashing needs labeled rows; found {labeled.size}; the store has {store.summary()}")
         pool = rows[labels < 0] if (labels < 0).any() else rows[labels >= 0]
         rng = np.random.default_rng(seed)
         unl = np.sort(rng.choice(pool, min(n_unlabeled, pool.size), replace=False)) if n_unlabeled > 0 else None
@@ -73,9 +93,20 @@ def train(
             model.fit(X, store.labels()[labeled], X_unlabeled=XU, progress=advance)
     else:
         model = HASHERS[method](n_bits=bits, random_state=seed)
-        model.fit(_dense(store.take(rows)))
+        with task_progress(f"reading {rows.size:,} training rows", int(rows.size)) as advance:
+            X = _read_rows(store, rows, advance)
+        model.fit(X)
     model.save(out)
-    console.print(f"saved {type(model).__name__} ({model.n_bits_} bits, {model.n_features_in_}-d input) to {out}")
+    console.print(f"saved {type(model).__name__} ({model.n_bits_} bits, {model.n_features_in_}-d input, "
+                  f"{'split ' + repr(split) if split else 'all rows'}: {rows.size:,} rows) to {out}")
+
+
+def _read_rows(store, rows, advance, block: int = 8192) -> np.ndarray:
+    parts = []
+    for lo in range(0, rows.size, block):
+        parts.append(_dense(store.take(rows[lo : lo + block])))
+        advance(parts[-1].shape[0])
+    return np.concatenate(parts) if parts else np.empty((0, store.dim), np.float32)
 
 
 def _dense(block):
@@ -121,7 +152,8 @@ def index(
     hasher = load_hasher(model_path)
     if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
         raise CLIError(f"{model_path}: product-quantization codes cannot go into a Hamming index")
-    store = FeatureStore.open(store_path)
+    # Opened by its absolute path: the index records it, and `hash search` finds the store from any folder.
+    store = FeatureStore.open(Path(store_path).absolute())
     if store.dim != hasher.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d features but the model expects {hasher.n_features_in_}")
     with task_progress("encoding", len(store)) as advance:
@@ -134,51 +166,219 @@ def index(
 def search(
     index_path: str = typer.Argument(..., help="Index file from `hardneg hash index`."),
     model_path: str = typer.Argument(..., help="The hasher model the index was built with."),
-    store_path: str = typer.Option(None, "--store", help="Store holding the query rows (with --query-id)."),
-    query_id: list[str] = typer.Option(None, "--query-id", "-q", help="Id of a query row in --store (repeatable)."),
+    store_path: str = typer.Option(
+        None, "--store", help="Store of the items (query ids, query-image settings, labels, tags, paths). Default: the store the index was built from."
+    ),
+    query_id: list[str] = typer.Option(None, "--query-id", "-q", help="Id of a query row in the store (repeatable)."),
+    query_image: list[str] = typer.Option(
+        None, "--query-image", help="Image file to query with (repeatable); extracted with the store's own extractor settings."
+    ),
     query_npy: str = typer.Option(None, "--query-npy", help=".npy file of query feature rows."),
     k: int = typer.Option(10, "--k", "-k", min=1, help="Results per query (at most the size of the index)."),
+    keep_query: bool = typer.Option(False, "--keep-query", help="Keep a stored query item in its own results (left out by default)."),
+    model: str = typer.Option(None, "--model", help="With --query-image: the torch model file of a store made with --model."),
+    trust_model: bool = typer.Option(False, "--trust-model", help="Allow --model FILE to load (it runs code)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
 ):
-    """Query by example: the k nearest indexed items of each query by Hamming distance."""
+    """Query by example: the k nearest indexed items of each query by Hamming distance.
+
+    Results show each item's label, tags and image path (from the store); with
+    --html a contact sheet marks results that share the query's label.
+    """
     from ..hashing import load_hasher
     from ..index import HammingIndex
 
     check_input_file(index_path, "an index file")
     check_input_file(model_path, "a hasher model file")
+    if html_out:
+        check_output_file(html_out, "--html")
+    given = [bool(query_npy), bool(query_id), bool(query_image)]
+    if sum(given) != 1:
+        raise CLIError("give queries with one of --query-id ID, --query-image FILE or --query-npy FILE")
     hasher = load_hasher(model_path)
     idx = HammingIndex.load(index_path)
     try:
         idx.check_hasher(hasher)  # codes from another hasher would give meaningless neighbours
     except ValueError as exc:
         raise CLIError(f"{index_path}: {exc} ({model_path})") from None
+    store = _open_store(store_path, idx, required=bool(query_id or query_image))
+    if store is not None and store.dim != hasher.n_features_in_:
+        raise CLIError(f"--store {store_path or store.path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
+    queries: list[dict] = []
     if query_npy:
         X = _load_queries(query_npy, hasher.n_features_in_)
-        names = [f"row {i}" for i in range(len(X))]
-    elif query_id and store_path:
-        from ..store import FeatureStore
-
-        store = FeatureStore.open(store_path)
-        if store.dim != hasher.n_features_in_:
-            raise CLIError(f"--store {store_path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
-        ids = store.ids()
-        pos = {v: i for i, v in enumerate(ids)}
-        missing = [q for q in query_id if q not in pos]
-        if missing:
-            raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
-        X = _dense(store.take(np.array([pos[q] for q in query_id])))
-        names = list(query_id)
+        queries = [{"name": f"row {i}"} for i in range(len(X))]
+    elif query_id:
+        rows = rows_of_ids(store, list(query_id), "--query-id")
+        X = _dense(store.take(np.array(rows)))
+        queries = [{"name": q, "id": q, "row": r, "query_path": info["path"]}
+                   for q, r, info in zip(query_id, rows, item_info(store, rows))]
     else:
-        raise CLIError("give queries with --query-npy FILE, or --store STORE and --query-id ID")
+        X = extract_query_images(store, list(query_image), model=model, trust_model=trust_model)
+        queries = [{"name": f, "query_path": f} for f in query_image]
     if len(idx) == 0:
         raise CLIError(f"{index_path}: the index is empty")
-    k = min(k, len(idx))
-    found, dist = idx.search(hasher.transform(X), k)
-    table = Table(title=f"top {k} by Hamming distance ({idx.n_bits} bits)")
-    table.add_column("query")
-    table.add_column("rank", justify="right")
-    table.add_column("id")
-    table.add_column("distance", justify="right")
-    for name, row_ids, row_dist in zip(names, found, dist):
-        for r, (i, dd) in enumerate(zip(row_ids, row_dist), 1):
-            table.add_row(name if r == 1 else "", str(r), str(i), str(int(dd)))
+    drop = not keep_query and any("id" in q for q in queries)
+    k_search = min(k + (1 if drop else 0), len(idx))
+    found, dist = idx.search(hasher.transform(X), k_search)
+    results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
+    title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
+    if html_out:
+        write_html(html_out, title=title, groups=_groups(queries, results))
+    print_results(results, title=title, score="distance", as_json=as_json, query_column=True)
+
+
+def _open_store(store_path, idx, *, required: bool):
+    """The store given by --store, else the one the index was built from (when it still exists)."""
+    from ..store import FeatureStore
+
+    if store_path:
+        return FeatureStore.open(store_path)
+    recorded = idx.meta.get("store")
+    if recorded and (Path(recorded) / "meta.json").is_file():
+        return FeatureStore.open(recorded)
+    if required:
+        raise CLIError("--store: needed for --query-id and --query-image (the index does not name a store that exists)")
+    return None
+
+
+def _rank_rows(store, queries, found_ids, values, k, drop, score, cast) -> list[dict]:
+    """Results of every query, with store columns; a stored query is dropped from its own results."""
+    pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
+    out = []
+    for q, ids_row, val_row in zip(queries, found_ids, values):
+        keep = [(str(i), v) for i, v in zip(ids_row, val_row) if not (drop and str(i) == q.get("id"))][:k]
+        rows = [pos.get(i) for i, _ in keep]
+        infos = item_info(store, [r for r in rows if r is not None]) if store is not None else []
+        info_of = dict(zip([r for r in rows if r is not None], infos))
+        for rank, ((item_id, v), r) in enumerate(zip(keep, rows), 1):
+            info = info_of.get(r, {})
+            rel = same_class(store, q.get("row"), r) if r is not None else None
+            out.append({"query": q["name"], "rank": rank, "id": item_id, score: cast(v), "label": info.get("label"),
+                        "tags": info.get("tags", []), "path": info.get("path"), "relevant": rel})
+    return out
+
+
+def _groups(queries, results) -> list[dict]:
+    return [{"name": f"query {q['name']}", "query_path": q.get("query_path"),
+             "results": [r for r in results if r["query"] == q["name"]]} for q in queries]
+
+
+@app.command("eval")
+def eval_cmd(
+    store_path: str = typer.Argument(..., help="Labeled FeatureStore."),
+    model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
+    queries_split: str = typer.Option("test", "--queries", help="Split whose items are the queries."),
+    database_split: str = typer.Option(
+        None, "--database", help="Split searched (default: every other row; '' for all rows, each query left out of its own results)."
+    ),
+    k: int = typer.Option(100, "--k", "-k", min=1, help="mAP@k and precision@k at this rank."),
+    max_queries: int = typer.Option(1000, "--max-queries", min=1, help="At most this many queries (a seeded random subset)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Seed of the query subset."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+):
+    """mAP@k, precision@k and a precision-recall summary of a hasher's Hamming ranking, against labels.
+
+    Queries and database are encoded with the hasher; each query ranks the
+    database by exact Hamming distance; an item is relevant when it shares
+    the query's label (in a store without labels: its first tag).
+    """
+    from ..eval import hamming_rank, mean_average_precision_at_k, precision_at_k, precision_at_ranks
+    from ..hashing import load_hasher
+    from ..store import FeatureStore
+
+    check_input_file(model_path, "a hasher model file")
+    hasher = load_hasher(model_path)
+    if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
+        raise CLIError(f"{model_path}: product-quantization codes have no Hamming ranking")
+    store = FeatureStore.open(store_path)
+    if store.dim != hasher.n_features_in_:
+        raise CLIError(f"{store_path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
+    labels = _classes(store)
+    q_rows = store.select(split=queries_split) if queries_split else np.arange(len(store))
+    q_rows = q_rows[labels[q_rows] >= 0]
+    if q_rows.size == 0:
+        raise CLIError(f"--queries {queries_split!r}: no labeled (or tagged) rows of {store_path} in this split; the store has {store.summary()}")
+    if database_split is None:
+        db_rows = np.setdiff1d(np.arange(len(store)), store.select(split=queries_split)) if queries_split else np.arange(len(store))
+    else:
+        db_rows = store.select(split=database_split) if database_split else np.arange(len(store))
+    db_rows = db_rows[labels[db_rows] >= 0]
+    if db_rows.size == 0:
+        raise CLIError(f"--database {database_split!r}: no labeled (or tagged) rows of {store_path} to search; the store has {store.summary()}")
+    rng = np.random.default_rng(seed)
+    if q_rows.size > max_queries:
+        q_rows = np.sort(rng.choice(q_rows, max_queries, replace=False))
+    overlap = bool(np.intersect1d(q_rows, db_rows).size)
+    with task_progress("encoding", int(q_rows.size + db_rows.size)) as advance:
+        q_codes = hasher.transform(_read_rows(store, q_rows, advance))
+        db_codes = hasher.transform(_read_rows(store, db_rows, advance))
+    kk = min(k + (1 if overlap else 0), db_rows.size)
+    ranked, _ = hamming_rank(q_codes, db_codes, k=kk)
+    ranked_rows = db_rows[ranked]
+    if overlap:  # a query is not its own result
+        keep = ranked_rows != q_rows[:, None]
+        ranked_rows = np.array([r[m][: kk - 1] if (~m).any() else r[: kk - 1] for r, m in zip(ranked_rows, keep)])
+    k_eff = ranked_rows.shape[1]
+    rel = labels[ranked_rows] == labels[q_rows][:, None]
+    ranks = [r for r in (1, 10, 50, 100, 500, 1000) if r <= k_eff]
+    figures = {"model": model_path, "store": store_path, "queries": int(q_rows.size), "database": int(db_rows.size), "k": k_eff,
+               f"map@{k_eff}": float(mean_average_precision_at_k(rel, k_eff)), f"p@{k_eff}": float(precision_at_k(rel, k_eff))}
+    at, prec = precision_at_ranks(rel, ranks)
+    figures.update({f"p@{int(r)}": float(v) for r, v in zip(at, prec)})
+    # precision-recall of the whole Hamming ranking, at each radius
+    figures["precision_recall_by_radius"] = _pr_by_radius(q_codes, db_codes, labels[q_rows], labels[db_rows], overlap, q_rows, db_rows)
+    if as_json:
+        typer.echo(json.dumps(figures, indent=1))
+        return
+    table = Table(title=f"{model_path} on {store_path}", show_header=False)
+    for key, value in figures.items():
+        if key != "precision_recall_by_radius":
+            table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
     console.print(table)
+    pr = Table(title="precision / recall within Hamming radius r")
+    for c in ("r", "precision", "recall"):
+        pr.add_column(c, justify="right")
+    for row in figures["precision_recall_by_radius"]:
+        pr.add_row(str(row["radius"]), f"{row['precision']:.4f}", f"{row['recall']:.4f}")
+    console.print(pr)
+
+
+def _classes(store) -> np.ndarray:
+    """Class of each row for relevance: its label; in a store without labels, its first tag (-1: none)."""
+    labels = store.labels()
+    if (labels >= 0).any():
+        return labels
+    first = [t[0] if t else None for t in store.items.column("tags").to_pylist()]
+    names = {n: i for i, n in enumerate(sorted({t for t in first if t is not None}))}
+    return np.array([names[t] if t is not None else -1 for t in first], dtype=np.int64)
+
+
+def _pr_by_radius(q_codes, db_codes, q_labels, db_labels, overlap, q_rows, db_rows, block: int = 256) -> list[dict]:
+    """Mean precision and recall of the items within Hamming radius r of each query, r = 0..bits."""
+    from ..eval import hamming_distances
+
+    n_bits = q_codes.shape[1] * 8
+    hits = np.zeros(n_bits + 1)
+    found = np.zeros(n_bits + 1)
+    n_rel = 0
+    for lo in range(0, q_codes.shape[0], block):
+        d = hamming_distances(q_codes[lo : lo + block], db_codes)
+        same = q_labels[lo : lo + block, None] == db_labels[None, :]
+        if overlap:
+            self_hit = q_rows[lo : lo + block, None] == db_rows[None, :]
+            d = np.where(self_hit, n_bits + 1, d)
+            same &= ~self_hit
+        n_rel += int(same.sum())
+        found += np.bincount(d.ravel(), minlength=n_bits + 2)[: n_bits + 1]
+        hits += np.bincount(d[same].ravel(), minlength=n_bits + 2)[: n_bits + 1]
+    found, hits = np.cumsum(found), np.cumsum(hits)  # within radius r: distance <= r
+    out = []
+    for r in range(n_bits + 1):
+        if found[r] == 0:
+            continue
+        out.append({"radius": r, "precision": float(hits[r] / found[r]), "recall": float(hits[r] / max(n_rel, 1))})
+        if out[-1]["recall"] >= 1.0:
+            break
+    return out

@@ -18,6 +18,9 @@ from .concept import app as concept_app
 from .datasets import app as datasets_app
 from .extract import app as extract_app
 from .hash import app as hash_app
+from .knn import knn as knn_command
+from .serve import serve as serve_cmd
+from .serve import serve_demo as serve_demo_cmd
 from .similarity import app as similarity_app
 from .store import app as store_app
 
@@ -35,6 +38,9 @@ app.add_typer(concept_app, name="concept")
 app.add_typer(extract_app, name="extract")
 app.add_typer(hash_app, name="hash")
 app.add_typer(similarity_app, name="similarity")
+app.command("knn")(knn_command)
+app.command("serve")(serve_cmd)
+app.command("serve-demo")(serve_demo_cmd)
 
 
 @app.callback()

@@ -1,18 +1,21 @@
-"""``hardneg store``: look inside a FeatureStore, and check it for damage."""
+"""``hardneg store``: look inside a FeatureStore, check it for damage, edit its tags and splits."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import console
+from ._common import CLIError, console, read_id_csv, split_tags
 
-app = typer.Typer(help="Inspect FeatureStores.", no_args_is_help=True)
+app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/test splits.", no_args_is_help=True)
 
 
 @app.command("info")
 def info(path: str = typer.Argument(..., help="Store directory.")):
-    """Rows, dimension, layout, splits and labels of a store."""
+    """Rows, dimension, layout, splits, labels and tags of a store."""
     from ..store import FeatureStore
 
     store = FeatureStore.open(path)
@@ -25,6 +28,8 @@ def info(path: str = typer.Argument(..., help="Store directory.")):
     table.add_row("splits", ", ".join(f"{d['values']}: {d['counts']:,}" for d in splits) or "-")
     labels = store.labels()
     table.add_row("labelled rows", f"{int((labels >= 0).sum()):,} ({len(set(labels[labels >= 0].tolist()))} classes)")
+    summary = store.summary().split("; ")
+    table.add_row("tags", next((s[len("tags: "):] for s in summary if s.startswith("tags: ")), "-"))
     for key, value in store.attrs.items():
         table.add_row(f"attrs.{key}", str(value)[:80])
     console.print(table)
@@ -43,3 +48,153 @@ def verify(path: str = typer.Argument(..., help="Store directory.")):
     console.print(str(report), highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(code=2)
+
+
+def _first_folder(item_id: str) -> str | None:
+    return item_id.split("/", 1)[0] if "/" in item_id else None
+
+
+@app.command("tag")
+def tag(
+    path: str = typer.Argument(..., help="Store directory."),
+    add: list[str] = typer.Option([], "--add", "-a", help="Tag to add (repeatable), to the items chosen by --id / --folder."),
+    remove: list[str] = typer.Option([], "--remove", "-r", help="Tag to remove (repeatable), from the items chosen by --id / --folder, or all items."),
+    ids: list[str] = typer.Option([], "--id", help="Item id (repeatable)."),
+    folder: list[str] = typer.Option(
+        [], "--folder", help="Items whose id starts with this folder (e.g. cats for cats/x.jpg), or whose image lies under it (repeatable)."
+    ),
+    csv_file: str = typer.Option(None, "--csv", help="CSV of id,tags rows (tags separated by ';'): add them (or remove them with --remove-csv)."),
+    remove_csv: bool = typer.Option(False, "--remove-csv", help="Remove the tags of --csv instead of adding them."),
+    from_folders: bool = typer.Option(False, "--from-folders", help="Tag every item with its first folder (cats/x.jpg -> cats)."),
+    from_labels: bool = typer.Option(False, "--from-labels", help="Tag every labeled item with its class name (or number)."),
+):
+    """Add or remove tags of items, by id, by folder, by CSV, or from folders / labels.
+
+    Safe to interrupt: the new item table is committed atomically.
+    """
+    from ..features._images import resolve_stored_path
+    from ..store import FeatureStore
+
+    if not (add or remove or csv_file or from_folders or from_labels):
+        raise CLIError("nothing to do: give --add/--remove TAG with --id/--folder, --csv FILE, --from-folders or --from-labels")
+    if remove_csv and not csv_file:
+        raise CLIError("--remove-csv: needs --csv FILE")
+    if add and not (ids or folder):
+        raise CLIError("--add: say which items with --id ID or --folder FOLDER")
+    csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None
+    with FeatureStore.open(path, mode="a") as store:
+        all_ids = store.ids().tolist()
+        chosen: list[str] = []
+        if ids:
+            known = set(all_ids)
+            missing = [i for i in ids if i not in known]
+            if missing:
+                raise CLIError(f"--id: not in {path}: {', '.join(missing[:5])}")
+            chosen += ids
+        for f in folder:
+            prefix = f.rstrip("/") + "/"
+            target = Path(f).resolve()
+            paths = store.items.column("path").to_pylist()
+            hits = []
+            for i, p in zip(all_ids, paths):
+                if i.startswith(prefix):
+                    hits.append(i)
+                elif p is not None and target.is_dir():
+                    rp = resolve_stored_path(store, p)
+                    if rp is not None and target in Path(rp).resolve().parents:
+                        hits.append(i)
+            if not hits:
+                raise CLIError(f"--folder {f}: no item of {path} has an id under {prefix} or an image in that folder")
+            chosen += hits
+        chosen = list(dict.fromkeys(chosen))
+        add_map: dict[str, list[str]] = {}
+        remove_map: dict[str, list[str]] = {}
+        if add:
+            for i in chosen:
+                add_map.setdefault(i, []).extend(add)
+        if remove:
+            for i in chosen or all_ids:
+                remove_map.setdefault(i, []).extend(remove)
+        if csv_rows is not None:
+            known = set(all_ids)
+            missing = [i for i in csv_rows if i not in known]
+            if missing:
+                raise CLIError(f"--csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
+            target_map = remove_map if remove_csv else add_map
+            for i, value in csv_rows.items():
+                target_map.setdefault(i, []).extend(split_tags(value))
+        if from_folders:
+            for i in all_ids:
+                top = _first_folder(i)
+                if top is not None:
+                    add_map.setdefault(i, []).append(top)
+            if not any(_first_folder(i) for i in all_ids):
+                raise CLIError(f"--from-folders: no id of {path} has a folder (ids look like {all_ids[0]!r})" if all_ids else f"{path} is empty")
+        if from_labels:
+            names = store.attrs.get("class_names") or []
+            labels = store.labels()
+            if not (labels >= 0).any():
+                raise CLIError(f"--from-labels: {path} has no labeled items")
+            for i, lab in zip(all_ids, labels.tolist()):
+                if lab >= 0:
+                    add_map.setdefault(i, []).append(str(names[lab]) if lab < len(names) else str(lab))
+        changed = store.edit_items(add_tags=add_map or None, remove_tags=remove_map or None)
+        summary = store.summary()
+    console.print(f"{path}: {changed:,} item(s) changed; {summary}", highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command("split")
+def split(
+    path: str = typer.Argument(..., help="Store directory."),
+    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Share of items put in the test split (seeded random)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed of the assignment."),
+    stratify: bool = typer.Option(True, "--stratify/--no-stratify", help="Keep each label's (or first tag's) share in both splits."),
+    csv_file: str = typer.Option(None, "--csv", help="CSV of id,split rows instead of a random assignment (other items keep theirs)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Reassign a store that already has splits."),
+):
+    """Assign items to train/test: seeded random (stratified by label or tag), or from a CSV.
+
+    Safe to interrupt: the new item table is committed atomically.
+    """
+    from ..store import FeatureStore
+
+    if csv_file is None and not 0.0 < test_fraction < 1.0:
+        raise CLIError(f"--test-fraction: must lie strictly between 0 and 1, got {test_fraction}")
+    csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None
+    with FeatureStore.open(path, mode="a") as store:
+        if len(store) == 0:
+            raise CLIError(f"{path}: the store is empty")
+        ids = store.ids().tolist()
+        if csv_rows is not None:
+            known = set(ids)
+            missing = [i for i in csv_rows if i not in known]
+            if missing:
+                raise CLIError(f"--csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
+            assignment = {i: (v or None) for i, v in csv_rows.items()}
+        else:
+            if store.items.column("split").null_count < len(store) and not overwrite:
+                raise CLIError(f"{path} already has splits ({store.summary().split('splits: ')[-1]}); pass --overwrite to reassign them")
+            groups = _strata(store) if stratify else np.zeros(len(store), np.int64)
+            rng = np.random.default_rng(seed)
+            is_test = np.zeros(len(store), dtype=bool)
+            for g in np.unique(groups):
+                members = rng.permutation(np.flatnonzero(groups == g))
+                n_test = int(round(test_fraction * members.size))
+                if members.size >= 2:
+                    n_test = min(max(n_test, 1), members.size - 1)  # both splits get some of every group
+                is_test[members[:n_test]] = True
+            assignment = {i: ("test" if t else "train") for i, t in zip(ids, is_test.tolist())}
+        changed = store.edit_items(split=assignment)
+        summary = store.summary()
+    console.print(f"{path}: {changed:,} item(s) changed; {summary}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _strata(store) -> np.ndarray:
+    """Group of each row for a stratified split: its label, else its first tag, else one group."""
+    labels = store.labels()
+    if (labels >= 0).any():
+        return labels
+    tags = store.items.column("tags").to_pylist()
+    first = [t[0] if t else "" for t in tags]
+    _, inverse = np.unique(np.array(first, dtype=object), return_inverse=True)
+    return inverse.astype(np.int64)

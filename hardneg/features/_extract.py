@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,10 @@ from ._images import ImageItem, ImageReadError, resolve_images
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ExtractionSummary", "extract_to_store", "folder_labels"]
+# attrs["image_paths"] of stores whose image paths are relative to the store folder.
+PATHS_RELATIVE_TO_STORE = "relative-to-store"
+
+__all__ = ["ExtractionSummary", "extract_to_store", "extractor_from_store", "folder_labels", "settings_difference", "stored_paths"]
 
 
 @dataclass
@@ -70,6 +74,88 @@ def folder_labels(items: Sequence[ImageItem]) -> tuple[np.ndarray, list[str]]:
 
 def _canonical(cfg: dict) -> str:
     return json.dumps(cfg, sort_keys=True)
+
+
+def stored_paths(paths, store_path, attrs: dict) -> list:
+    """Image paths as recorded in a store: relative to the store folder when the
+    store says so (``attrs["image_paths"]``, every store made since), so that
+    they resolve from any working directory and survive moving the store and
+    the images together; as given for older stores."""
+    if attrs.get("image_paths") != PATHS_RELATIVE_TO_STORE:
+        return list(paths)
+    base = os.path.abspath(store_path)
+    return [None if p is None else Path(os.path.relpath(os.path.abspath(p), base)).as_posix() for p in paths]
+
+
+def extractor_from_store(store, *, model=None, trust_model: bool = False, num_threads: int | None = None):
+    """Rebuild the extractor a store was made with, from its ``attrs["extractor"]``.
+
+    Queries must be extracted exactly like the stored rows: same network,
+    input size, normalization, codebook (loaded from the store folder).
+    A custom torch model is recorded by name only: pass its file as
+    ``model`` (and ``trust_model=True``). The rebuilt settings are checked
+    against the recorded ones.
+    """
+    from ._cnn import EfficientNetLite0, TorchExtractor
+    from ._codebook import BagOfWords
+    from ._dsift import DenseSift
+
+    cfg = store.attrs.get("extractor")
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{store.path}: the store records no extractor settings (it was not made by extracting images)")
+    kind = cfg.get("extractor")
+    try:
+        if kind == "cnn":
+            if cfg.get("model") == "efficientnet-lite0-imagenet" and model is None:
+                ext = EfficientNetLite0(input_size=cfg["input_size"], l2_normalize=cfg["l2_normalize"], resize=cfg["resize"], num_threads=num_threads)
+            else:
+                if model is None:
+                    raise ValueError(f"{store.path}: made with the torch model {cfg.get('model')!r}; give its file (--model FILE --trust-model)")
+                ext = TorchExtractor(model, input_size=cfg["input_size"], mean=cfg["mean"], std=cfg["std"], l2_normalize=cfg["l2_normalize"],
+                                     resize=cfg["resize"], num_threads=num_threads, name=cfg.get("model"), trust_model=trust_model)
+        elif kind == "bow":
+            d = cfg["descriptor"]
+            if d.get("descriptor") != "dense-sift":
+                raise ValueError(f"{store.path}: made with the descriptor {d.get('descriptor')!r}, which cannot be rebuilt from the store")
+            sift = DenseSift(step=d["step"], bin_sizes=tuple(d["bin_sizes"]), max_side=d["max_side"], resize_to=d["resize_to"],
+                             drop_flat=d["drop_flat"], root_sift=d["root_sift"])
+            ext = BagOfWords(sift, n_words=cfg["n_words"], weighting=cfg["weighting"], normalize=cfg["normalize"], sparse=cfg["sparse"])
+            ext.load_state(store.path)
+        else:
+            raise ValueError(f"{store.path}: unknown extractor {kind!r} in the store's settings")
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{store.path}: the store's extractor settings are incomplete ({exc})") from None
+    if _canonical(ext.config()) != _canonical(cfg):
+        raise ValueError(f"{store.path}: cannot rebuild the store's extractor ({settings_difference(cfg, ext.config())})")
+    return ext
+
+
+def settings_difference(saved, wanted: dict) -> str:
+    """The settings that differ, as ``name: stored X, asked Y`` (nested names dotted).
+
+    Used when a resume is refused: naming the setting beats printing both dictionaries.
+
+    >>> settings_difference({"a": 1, "d": {"step": 8}}, {"a": 1, "d": {"step": 4}})
+    'd.step: stored 8, asked 4'
+    """
+    if not isinstance(saved, dict):
+        return "the store records no extractor settings"
+    diffs: list[str] = []
+
+    def walk(a, b, prefix):
+        for key in sorted(set(a) | set(b), key=str):
+            name = f"{prefix}{key}"
+            if key not in a:
+                diffs.append(f"{name}: not in the store, asked {b[key]!r}")
+            elif key not in b:
+                diffs.append(f"{name}: stored {a[key]!r}, not asked")
+            elif isinstance(a[key], dict) and isinstance(b[key], dict):
+                walk(a[key], b[key], name + ".")
+            elif _canonical({"v": a[key]}) != _canonical({"v": b[key]}):
+                diffs.append(f"{name}: stored {a[key]!r}, asked {b[key]!r}")
+
+    walk(saved, wanted, "")
+    return "; ".join(diffs) or "none"
 
 
 def _per_item(values, n: int, name: str):
@@ -195,7 +281,7 @@ def extract_to_store(
         if saved is None or _canonical(saved) != _canonical(extractor.config()):
             store.close()
             raise ValueError(
-                f"{path}: this store was built with other extractor settings ({saved}); "
+                f"{path}: this store was built with other extractor settings ({settings_difference(saved, extractor.config())}); "
                 f"rebuild it with overwrite=True (--overwrite on the command line), or extract into a new store"
             )
         if learns:
@@ -214,7 +300,7 @@ def extract_to_store(
         if learns and not extractor.is_fitted():
             rng = check_random_state(random_state)
             extractor.fit_images(_fit_sample(items, check_positive_int(n_fit_images, "n_fit_images"), rng), random_state=rng)
-        store_attrs = {"extractor": extractor.config(), **extra_attrs}
+        store_attrs = {"extractor": extractor.config(), "image_paths": PATHS_RELATIVE_TO_STORE, **extra_attrs}
         store = FeatureStore.create(path, extractor.dim, sparse=extractor.sparse, overwrite=overwrite, attrs=store_attrs)
         if learns:
             extractor.save_state(path)
@@ -237,7 +323,7 @@ def extract_to_store(
                     store.append(
                         X[1],
                         ids=[it.id for it in good],
-                        paths=[it.path for it in good],
+                        paths=stored_paths([it.path for it in good], path, store.attrs),
                         labels=None if labels is None else [labels[r] for r in rows],
                         tags=None if tags is None else [tags[r] for r in rows],
                         split=split if split is None or isinstance(split, str) else [split[r] for r in rows],

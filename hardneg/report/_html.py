@@ -16,7 +16,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 .grid{display:flex;flex-wrap:wrap;gap:6px} .cell{text-align:center;font-size:11px}
-.cell img{display:block;border:3px solid #ccc;image-rendering:pixelated}
+.cell{max-width:140px;word-break:break-all} .cell img{display:block;border:3px solid #ccc;image-rendering:pixelated;object-fit:contain}
 .hit img{border-color:#2ca02c} .miss img{border-color:#d62728}
 """
 
@@ -91,12 +91,15 @@ class HTMLReport:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
         self.parts.append(f"<table><tr>{head}</tr>{body}</table>")
 
-    def image_grid(self, images, captions=None, relevant=None, size: int = 64) -> None:
+    def image_grid(self, images, captions=None, relevant=None, size: int = 64, titles=None) -> None:
+        """A row of thumbnails; ``relevant[i]`` True/False draws a green/red frame (None: none);
+        ``titles`` are shown on hover."""
         cells = []
         for i, img in enumerate(images):
-            cls = "" if relevant is None else (" hit" if relevant[i] else " miss")
+            cls = "" if relevant is None or relevant[i] is None else (" hit" if relevant[i] else " miss")
             cap = html.escape(captions[i]) if captions is not None else ""
-            cells.append(f'<div class="cell{cls}"><img src="{png_data_uri(img, size)}" width="{size}" height="{size}"/>{cap}</div>')
+            tip = f' title="{html.escape(titles[i])}"' if titles is not None else ""
+            cells.append(f'<div class="cell{cls}"{tip}><img src="{png_data_uri(img, size)}" width="{size}" height="{size}"/>{cap}</div>')
         self.parts.append('<div class="grid">' + "".join(cells) + "</div>")
 
     def svg(self, svg: str) -> None:

@@ -25,7 +25,11 @@ of ``meta.json``). Zarr writes each chunk and its array metadata by atomic
 rename, so a committed row is never torn. A second writer is refused by the
 lock, and so is ``create(..., overwrite=True)`` while a writer holds it; an
 overwrite builds the new store beside the old one and swaps it in, so a
-failed rebuild leaves the old store as it was.
+failed rebuild leaves the old store as it was. Editing tags, labels or
+splits (:meth:`FeatureStore.edit_items`, :mod:`hardneg.store._edit`)
+writes the whole new item table as one new part and commits it the same
+way; the old parts are removed only after the commit, and part names are
+never reused.
 
 Integrity. Reads check what is cheap to check, so scans keep page-cache
 speed:
@@ -83,6 +87,7 @@ from filelock import FileLock, Timeout
 
 from .._atomic import atomic_path
 from .._validation import check_matrix, check_positive_int, check_random_state
+from ._edit import next_part_name
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
@@ -664,8 +669,8 @@ class FeatureStore:
             if chunks is not None:
                 chunks["X"] = extend_checksums(chunks["X"], start, X.astype("<f4", copy=False), self.chunk_rows)
 
-        # Uncommitted parts were removed on open, so this name is free.
-        part_name = f"part-{len(self._meta['parts']):08d}.parquet"
+        # Uncommitted parts were removed on open, so this name is free (and never used before).
+        part_name = next_part_name(self._meta["parts"])
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink)
         part = sink.getvalue()
@@ -676,10 +681,45 @@ class FeatureStore:
         meta.update(n_rows=start + n_new, nnz=nnz, parts=self._meta["parts"] + [part_name])
         if sums is not None:
             meta["checksums"] = {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {**sums["parts"], part_name: zlib.crc32(memoryview(part))}}
-        _atomic_write_text(self.path / META, json.dumps(meta, indent=1))  # the commit point
-        self._meta = meta
+        self._commit_meta(meta)  # the commit point
         if self._items_cache is not None:
             self._items_cache = pa.concat_tables([self._items_cache, table])
+
+    def _commit_meta(self, meta: dict) -> None:
+        """Replace ``meta.json`` atomically: the commit point of appends and item edits."""
+        _atomic_write_text(self.path / META, json.dumps(meta, indent=1))
+        self._meta = meta
+
+    # ------------------------------------------------------------------ editing items (see _edit.py)
+    def edit_items(self, *, add_tags=None, remove_tags=None, labels=None, split=None) -> int:
+        """Change tags, labels or splits of items by id; one atomic commit.
+
+        ``add_tags`` / ``remove_tags``: ``{id: [tag, ...]}``; ``labels``:
+        ``{id: label or None}``; ``split``: ``{id: name or None}``. Needs
+        ``mode="a"``. The old table stays readable until the new one is
+        committed (see :mod:`hardneg.store._edit`). Returns the number of
+        items changed.
+
+        Examples
+        --------
+        >>> import numpy as np, tempfile
+        >>> from hardneg.store import FeatureStore
+        >>> with FeatureStore.create(tempfile.mkdtemp() + "/s", dim=2) as store:
+        ...     store.append(np.ones((3, 2)), ids=["a", "b", "c"])
+        ...     store.edit_items(add_tags={"a": ["cat"], "c": ["cat"]}, split={"a": "train", "b": "test"})
+        3
+        >>> store.select(tags="cat").tolist(), store.select(split="test").tolist()
+        ([0, 2], [1])
+        """
+        from ._edit import edit_items
+
+        return edit_items(self, add_tags=add_tags, remove_tags=remove_tags, labels=labels, split=split)
+
+    def summary(self) -> str:
+        """One line: rows, tags, labels and splits with their counts."""
+        from ._edit import store_summary
+
+        return store_summary(self)
 
     def _make_items(self, n, start, ids, paths, tags, labels, split) -> pa.Table:
         if ids is None:
@@ -764,12 +804,33 @@ class FeatureStore:
     def items(self) -> pa.Table:
         """The item table (id, path, tags, label, labels, split), one row per vector."""
         if self._items_cache is None:
-            parts = [self._read_part(p) for p in self._meta["parts"]]
+            try:
+                parts = [self._read_part(p) for p in self._meta["parts"]]
+            except StoreDamagedError as exc:
+                parts = self._reread_edited_parts(exc)
             table = pa.concat_tables(parts) if parts else ITEM_SCHEMA.empty_table()
+            if table.num_rows > len(self) and self._mode == "r":
+                table = table.slice(0, len(self))  # appended after our meta.json was read
             if table.num_rows != len(self):
                 raise StoreError(f"{self.path}: item table has {table.num_rows} rows but the store has {len(self)} vectors")
             self._items_cache = table
         return self._items_cache
+
+    def _reread_edited_parts(self, damage: StoreDamagedError) -> list:
+        """A part of our ``meta.json`` is gone or changed: an item edit committed
+        since we read it (it removes the old parts after its commit). Read the
+        table of the current ``meta.json``; an edit keeps rows and their order,
+        and appends only add rows, so its first ``len(self)`` rows are ours."""
+        fresh = load_meta(self.path)
+        if fresh["parts"] == self._meta["parts"] or fresh["n_rows"] < len(self):
+            raise damage  # the same parts: real damage
+        meta = {**self._meta, "parts": fresh["parts"]}
+        if "checksums" in meta and "checksums" in fresh:
+            meta["checksums"] = {**meta["checksums"], "parts": fresh["checksums"]["parts"]}
+        else:
+            meta.pop("checksums", None)
+        self._meta = meta
+        return [self._read_part(p) for p in fresh["parts"]]
 
     def labels(self) -> np.ndarray:
         """Single labels as int64, ``-1`` where unlabeled."""

@@ -1,0 +1,112 @@
+"""``hardneg knn``: plain nearest-neighbour search of a store, by stored id or by image file.
+
+The exact search (FAISS flat index, inner product or L2) is the baseline
+every query-by-example method (hashing, concept models) is measured
+against; ``--index hnsw`` is the approximate option (FAISS HNSW graph).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import typer
+
+from ._common import (
+    CLIError,
+    check_output_file,
+    extract_query_images,
+    item_info,
+    print_results,
+    rows_of_ids,
+    same_class,
+    task_progress,
+    write_html,
+)
+
+_METRICS = ("cosine", "ip", "l2")
+_INDEXES = ("exact", "hnsw")
+
+
+def knn(
+    store_path: str = typer.Argument(..., help="FeatureStore to search."),
+    query_image: list[str] = typer.Option(
+        None, "--query-image", help="Image file to query with (repeatable); extracted with the store's own extractor settings."
+    ),
+    query_id: list[str] = typer.Option(None, "--query-id", "-q", help="Id of a stored item to query with (repeatable)."),
+    k: int = typer.Option(10, "--k", "-k", min=1, help="Neighbours per query."),
+    metric: str = typer.Option("cosine", "--metric", help="cosine (inner product of l2-normalized rows), ip (inner product) or l2."),
+    index: str = typer.Option("exact", "--index", help="exact (FAISS flat: the baseline) or hnsw (approximate, FAISS HNSW)."),
+    hnsw_m: int = typer.Option(32, "--hnsw-m", min=2, max=512, help="HNSW: neighbours per graph node."),
+    ef_search: int = typer.Option(64, "--ef-search", min=1, max=65536, help="HNSW: candidate list length at search time (higher: more exact)."),
+    split: str = typer.Option(None, "--split", help="Search only this split."),
+    keep_query: bool = typer.Option(False, "--keep-query", help="Keep a stored query item in its own results (left out by default)."),
+    model: str = typer.Option(None, "--model", help="With --query-image: the torch model file of a store made with --model."),
+    trust_model: bool = typer.Option(False, "--trust-model", help="Allow --model FILE to load (it runs code)."),
+    chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows added to the index per block."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+):
+    """Nearest neighbours of image files or stored items in a store (exact, or HNSW)."""
+    import faiss
+
+    from ..store import FeatureStore
+
+    if metric not in _METRICS:
+        raise CLIError(f"--metric: expected one of {', '.join(_METRICS)}, got {metric!r}")
+    if index not in _INDEXES:
+        raise CLIError(f"--index: expected one of {', '.join(_INDEXES)}, got {index!r}")
+    if bool(query_image) == bool(query_id):
+        raise CLIError("give queries with --query-image FILE or --query-id ID (one of them)")
+    if html_out:
+        check_output_file(html_out, "--html")
+    store = FeatureStore.open(store_path)
+    rows = store.select(split=split) if split else np.arange(len(store))
+    if rows.size == 0:
+        raise CLIError(f"{store_path}: no rows to search{f' in split {split!r}' if split else ''}; the store has {store.summary()}")
+    if query_id:
+        q_rows = rows_of_ids(store, list(query_id), "--query-id")
+        Q = _dense(store.take(np.array(q_rows)))
+        queries = [{"name": q, "row": r, "query_path": info["path"]} for q, r, info in zip(query_id, q_rows, item_info(store, q_rows))]
+    else:
+        Q = extract_query_images(store, list(query_image), model=model, trust_model=trust_model)
+        queries = [{"name": f, "query_path": f} for f in query_image]
+    Q = np.ascontiguousarray(Q, dtype=np.float32)
+    faiss_metric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    if index == "exact":
+        ix = faiss.IndexFlat(store.dim, faiss_metric)
+    else:
+        ix = faiss.IndexHNSWFlat(store.dim, hnsw_m, faiss_metric)
+        ix.hnsw.efSearch = ef_search
+    with task_progress(f"indexing ({index}, {metric})", int(rows.size)) as advance:
+        for lo in range(0, rows.size, chunk_rows):
+            X = np.ascontiguousarray(_dense(store.take(rows[lo : lo + chunk_rows])), dtype=np.float32)
+            if metric == "cosine":
+                faiss.normalize_L2(X)
+            ix.add(X)
+            advance(X.shape[0])
+    if metric == "cosine":
+        faiss.normalize_L2(Q)
+    drop = query_id and not keep_query
+    k_search = min(k + (1 if drop else 0), int(rows.size))
+    scores, found = ix.search(Q, k_search)
+    results = []
+    for q, s_row, f_row in zip(queries, scores, found):
+        keep = [(int(rows[j]), float(v)) for j, v in zip(f_row, s_row) if j >= 0 and not (drop and int(rows[j]) == q.get("row"))][:k]
+        infos = item_info(store, [r for r, _ in keep])
+        for rank, ((r, v), info) in enumerate(zip(keep, infos), 1):
+            rel = same_class(store, q.get("row"), r)
+            results.append({"query": q["name"], "rank": rank, "id": info["id"], "score": v, "label": info["label"], "tags": info["tags"],
+                            "path": info["path"], "relevant": rel})
+    score_name = "distance" if metric == "l2" else "score"
+    if metric == "l2":
+        for r in results:
+            r["distance"] = float(np.sqrt(max(r.pop("score"), 0.0)))  # FAISS returns squared L2
+    title = f"{k} nearest neighbours ({index}, {metric}) in {store_path}"
+    if html_out:
+        groups = [{"name": f"query {q['name']}", "query_path": q.get("query_path"), "results": [r for r in results if r["query"] == q["name"]]}
+                  for q in queries]
+        write_html(html_out, title=title, groups=groups)
+    print_results(results, title=title, score=score_name, as_json=as_json, query_column=True)
+
+
+def _dense(block):
+    return block.toarray() if hasattr(block, "toarray") else block

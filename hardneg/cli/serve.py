@@ -1,0 +1,61 @@
+"""``hardneg serve STORE``: the search service and web page (uvicorn); ``hardneg serve-demo``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ._common import CLIError, console
+
+_TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); required when --host is not loopback."
+
+
+def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, workers: int,
+         max_upload_mb: float, iterations: int) -> None:
+    import uvicorn
+
+    from ..serve import create_app
+
+    if not Path(store).is_dir():
+        raise CLIError(f"{store}: no such FeatureStore folder")
+    try:
+        app = create_app(store, models_dir=models_dir, token=token or None, host=host, workers=workers,
+                         max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    shown = f"[{host}]" if ":" in host else host
+    console.print(f"serving {store} on http://{shown}:{port}/  (API docs: http://{shown}:{port}/docs)")
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+def serve(
+    store: str = typer.Argument(..., help="FeatureStore to serve."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless told otherwise)."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),
+    models_dir: str | None = typer.Option(None, "--models", help="Models folder (default <STORE>.models beside the store)."),
+    workers: int = typer.Option(2, "--workers", min=1, max=32, help="Threads for training jobs."),
+    max_upload_mb: float = typer.Option(8.0, "--max-upload-mb", min=0.01, max=1024, help="Largest accepted image upload."),
+    iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=100, help="Negative Bootstrap iterations per concept."),
+):
+    """Serve query by example, concept search with relevance feedback, and the web page."""
+    _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations)
+
+
+def serve_demo(
+    out: str = typer.Option("serve-demo", "--out", "-o", help="Folder for the demo store and its models."),
+    dataset: str = typer.Option("digits", "--dataset", help="digits (built in) or fashion-mnist."),
+    limit: int | None = typer.Option(None, "--limit", min=100, help="Use only the first N items."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
+    port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
+    token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),
+):
+    """Build a demo store with a TSVM hasher + Hamming index (once) and serve it."""
+    from ..serve.demo import DEMO_DATASETS, build_demo_store
+
+    if dataset not in DEMO_DATASETS:
+        raise CLIError(f"--dataset: expected one of {', '.join(DEMO_DATASETS)}, got {dataset!r}")
+    with console.status("building the demo store and its TSVM Hamming index"):
+        store, _ = build_demo_store(out, dataset=dataset, limit=limit)
+    _run(str(store), host, port, token, None, 2, 8.0, 10)

@@ -1,0 +1,169 @@
+"""Uploaded images -> query vectors with the store's own extractor; thumbnails.
+
+Uploads are read under a byte limit and opened with Pillow with its
+decompression-bomb guard on; the declared pixel count is also checked against
+the service's own limit before any pixel is decoded.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from hardneg.features._images import resolve_stored_path
+
+from ._errors import ServeError
+
+__all__ = ["ImageQuery", "Thumbnails", "decode_upload", "pixel_scale"]
+
+# Built-in data sets whose store rows are the image's pixels: value range of a pixel.
+PIXEL_DATASETS = {"digits": 16.0, "mnist": 255.0, "mnist5k": 255.0, "fashion-mnist": 255.0, "faces": 1.0}
+
+
+def pixel_scale(store) -> float | None:
+    """Largest pixel value when the store's rows are raw square grey images, else None."""
+    attrs = store.attrs
+    if attrs.get("extractor") is not None or attrs.get("dataset") not in PIXEL_DATASETS:
+        return None
+    side = int(round(np.sqrt(store.dim)))
+    return PIXEL_DATASETS[attrs["dataset"]] if side * side == store.dim and not store.is_sparse else None
+
+
+def decode_upload(data: bytes, max_pixels: int):
+    """Decode image bytes to an RGB uint8 array; ServeError 413/422 when refused."""
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise ServeError(413, f"image: {exc}") from None
+    except Exception:  # noqa: BLE001 - Pillow raises many types for garbage
+        raise ServeError(422, "image: not a readable image file (PNG, JPEG, GIF, BMP, WebP)") from None
+    w, h = img.size
+    if w * h > max_pixels:
+        raise ServeError(413, f"image: {w} x {h} pixels, more than the limit of {max_pixels:,} (decompression bomb guard)")
+    try:
+        return np.asarray(img.convert("RGB"))
+    except Image.DecompressionBombError as exc:
+        raise ServeError(413, f"image: {exc}") from None
+    except Exception:  # noqa: BLE001
+        raise ServeError(422, "image: the file is damaged and cannot be decoded") from None
+
+
+class ImageQuery:
+    """Turn an RGB image into a feature vector the way the store's rows were made."""
+
+    def __init__(self, store):
+        self.store = store
+        self.kind, self.reason = None, None
+        self._extractor = None
+        self._lock = threading.Lock()
+        self.scale = pixel_scale(store)
+        cfg = store.attrs.get("extractor")
+        if self.scale is not None:
+            self.kind = "pixels"
+        elif isinstance(cfg, dict) and cfg.get("extractor") in ("cnn", "bow"):
+            self.kind = cfg["extractor"]
+        else:
+            self.reason = ("the store records no extractor settings (attrs['extractor']) and is not a built-in "
+                           "pixel data set, so an uploaded image cannot be turned into its features; "
+                           "query by a stored item instead")
+
+    @property
+    def available(self) -> bool:
+        return self.kind is not None
+
+    def _build(self):
+        from hardneg.features._extract import extractor_from_store
+
+        return extractor_from_store(self.store, num_threads=1)
+
+    def transform(self, rgb: np.ndarray) -> np.ndarray:
+        if not self.available:
+            raise ServeError(422, f"upload: {self.reason}")
+        if self.kind == "pixels":
+            from PIL import Image
+
+            side = int(round(np.sqrt(self.store.dim)))
+            grey = Image.fromarray(rgb).convert("L").resize((side, side), Image.Resampling.BILINEAR)
+            return (np.asarray(grey, np.float32) / 255.0 * self.scale).ravel()
+        with self._lock:  # one extractor, built once; torch / OpenCV models are not re-entrant
+            if self._extractor is None:
+                try:
+                    self._extractor = self._build()
+                except Exception as exc:  # noqa: BLE001 - missing weights, missing codebook, ...
+                    raise ServeError(503, f"upload: the store's extractor ({self.kind}) cannot be loaded here: {exc}") from None
+            X = self._extractor.transform([rgb])
+        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        return np.asarray(X[0], np.float32)
+
+
+class Thumbnails:
+    """PNG thumbnails per store row, cached (LRU, bounded by count)."""
+
+    def __init__(self, store, size: int = 96, cache_items: int = 4096, max_pixels: int = 40_000_000):
+        self.store, self.size, self.max_pixels = store, size, max_pixels
+        self.scale = pixel_scale(store)
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cap = cache_items
+        self._lock = threading.Lock()
+        self._paths = store.items.column("path")
+        self._fashion = None
+
+    def _fashion_image(self, row: int):
+        """Fashion-MNIST feature stores (CNN, DSIFT): the image from the data set, by id."""
+        if self.store.attrs.get("dataset") != "fashion-mnist":
+            return None
+        item_id = self.store.ids()[row]
+        split, _, pos = item_id.partition("-")
+        if split not in ("train", "test") or not pos.isdigit():
+            return None
+        if self._fashion is None:
+            from hardneg.datasets import load_fashion_mnist
+
+            ds = load_fashion_mnist()
+            self._fashion = {s: np.flatnonzero(ds.split == s) for s in ("train", "test")}, ds.images
+        where, images = self._fashion
+        return images[where[split][int(pos)]] if int(pos) < where[split].size else None
+
+    def _render(self, row: int) -> bytes | None:
+        from hardneg.report import encode_png, to_uint8_image
+
+        if self.scale is not None:
+            x = self.store.take(np.array([row]))[0]
+            img = np.clip(np.asarray(x, np.float64) / self.scale * 255.0, 0, 255).astype(np.uint8)
+            return encode_png(to_uint8_image(img, self.size))
+        path = resolve_stored_path(self.store, self._paths[row].as_py())
+        if path and Path(path).is_file():
+            from PIL import Image
+
+            with Image.open(path) as im:
+                if im.size[0] * im.size[1] > self.max_pixels:
+                    return None
+                im = im.convert("RGB")
+                im.thumbnail((self.size, self.size))
+                buf = io.BytesIO()
+                im.save(buf, format="PNG")
+                return buf.getvalue()
+        try:
+            img = self._fashion_image(row)
+        except Exception:  # noqa: BLE001 - data set files missing: no thumbnail
+            img = None
+        return None if img is None else encode_png(to_uint8_image(img, self.size))
+
+    def get(self, row: int) -> bytes | None:
+        with self._lock:
+            if row in self._cache:
+                self._cache.move_to_end(row)
+                return self._cache[row]
+        png = self._render(row)
+        if png is not None:
+            with self._lock:
+                self._cache[row] = png
+                while len(self._cache) > self._cap:
+                    self._cache.popitem(last=False)
+        return png

@@ -1,0 +1,188 @@
+"""Search modes for query by example: one small class each, behind one interface.
+
+A mode ranks the store's items for one query vector (a stored item's row or an
+uploaded image's features). Modes register themselves in :data:`MODES`; the app
+opens every mode that is available for its store, so a new method plugs in by
+adding a class here (or calling :func:`register_mode`) without touching the
+routers or the other modes.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MODES", "CosineMode", "HammingMode", "InvertedMode", "SearchMode", "register_mode"]
+
+
+
+class SearchMode:
+    """Interface: ``open`` (classmethod) returns an instance or None; ``rank`` scores.
+
+    ``open(store, models_dir, *, matrix=None)`` gets the store, its models
+    folder and, when the service holds one, the store's rows as one dense
+    in-memory float32 array (shared by every mode and by concept search).
+
+    ``rank(x, k)`` takes one dense float32 query vector of the store's
+    dimension and returns ``(rows, scores)``: store row positions, best first,
+    and a score where larger means more similar (a Hamming mode reports the
+    negated distance and its ``score_label`` says so).
+    """
+
+    name = ""
+    title = ""
+    score_label = "score"
+
+    @classmethod
+    def open(cls, store, models_dir: Path, *, matrix=None):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def rank(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"name": self.name, "title": self.title, "score": self.score_label}
+
+
+MODES: dict[str, type[SearchMode]] = {}
+
+
+def register_mode(cls: type[SearchMode]) -> type[SearchMode]:
+    """Add a mode class to :data:`MODES` (usable as a decorator)."""
+    if not cls.name or not cls.name.replace("-", "").isalnum():
+        raise ValueError(f"mode name {cls.name!r}: expected letters, digits and '-'")
+    MODES[cls.name] = cls
+    return cls
+
+
+def _id_rows(store, ids) -> np.ndarray:
+    """Store rows of an index's ids (an index built from another store is refused)."""
+    pos = {v: i for i, v in enumerate(store.ids())}
+    try:
+        return np.fromiter((pos[str(i)] for i in ids), dtype=np.int64, count=len(ids))
+    except KeyError as exc:
+        raise ValueError(f"the index holds id {exc.args[0]!r}, which is not in the store") from None
+
+
+@register_mode
+class HammingMode(SearchMode):
+    """Hamming ranking of hash codes (TSVM hashing or any hasher): ``hasher.npz`` + ``hamming.index``."""
+
+    name = "hamming"
+    title = "Hamming (hash codes)"
+    score_label = "-hamming distance"
+    HASHER, INDEX = "hasher.npz", "hamming.index"
+
+    def __init__(self, hasher, index, rows):
+        self.hasher, self.index, self.rows = hasher, index, rows
+
+    @classmethod
+    def open(cls, store, models_dir: Path, *, matrix=None):
+        from hardneg.hashing import load_hasher
+        from hardneg.index import HammingIndex
+
+        hp, ip = models_dir / cls.HASHER, models_dir / cls.INDEX
+        if not (hp.is_file() and ip.is_file()):
+            return None
+        hasher = load_hasher(hp)
+        index = HammingIndex.load(ip)
+        index.check_hasher(hasher)
+        if hasher.n_features_in_ != store.dim:
+            raise ValueError(f"{hp}: expects {hasher.n_features_in_}-d input, the store has {store.dim}")
+        rows = _id_rows(store, index.ids)
+        hasher.transform(np.zeros((1, store.dim), np.float32))  # warm up (lazy imports) before serving
+        out = cls(hasher, index, rows)
+        out.title = f"Hamming ({type(hasher).__name__}, {index.n_bits} bits)"
+        return out
+
+    def rank(self, x, k):
+        codes = self.hasher.transform(x[None, :])
+        r, d = self.index.rank(codes, min(k, len(self.index)))
+        return self.rows[r[0]], -d[0].astype(np.float64)
+
+
+@register_mode
+class CosineMode(SearchMode):
+    """Exact cosine similarity over every stored vector (always available)."""
+
+    name = "cosine"
+    title = "exact cosine"
+    score_label = "cosine"
+
+    def __init__(self, store, matrix=None):
+        self.store = store
+        self._X = matrix
+        self._inv = None
+        if matrix is not None:
+            n = np.linalg.norm(matrix, axis=1)
+            self._inv = (1.0 / np.where(n > 0, n, 1.0)).astype(np.float32)
+
+    @classmethod
+    def open(cls, store, models_dir: Path, *, matrix=None):
+        return cls(store, matrix)
+
+    def _scores(self, q):
+        if self._X is not None:
+            return (self._X @ q) * self._inv
+        out = np.empty(len(self.store), np.float32)  # chunked scan: memory bounded by one chunk
+        for lo, block in self.store.iter_chunks(16384):
+            s = np.asarray(block @ q).ravel()
+            sq = np.asarray(block.multiply(block).sum(axis=1)).ravel() if hasattr(block, "multiply") else np.einsum("ij,ij->i", block, block)
+            out[lo : lo + s.size] = s / np.where(sq > 0, np.sqrt(sq), 1.0)
+        return out
+
+    def rank(self, x, k):
+        nq = float(np.linalg.norm(x))
+        s = self._scores(np.asarray(x, np.float32) / (nq if nq > 0 else 1.0))
+        k = min(k, s.size)
+        top = np.argpartition(-s, k - 1)[:k]
+        top = top[np.lexsort((top, -s[top]))]  # best first, ties by row
+        return top.astype(np.int64), s[top].astype(np.float64)
+
+
+@register_mode
+class InvertedMode(SearchMode):
+    """SOLIS (or TF-IDF) inverted index over a sparse bag-of-words store: ``inverted.npz``."""
+
+    name = "solis"
+    title = "SOLIS inverted index"
+    FILE = "inverted.npz"
+
+    def __init__(self, index, rows):
+        self.index, self.rows = index, rows
+
+    @classmethod
+    def open(cls, store, models_dir: Path, *, matrix=None):
+        from hardneg.index import InvertedIndex
+
+        p = models_dir / cls.FILE
+        if not p.is_file():
+            return None
+        index = InvertedIndex.load(p)
+        if index.n_words != store.dim:
+            raise ValueError(f"{p}: indexes {index.n_words} words, the store has {store.dim}")
+        return cls(index, _id_rows(store, index.ids))
+
+    def rank(self, x, k):
+        import scipy.sparse as sp
+
+        r, s = self.index.rank(sp.csr_matrix(x[None, :]), min(k, len(self.index)))
+        return self.rows[r[0]], s[0]
+
+
+def open_modes(store, models_dir: Path, matrix=None) -> dict[str, SearchMode]:
+    """Every registered mode available for this store (a broken one is logged and left out)."""
+    out = {}
+    for name, cls in MODES.items():
+        try:
+            mode = cls.open(store, models_dir, matrix=matrix)
+        except Exception as exc:  # noqa: BLE001 - one damaged index must not take the service down
+            logger.error("search mode %s not available: %s", name, exc)
+            continue
+        if mode is not None:
+            out[name] = mode
+    return out

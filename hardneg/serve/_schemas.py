@@ -1,0 +1,107 @@
+"""Pydantic request and response models (they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ._concept import MAX_FEEDBACK_ITEMS
+
+
+class Item(BaseModel):
+    id: str
+    label: int = Field(description="Class label (-1: none).")
+    label_name: str | None = None
+    tags: list[str] = []
+    split: str | None = None
+    score: float | None = Field(None, description="Similarity or concept score (larger is better).")
+
+
+class ItemPage(BaseModel):
+    total: int
+    offset: int
+    items: list[Item]
+
+
+class TagCount(BaseModel):
+    tag: str
+    count: int
+
+
+class ModeInfo(BaseModel):
+    name: str
+    title: str
+    score: str
+
+
+class Info(BaseModel):
+    store: str
+    n_items: int
+    dim: int
+    sparse: bool
+    dataset: str | None
+    modes: list[ModeInfo]
+    upload: bool = Field(description="Whether uploaded images can be turned into this store's features.")
+    upload_reason: str | None = None
+    token_required: bool
+    max_upload_bytes: int
+
+
+class ExampleQuery(BaseModel):
+    id: str = Field(description="Id of a stored item to use as the query.")
+    mode: str = "hamming"
+    k: int = Field(24, description="Number of results (1 to 1000).")
+
+
+class SearchResponse(BaseModel):
+    mode: str
+    k: int
+    results: list[Item]
+    timings: dict[str, float] = Field(description="Seconds per step.")
+
+
+class ConceptRequest(BaseModel):
+    tag: str | None = Field(None, max_length=200, description="Concept tag: its items are the positives, never negatives.")
+    positive_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS, description="Positive items (with or instead of a tag).")
+    related_tags: list[str] = Field([], max_length=50)
+    name: str | None = Field(None, description="Save the model under this name (default: from the tag).")
+    k: int = 24
+    split: str | None = Field(None, description="Train and search within this split only.")
+    n_iter: int | None = Field(None, ge=1, le=100, description="Meta classifiers T (default: the service's).")
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+
+
+class FeedbackRequest(BaseModel):
+    relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
+    not_relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
+    k: int = 24
+
+
+class ModelSearchRequest(BaseModel):
+    k: int = 24
+
+
+class JobInfo(BaseModel):
+    id: str
+    kind: str
+    status: str = Field(description="queued | running | done | failed")
+    done: int
+    total: int
+    seconds: float
+    result: dict | None = None
+    error: str | None = None
+
+
+class ModelInfo(BaseModel):
+    name: str
+    concept: str | None = None
+    estimator: str | None = None
+    n_positives: int | None = None
+    n_marked_negatives: int | None = None
+    feedback_rounds: int = 0
+    positive_ids: list[str] = []
+    negative_ids: list[str] = []
+    created: float | None = None
+
+
+class Message(BaseModel):
+    detail: str

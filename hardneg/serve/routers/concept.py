@@ -1,0 +1,118 @@
+"""Concept search and relevance feedback, run as background jobs."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from fastapi import APIRouter, Depends
+
+from .._concept import MAX_FEEDBACK_ITEMS, ConceptSpec, train_concept
+from .._deps import get_state, require_token
+from .._errors import ServeError
+from .._registry import check_name
+from .._schemas import ConceptRequest, FeedbackRequest, JobInfo, Message
+from .._state import ServeState
+
+router = APIRouter(prefix="/api", tags=["concept search"])
+_ERR = {401: {"model": Message}, 403: {"model": Message}, 404: {"model": Message}, 422: {"model": Message}}
+
+
+def scan(state: ServeState, model, k: int, split: str | None) -> tuple[list, float]:
+    from hardneg.concept import search
+
+    if state.store.dim != model.n_features_in_:
+        raise ServeError(409, f"the model expects {model.n_features_in_}-d vectors, the store has {state.store.dim}")
+    rows = state.store.select(split=split) if split else None
+    n = len(state.ids) if rows is None else int(rows.size)
+    t = time.perf_counter()
+    res = search(model, state.data, k=min(k, n), rows=rows)
+    return [state.item(int(r), s) for r, s in zip(res.rows, res.scores)], time.perf_counter() - t
+
+
+def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, meta: dict) -> JobInfo:
+    total = spec.n_iter + (1 if spec.negative_rows.size else 0) + 1
+
+    def work(job):
+        model, timings = train_concept(state.store, spec, matrix=state.matrix, tags=state.tags, progress=job.advance)
+        results, timings["scan_s"] = scan(state, model, k, spec.split)
+        job.advance(1)
+        model.meta.update(meta, positive_ids=[str(state.ids[r]) for r in spec.positive_rows],
+                          negative_ids=[str(state.ids[r]) for r in spec.negative_rows], created=time.time())
+        t = time.perf_counter()
+        state.registry.save(name, model)
+        timings["save_s"] = time.perf_counter() - t
+        return {"model": name, "k": len(results), "results": results, "timings": timings}
+
+    return JobInfo(**state.jobs.submit(kind, total, work).to_dict())
+
+
+@router.post("/concept", response_model=JobInfo, status_code=202, responses=_ERR,
+             dependencies=[Depends(require_token)],
+             summary="Learn a concept (Negative Bootstrap) from a tag or positive items, save it, rank the store")
+def concept(req: ConceptRequest, state: ServeState = Depends(get_state)):
+    state.check_k(req.k)
+    if not req.tag and not req.positive_ids:
+        raise ServeError(422, "give a tag or positive_ids (or both)")
+    if req.split and state.store.select(split=req.split).size == 0:
+        raise ServeError(422, f"split {req.split!r}: no item is in this split")
+    rng = np.random.default_rng(req.seed)
+    pos = state.rows(req.positive_ids, "positive_ids")
+    if req.tag:
+        tagged = state.store.select(tags=[req.tag], split=req.split)
+        if tagged.size == 0 and pos.size == 0:
+            raise ServeError(404, f"no item is tagged {req.tag!r}" + (f" in split {req.split!r}" if req.split else ""))
+        cap = state.settings.concept_positives
+        if tagged.size > cap:  # as the CLI: a random subset of the tagged items is B+
+            tagged = np.sort(rng.choice(tagged, size=cap, replace=False))
+        pos = np.union1d(pos, tagged)
+    name = check_name(req.name) if req.name else state.registry.free_name(req.tag or f"items-{req.positive_ids[0]}")
+    n_iter = req.n_iter or state.settings.concept_iterations
+    spec = ConceptSpec(positive_rows=pos.astype(np.int64), tag=req.tag, related_tags=list(req.related_tags),
+                       split=req.split, n_iter=n_iter, n_bins=state.settings.concept_bins, seed=req.seed)
+    meta = {"concept": req.tag, "related_tags": list(req.related_tags), "split": req.split, "feedback_rounds": 0}
+    return _start(state, "concept", spec, name, req.k, meta)
+
+
+@router.post("/models/{name}/feedback", response_model=JobInfo, status_code=202, responses=_ERR,
+             dependencies=[Depends(require_token)],
+             summary="Relevance feedback: marked items join the positives / hard negatives; retrain and re-rank")
+def feedback(name: str, req: FeedbackRequest, state: ServeState = Depends(get_state)):
+    state.check_k(req.k)
+    old = state.registry.load(name)
+    meta = old.meta
+    rel, notrel = set(req.relevant_ids), set(req.not_relevant_ids)
+    if rel & notrel:
+        raise ServeError(422, f"items marked both relevant and not relevant: {sorted(rel & notrel)[:5]}")
+    if not rel and not notrel:
+        raise ServeError(422, "mark at least one item relevant or not relevant")
+    state.rows(list(rel | notrel), "marked ids")  # validate before any work
+    pos_ids = [i for i in dict.fromkeys(list(meta.get("positive_ids", [])) + list(req.relevant_ids)) if i not in notrel]
+    neg_ids = [i for i in dict.fromkeys(list(meta.get("negative_ids", [])) + list(req.not_relevant_ids)) if i not in rel]
+    if not pos_ids:
+        raise ServeError(422, "no positive item would be left")
+    if len(pos_ids) + len(neg_ids) > MAX_FEEDBACK_ITEMS:
+        raise ServeError(422, f"more than {MAX_FEEDBACK_ITEMS} marked items")
+    try:
+        pos, neg = state.rows(pos_ids, "positives"), state.rows(neg_ids, "negatives")
+    except ServeError as exc:
+        raise ServeError(409, f"model {name!r} names items that are not in this store ({exc.message})") from None
+    params = meta.get("params", {})
+    spec = ConceptSpec(positive_rows=pos, negative_rows=neg, tag=meta.get("concept"),
+                       related_tags=list(meta.get("related_tags") or []), split=meta.get("split"),
+                       n_iter=int(params.get("n_iter", state.settings.concept_iterations)),
+                       n_bins=int(params.get("n_bins", state.settings.concept_bins)), seed=int(params.get("seed", 0)))
+    new_meta = {k: meta.get(k) for k in ("concept", "related_tags", "split")}
+    new_meta["feedback_rounds"] = int(meta.get("feedback_rounds", 0)) + 1
+    return _start(state, "feedback", spec, name, req.k, new_meta)
+
+
+@router.get("/jobs/{job_id}", response_model=JobInfo, responses={404: {"model": Message}},
+            summary="A job's status, progress and (when done) its result")
+def job(job_id: str, state: ServeState = Depends(get_state)):
+    return JobInfo(**state.jobs.get(job_id).to_dict())
+
+
+@router.get("/jobs", response_model=list[JobInfo], summary="Recent jobs (results left out)")
+def jobs(state: ServeState = Depends(get_state)):
+    return [JobInfo(**{**j.to_dict(), "result": None}) for j in state.jobs.list()]

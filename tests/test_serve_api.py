@@ -1,0 +1,477 @@
+"""The search service's JSON API through FastAPI's TestClient, bad inputs included."""
+
+from __future__ import annotations
+
+import io
+import struct
+import threading
+import time
+import zlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from hardneg.serve import MODES, SearchMode, create_app, register_mode  # noqa: E402
+from hardneg.serve.demo import build_demo_store  # noqa: E402
+from hardneg.store import FeatureStore  # noqa: E402
+
+FAST = dict(concept_iterations=3, concept_positives=40)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The digits demo store with a 16-bit TSVM hasher and its Hamming index
+    (built once per session: test_serve_browser.py reuses the same folder)."""
+    return build_demo_store(tmp_path_factory.getbasetemp() / "serve-demo", n_bits=16, n_labeled=300)
+
+
+def private_models(models, folder):
+    """A copy of the hasher and index files only: each test saves and deletes its own concept models."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in models.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, folder / f.name)
+    return folder
+
+
+@pytest.fixture()
+def client(demo, tmp_path):
+    store, models = demo
+    with TestClient(create_app(store, models_dir=private_models(models, tmp_path / "models"), **FAST)) as c:
+        yield c
+
+
+def _wait(client, job, timeout=60.0):
+    t0 = time.time()
+    while job["status"] in ("queued", "running"):
+        assert time.time() - t0 < timeout, f"job did not finish: {job}"
+        time.sleep(0.05)
+        job = client.get(f"/api/jobs/{job['id']}").json()
+    return job
+
+
+def _png(arr: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _bomb_png(width=30000, height=30000) -> bytes:
+    """A tiny file that declares a huge image (its pixel data is never reached)."""
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b"")
+
+
+# ---------------------------------------------------------------- items and info
+def test_info_modes_tags_items(client):
+    info = client.get("/api/info").json()
+    assert info["n_items"] == 1797 and info["dim"] == 64 and info["upload"] is True
+    assert {m["name"] for m in info["modes"]} == {"hamming", "cosine"}
+    assert {m["name"] for m in client.get("/api/modes").json()} == {"hamming", "cosine"}
+    tags = client.get("/api/tags").json()
+    assert {t["tag"] for t in tags} == {str(i) for i in range(10)} and sum(t["count"] for t in tags) == 1797
+    page = client.get("/api/items", params={"tag": "3", "limit": 5}).json()
+    assert page["total"] == 183 and len(page["items"]) == 5 and all(it["tags"] == ["3"] for it in page["items"])
+    item = client.get("/api/items/digits-7").json()
+    assert item["id"] == "digits-7" and item["label"] == 7 and item["label_name"] == "7"
+    assert client.get("/api/items", params={"limit": 0}).status_code == 422
+
+
+def test_thumbnail_png_cached(client):
+    r = client.get("/api/items/digits-0/thumbnail")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png" and r.content[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(r.content))
+    assert img.size == (96, 96)
+    assert client.get("/api/items/digits-0/thumbnail").content == r.content
+    state = client.app.state.serve
+    assert 0 in state.thumbs._cache
+
+
+# ".." may be resolved by the client before it is sent (then no route matches): 404 or 422, never served
+@pytest.mark.parametrize("bad, status", [("..", (404, 422)), ("a..b", (404,)), ("nope", (404,)),
+                                         ("..%2F..%2Fetc%2Fpasswd", (422,)), ("digits-1%2F..%2F..%2Fx", (422,)),
+                                         ("%2Fetc%2Fpasswd", (422,)), ("%2e%2e", (404, 422)), ("x%00y", (422,)),
+                                         ("..%5Cwin", (422,)), ("a%2F.%2Fb", (422,))])
+def test_bad_item_ids(client, bad, status):
+    for url in (f"/api/items/{bad}", f"/api/items/{bad}/thumbnail"):
+        r = client.get(url)
+        assert r.status_code in status, (url, r.text)
+        assert "detail" in r.json()
+
+
+def test_folder_ids_and_source_thumbnails(tmp_path):
+    """Ids that are relative paths (as extraction writes them) work; thumbnails come from the source files."""
+    from PIL import Image
+
+    files = []
+    for i, name in enumerate(["cats/a.png", "cats/b.png", "dogs/c.png"]):
+        f = tmp_path / "img" / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((300, 200, 3), 40 * i, np.uint8)).save(f)
+        files.append(str(f))
+    path = tmp_path / "files.store"
+    with FeatureStore.create(path, dim=3) as s:
+        s.append(np.eye(3, dtype=np.float32), ids=["cats/a.png", "cats/b.png", "dogs/c.png"], paths=files,
+                 tags=[["cat"], ["cat"], ["dog"]])
+    with TestClient(create_app(path)) as c:
+        assert c.get("/api/items/cats%2Fb.png").json()["id"] == "cats/b.png"
+        assert c.get("/api/items/cats/b.png").json()["id"] == "cats/b.png"
+        r = c.get("/api/items/dogs%2Fc.png/thumbnail")
+        assert r.status_code == 200
+        assert Image.open(io.BytesIO(r.content)).size == (64, 96)  # aspect kept, within 96 px
+        r = c.post("/api/search/example", json={"id": "cats/a.png", "mode": "cosine", "k": 1})
+        assert r.json()["results"][0]["id"] == "cats/a.png"
+        assert c.post("/api/search/example", json={"id": "cats/../dogs/c.png", "mode": "cosine", "k": 1}).status_code == 422
+
+
+def test_thumbnails_of_paths_recorded_relative_to_the_store(tmp_path, monkeypatch):
+    """Stores made by `extract images` record image paths relative to the store folder."""
+    from PIL import Image
+
+    (tmp_path / "img").mkdir()
+    Image.fromarray(np.full((40, 40, 3), 90, np.uint8)).save(tmp_path / "img" / "a.png")
+    path = tmp_path / "rel.store"
+    with FeatureStore.create(path, dim=2, attrs={"image_paths": "relative-to-store"}) as s:
+        s.append(np.eye(2, dtype=np.float32), ids=["a", "b"], paths=["../img/a.png", "../img/missing.png"])
+    (tmp_path / "elsewhere" / "deeper").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "elsewhere" / "deeper")  # the service runs from another folder
+    with TestClient(create_app(path)) as c:
+        assert c.get("/api/items/a/thumbnail").status_code == 200
+        assert c.get("/api/items/b/thumbnail").status_code == 404
+
+
+# ---------------------------------------------------------------- query by example
+@pytest.mark.parametrize("mode", ["hamming", "cosine"])
+def test_query_by_stored_example(client, mode):
+    r = client.post("/api/search/example", json={"id": "digits-10", "mode": mode, "k": 10})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["mode"] == mode and len(body["results"]) == 10
+    scores = [it["score"] for it in body["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert "search_s" in body["timings"]
+    if mode == "cosine":
+        assert body["results"][0]["id"] == "digits-10" and scores[0] == pytest.approx(1.0, abs=1e-5)
+    else:
+        assert scores[0] == 0.0  # its own code is at distance 0
+    labels = [it["label"] for it in body["results"]]
+    assert labels.count(0) >= 5  # digits-10 is a 0; neighbours mostly share its class
+
+
+@pytest.mark.parametrize("payload, status", [
+    ({"id": "digits-1", "mode": "cosine", "k": 0}, 422),
+    ({"id": "digits-1", "mode": "cosine", "k": -3}, 422),
+    ({"id": "digits-1", "mode": "cosine", "k": 5000}, 422),
+    ({"id": "digits-1", "mode": "cosine", "k": "many"}, 422),
+    ({"id": "digits-1", "mode": "nope", "k": 5}, 404),
+    ({"id": "missing", "mode": "cosine", "k": 5}, 404),
+    ({"id": "../digits-1", "mode": "cosine", "k": 5}, 422),
+    ({"mode": "cosine", "k": 5}, 422),
+])
+def test_query_by_example_bad_input(client, payload, status):
+    r = client.post("/api/search/example", json=payload)
+    assert r.status_code == status, r.text
+    assert "detail" in r.json()
+
+
+def test_upload_query(client):
+    from hardneg.datasets import load_digits
+
+    d = load_digits()
+    img = (d.X[10].reshape(8, 8) / 16 * 255).astype(np.uint8)
+    big = np.kron(img, np.ones((4, 4), np.uint8))  # 32x32: resized back to 8x8 by the server
+    for mode in ("cosine", "hamming"):
+        r = client.post("/api/search/upload", files={"file": ("q.png", _png(big), "image/png")}, data={"mode": mode, "k": "8"})
+        assert r.status_code == 200, r.text
+        res = r.json()["results"]
+        assert len(res) == 8 and "extract_s" in r.json()["timings"]
+        assert [it["label"] for it in res].count(0) >= 4
+
+
+def test_upload_refusals(demo, client, tmp_path):
+    png = _png(np.zeros((8, 8), np.uint8))
+    r = client.post("/api/search/upload", files={"file": ("b.png", _bomb_png(), "image/png")}, data={"mode": "cosine"})
+    assert r.status_code == 413 and "pixels" in r.json()["detail"]
+    r = client.post("/api/search/upload", files={"file": ("x.png", b"not an image at all", "image/png")})
+    assert r.status_code == 422 and "not a readable image" in r.json()["detail"]
+    r = client.post("/api/search/upload", files={"file": ("x.png", png, "image/png")}, data={"k": "0"})
+    assert r.status_code == 422
+    r = client.post("/api/search/upload", files={"file": ("x.png", png, "image/png")}, data={"mode": "nope"})
+    assert r.status_code == 404
+    r = client.post("/api/search/upload", data={"mode": "cosine"})
+    assert r.status_code == 422
+    store, models = demo
+    with TestClient(create_app(store, models_dir=tmp_path / "m2", max_upload_bytes=1000, max_image_pixels=10_000)) as small:
+        big = _png(np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8))
+        assert len(big) > 1000
+        r = small.post("/api/search/upload", files={"file": ("big.png", big, "image/png")}, data={"mode": "cosine"})
+        assert r.status_code == 413 and "limit" in r.json()["detail"]
+        # the body check, before any parsing: far beyond the limit
+        r = small.post("/api/search/upload", files={"file": ("huge.png", b"\0" * 200_000, "image/png")})
+        assert r.status_code == 413
+        r = small.post("/api/search/upload", files={"file": ("p.png", _png(np.zeros((200, 200), np.uint8)), "image/png")},
+                       data={"mode": "cosine"})
+        assert r.status_code == 413 and "pixels" in r.json()["detail"]
+
+
+def test_upload_needs_known_extractor(tmp_path):
+    path = tmp_path / "plain.store"
+    with FeatureStore.create(path, dim=4) as s:
+        s.append(np.eye(4, dtype=np.float32), ids=["a", "b", "c", "d"], tags=[["x"], ["x"], ["y"], ["y"]])
+    with TestClient(create_app(path)) as c:
+        assert c.get("/api/info").json()["upload"] is False
+        assert [m["name"] for m in c.get("/api/modes").json()] == ["cosine"]
+        r = c.post("/api/search/upload", files={"file": ("q.png", _png(np.zeros((8, 8), np.uint8)), "image/png")},
+                   data={"mode": "cosine", "k": "2"})
+        assert r.status_code == 422 and "extractor" in r.json()["detail"]
+        assert c.get("/api/items/a/thumbnail").status_code == 404
+        r = c.post("/api/search/example", json={"id": "a", "mode": "hamming", "k": 2})
+        assert r.status_code == 404 and "available" in r.json()["detail"]
+
+
+# ---------------------------------------------------------------- concept search, feedback, models
+def test_concept_feedback_models_roundtrip(demo, client):
+    r = client.post("/api/concept", json={"tag": "3", "k": 30})
+    assert r.status_code == 202, r.text
+    job = _wait(client, r.json())
+    assert job["status"] == "done", job
+    res = job["result"]
+    assert res["model"] == "3" and len(res["results"]) == 30
+    assert {"train_s", "compress_s", "scan_s"} <= set(res["timings"])
+    assert sum(it["label"] == 3 for it in res["results"]) >= 25
+    # relevance feedback: two results marked not relevant, one relevant
+    neg = [res["results"][0]["id"], res["results"][1]["id"]]
+    pos = [res["results"][5]["id"]]
+    r = client.post("/api/models/3/feedback", json={"relevant_ids": pos, "not_relevant_ids": neg, "k": 30})
+    assert r.status_code == 202, r.text
+    fb = _wait(client, r.json())
+    assert fb["status"] == "done", fb
+    ids = [it["id"] for it in fb["result"]["results"]]
+    old = [it["id"] for it in res["results"]]
+    assert ids != old  # re-ranked
+    for n in neg:  # the marked negatives fall
+        assert n not in ids[:2]
+    info = client.get("/api/models/3").json()
+    assert info["feedback_rounds"] == 1 and set(neg) <= set(info["negative_ids"]) and pos[0] in info["positive_ids"]
+    assert info["estimator"] == "NegativeBootstrap+feedback"
+    assert [m["name"] for m in client.get("/api/models").json()] == ["3"]
+    r = client.post("/api/models/3/search", json={"k": 30})
+    assert r.status_code == 200 and [it["id"] for it in r.json()["results"]] == ids
+    # a restart loses nothing: a new app over the same folders lists and serves the model
+    state = client.app.state.serve
+    with TestClient(create_app(state.store.path, models_dir=state.models_dir)) as again:
+        assert [m["name"] for m in again.get("/api/models").json()] == ["3"]
+        assert [it["id"] for it in again.post("/api/models/3/search", json={"k": 30}).json()["results"]] == ids
+    # a half-written model file (an interrupted atomic write's temp file) is never listed
+    (state.models_dir / "concepts" / "4.npz.abc123.tmp").write_bytes(b"partial")
+    assert [m["name"] for m in client.get("/api/models").json()] == ["3"]
+    assert client.delete("/api/models/3").status_code == 200
+    assert client.get("/api/models").json() == []
+    assert client.get("/api/models/3").status_code == 404
+
+
+def test_concept_from_positive_ids_and_names(client):
+    r = client.post("/api/concept", json={"positive_ids": ["digits-3", "digits-13", "digits-23"], "name": "threes.v1", "k": 5})
+    job = _wait(client, r.json())
+    assert job["status"] == "done" and job["result"]["model"] == "threes.v1"
+    # a second model from the same tag gets a free name
+    a = _wait(client, client.post("/api/concept", json={"tag": "5", "k": 5}).json())
+    b = _wait(client, client.post("/api/concept", json={"tag": "5", "k": 5}).json())
+    assert (a["result"]["model"], b["result"]["model"]) == ("5", "5-2")
+
+
+@pytest.mark.parametrize("payload, status", [
+    ({"k": 5}, 422),
+    ({"tag": "no-such-tag", "k": 5}, 404),
+    ({"tag": "3", "k": 0}, 422),
+    ({"tag": "3", "k": 100000}, 422),
+    ({"tag": "3", "name": "../evil"}, 422),
+    ({"tag": "3", "name": ".."}, 422),
+    ({"tag": "3", "name": "a/b"}, 422),
+    ({"tag": "3", "name": "x" * 65}, 422),
+    ({"positive_ids": ["../../etc/passwd"]}, 422),
+    ({"positive_ids": ["missing"]}, 404),
+    ({"tag": "3", "split": "nope"}, 422),
+    ({"tag": "3", "n_iter": 0}, 422),
+])
+def test_concept_bad_input(client, payload, status):
+    r = client.post("/api/concept", json=payload)
+    assert r.status_code == status, r.text
+    assert "detail" in r.json()
+
+
+def test_unknown_models_jobs_and_bad_names(client):
+    for method, url, body in [("get", "/api/models/nope", None), ("post", "/api/models/nope/search", {"k": 3}),
+                              ("post", "/api/models/nope/feedback", {"relevant_ids": ["digits-1"]}),
+                              ("delete", "/api/models/nope", None), ("get", "/api/jobs/0123abcd", None)]:
+        r = client.request(method.upper(), url, json=body)
+        assert r.status_code == 404, (url, r.text)
+    for name in ("a..b", "-x", ".hidden", "x%5Cy", "x%00"):
+        assert client.get(f"/api/models/{name}").status_code == 422, name
+        assert client.delete(f"/api/models/{name}").status_code == 422, name
+    assert client.get("/api/models/..%2F..%2Fx").status_code == 404  # no route: never a path
+
+
+def test_feedback_bad_input(client):
+    job = _wait(client, client.post("/api/concept", json={"tag": "1", "k": 5}).json())
+    name = job["result"]["model"]
+    for body, status in [({}, 422), ({"relevant_ids": ["digits-1"], "not_relevant_ids": ["digits-1"]}, 422),
+                         ({"relevant_ids": ["missing"]}, 404), ({"not_relevant_ids": [".."]}, 422),
+                         ({"relevant_ids": ["digits-1"], "k": 0}, 422)]:
+        r = client.post(f"/api/models/{name}/feedback", json=body)
+        assert r.status_code == status, (body, r.text)
+
+
+def test_training_runs_off_the_event_loop(client, monkeypatch):
+    """While a training job is blocked, other requests are still answered."""
+    import hardneg.serve.routers.concept as concept_router
+
+    gate = threading.Event()
+    real = concept_router.train_concept
+
+    def slow(store, spec, **kw):
+        assert gate.wait(30)
+        return real(store, spec, **kw)
+
+    monkeypatch.setattr(concept_router, "train_concept", slow)
+    job = client.post("/api/concept", json={"tag": "2", "k": 5}).json()
+    assert job["status"] in ("queued", "running")
+    t0 = time.perf_counter()
+    r = client.post("/api/search/example", json={"id": "digits-2", "mode": "hamming", "k": 5})
+    assert r.status_code == 200
+    assert client.get(f"/api/jobs/{job['id']}").json()["status"] in ("queued", "running")
+    assert [j["id"] for j in client.get("/api/jobs").json()] == [job["id"]]
+    gate.set()
+    done = _wait(client, job)
+    assert done["status"] == "done" and done["done"] == done["total"] and time.perf_counter() > t0
+
+
+# ---------------------------------------------------------------- token
+def test_token_required_beyond_loopback(demo, tmp_path):
+    store, models = demo
+    with pytest.raises(ValueError, match="token"):
+        create_app(store, models_dir=tmp_path / "m", host="0.0.0.0")
+    with pytest.raises(ValueError, match="empty token"):
+        create_app(store, models_dir=tmp_path / "m", host="0.0.0.0", token="")
+    app = create_app(store, models_dir=tmp_path / "m", host="0.0.0.0", token="s3cret-token", **FAST)
+    with TestClient(app) as c:
+        assert c.get("/api/info").json()["token_required"] is True
+        assert c.post("/api/search/example", json={"id": "digits-1", "mode": "cosine", "k": 3}).status_code == 200
+        body = {"tag": "3", "k": 5}
+        assert c.post("/api/concept", json=body).status_code == 401
+        assert c.post("/api/concept", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 403
+        assert c.post("/api/concept", json=body, headers={"X-Hardneg-Token": "s3cret-token-x"}).status_code == 403
+        assert c.post("/api/concept", json=body, headers={"Authorization": "Bearer s3cret-tokeN"}).status_code == 403
+        r = c.post("/api/concept", json=body, headers={"Authorization": "Bearer s3cret-token"})
+        assert r.status_code == 202
+        job = r.json()
+        while job["status"] in ("queued", "running"):
+            time.sleep(0.05)
+            job = c.get(f"/api/jobs/{job['id']}").json()
+        fb = {"relevant_ids": ["digits-3"]}
+        assert c.post("/api/models/3/feedback", json=fb).status_code == 401
+        assert c.post("/api/models/3/feedback", json=fb, headers={"X-Hardneg-Token": "nope"}).status_code == 403
+        assert c.delete("/api/models/3").status_code == 401
+        assert c.delete("/api/models/3", headers={"Authorization": "Bearer bad"}).status_code == 403
+        assert c.delete("/api/models/3", headers={"X-Hardneg-Token": "s3cret-token"}).status_code == 200
+
+
+def test_loopback_needs_no_token(demo, tmp_path):
+    store, _ = demo
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.5"):
+        create_app(store, models_dir=tmp_path / "m", host=host).state.serve.close()
+
+
+# ---------------------------------------------------------------- plug-in modes, OpenAPI, page
+def test_a_new_mode_plugs_in(demo, tmp_path):
+    @register_mode
+    class Norm(SearchMode):
+        name = "test-norm"
+        title = "smallest l1 norm"
+
+        def __init__(self, X):
+            self.X = X
+
+        @classmethod
+        def open(cls, store, models_dir, *, matrix=None):
+            return cls(np.asarray(store.to_numpy()) if matrix is None else matrix)
+
+        def rank(self, x, k):
+            s = -self.X.sum(axis=1)
+            top = np.argsort(-s, kind="stable")[:k]
+            return top, s[top]
+
+    try:
+        store, models = demo
+        with TestClient(create_app(store, models_dir=tmp_path / "m")) as c:
+            r = c.post("/api/search/example", json={"id": "digits-1", "mode": "test-norm", "k": 3})
+            assert r.status_code == 200 and len(r.json()["results"]) == 3
+    finally:
+        MODES.pop("test-norm")
+
+
+def test_openapi_documents_every_endpoint(client):
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    expected = {"/api/info", "/api/items", "/api/items/{item_id}", "/api/items/{item_id}/thumbnail", "/api/tags",
+                "/api/modes", "/api/search/example", "/api/search/upload", "/api/concept", "/api/models/{name}/feedback",
+                "/api/jobs/{job_id}", "/api/jobs", "/api/models", "/api/models/{name}", "/api/models/{name}/search"}
+    assert expected <= set(paths)
+    for path, ops in paths.items():
+        for op in ops.values():
+            assert op.get("summary"), (path, op)
+    assert client.get("/docs").status_code == 200
+
+
+def test_page_and_static(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    for needle in ('id="tag-input"', 'id="drop-zone"', 'id="grid"', 'id="models-list"', 'id="rerank"', "static/app.js"):
+        assert needle in r.text
+    assert "http://" not in r.text and "https://" not in r.text  # no CDN
+    js = client.get("/static/app.js")
+    assert js.status_code == 200 and "api/concept" in js.text
+    assert client.get("/static/app.css").status_code == 200
+    assert client.get("/static/../_app.py").status_code == 404
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_serve(demo, monkeypatch):
+    import typer
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from hardneg.cli._common import CLIError
+    from hardneg.cli.serve import serve
+
+    app = typer.Typer()
+    app.command("serve")(serve)
+    app.command("other")(lambda: None)
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    monkeypatch.delenv("HARDNEG_TOKEN", raising=False)
+    store, models = demo
+    runner = CliRunner()
+    r = runner.invoke(app, ["serve", str(store), "--port", "8123"])
+    assert r.exit_code == 0, r.output
+    assert calls[-1] == {"host": "127.0.0.1", "port": 8123, "log_level": "info"} and "http://127.0.0.1:8123/" in r.output
+    r = runner.invoke(app, ["serve", str(store), "--host", "0.0.0.0"])
+    assert isinstance(r.exception, CLIError) and "token" in str(r.exception)
+    r = runner.invoke(app, ["serve", str(store), "--host", "0.0.0.0"], env={"HARDNEG_TOKEN": "t0ken"})
+    assert r.exit_code == 0 and calls[-1]["host"] == "0.0.0.0"
+    r = runner.invoke(app, ["serve", str(store) + "-missing"])
+    assert isinstance(r.exception, CLIError)
+    r = runner.invoke(app, ["serve", str(store), "--port", "0"])
+    assert r.exit_code == 2
