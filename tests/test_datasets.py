@@ -185,7 +185,7 @@ def test_list_datasets_is_cheap_and_complete():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not DEBIAN_FMNIST.is_dir(), reason="dataset-fashion-mnist is not installed")
+@pytest.mark.skipif(not DEBIAN_FMNIST.is_dir(), reason="dataset-fashion-mnist is not installed (enable: sudo apt-get install dataset-fashion-mnist, or make test as root)")
 def test_debian_fashion_mnist():
     ds = load_fashion_mnist()
     train, test = ds.split == "train", ds.split == "test"
