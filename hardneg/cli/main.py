@@ -23,6 +23,7 @@ from .serve import serve as serve_cmd
 from .serve import serve_demo as serve_demo_cmd
 from .similarity import app as similarity_app
 from .store import app as store_app
+from .zsl import app as zsl_app
 
 app = typer.Typer(
     name="hardneg",
@@ -38,6 +39,7 @@ app.add_typer(concept_app, name="concept")
 app.add_typer(extract_app, name="extract")
 app.add_typer(hash_app, name="hash")
 app.add_typer(similarity_app, name="similarity")
+app.add_typer(zsl_app, name="zsl")
 app.command("knn")(knn_command)
 app.command("serve")(serve_cmd)
 app.command("serve-demo")(serve_demo_cmd)

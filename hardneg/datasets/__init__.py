@@ -19,6 +19,7 @@ from hardneg.datasets._idx import read_idx, write_idx
 from hardneg.datasets._mnist import load_fashion_mnist, load_mnist
 from hardneg.datasets._registry import DATASET_NAMES, fetch, list_datasets, load
 from hardneg.datasets._small import load_digits, load_faces, load_mnist_5k, stratified_split
+from hardneg.datasets._xlsa17 import XLSA17, load_xlsa17
 
 __all__ = [
     "DATASET_NAMES",
@@ -26,6 +27,7 @@ __all__ = [
     "DatasetDownloadError",
     "DatasetInfo",
     "DatasetNotFoundError",
+    "XLSA17",
     "fetch",
     "list_datasets",
     "load",
@@ -34,6 +36,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_mnist",
     "load_mnist_5k",
+    "load_xlsa17",
     "read_idx",
     "stratified_split",
     "write_idx",

@@ -1,0 +1,66 @@
+"""``hardneg zsl``: zero-shot classification by metric learning with hard negative mining."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from ._common import CLIError, console
+
+app = typer.Typer(help="Zero-shot classification (Bucher et al. 2016) on xlsa17 data (res101.mat + att_splits.mat).",
+                  no_args_is_help=True)
+
+
+@app.command("train")
+def train(
+    data: str = typer.Argument(..., help="Folder with the xlsa17 files res101.mat and att_splits.mat."),
+    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
+    sampler: str = typer.Option("uncertainty", "--sampler", "-s", help="random, uncertainty (Eq. 8); correlation (Eq. 9-10) needs per-image attributes, which xlsa17 lacks."),
+    n_negatives: int = typer.Option(10, "--n-negatives", "-n", help="Negative pairs per positive pair."),
+    m: int = typer.Option(16, "--m", help="Columns of the metric W_A."),
+    lam: float = typer.Option(0.1, "--lam", help="λ: weight of the attribute regression (Eq. 6)."),
+    mu: float = typer.Option(1e-4, "--mu", help="μ: weight of the regularizer (Eq. 6)."),
+    epochs: int = typer.Option(20, "--epochs", help="Training epochs."),
+    lr: float = typer.Option(0.01, "--lr", help="SGD step size."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+):
+    """Train on the trainval split (seen classes) and save the model."""
+    from ..datasets import load_xlsa17
+    from ..zeroshot import ZeroShotClassifier
+
+    ds = load_xlsa17(data)
+    if sampler == "correlation":
+        raise CLIError("--sampler correlation needs per-image attribute vectors; xlsa17 gives one vector per class: use uncertainty")
+    rows = ds.splits["trainval"]
+    clf = ZeroShotClassifier(sampler=sampler, n_negatives=n_negatives, m=m, lam=lam, mu=mu, n_epochs=epochs, lr=lr,
+                             random_state=seed)
+    clf.fit(ds.X[rows], ds.y[rows], ds.class_attributes)
+    clf.save(out)
+    console.print(f"trained on {rows.size:,} images of {clf.classes_.size} seen classes; saved to {out}")
+
+
+@app.command("eval")
+def evaluate(
+    data: str = typer.Argument(..., help="Folder with the xlsa17 files."),
+    model: str = typer.Argument(..., help="Model file from `hardneg zsl train`."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+):
+    """ZSC accuracy on test_unseen; GZSC seen / unseen / harmonic mean with test_seen."""
+    import numpy as np
+
+    from ..datasets import load_xlsa17
+    from ..zeroshot import load_zero_shot, zero_shot_scores
+
+    ds = load_xlsa17(data)
+    clf = load_zero_shot(model)
+    if clf.n_features_in_ != ds.X.shape[1]:
+        raise CLIError(f"{model} expects {clf.n_features_in_} features, {data} has {ds.X.shape[1]}")
+    rows = np.concatenate([ds.splits["test_unseen"], ds.splits["test_seen"]])
+    scores = zero_shot_scores(clf, ds.X[rows], ds.y[rows], ds.class_attributes, unseen_classes=ds.unseen_classes)
+    if as_json:
+        console.print_json(json.dumps(scores))
+        return
+    console.print(f"ZSC mean per-class accuracy (unseen): {100 * scores['zsl']:.2f}")
+    if "harmonic" in scores:
+        console.print(f"GZSC seen {100 * scores['seen']:.2f}  unseen {100 * scores['unseen']:.2f}  H {100 * scores['harmonic']:.2f}")

@@ -1,0 +1,52 @@
+"""Zero-shot classification by metric learning with hard negative pair mining.
+
+Bucher, Herbin & Jurie, ECCV 2016 workshops: an image embedding into attribute
+space and a metric learned together from positive and negative
+(image, attribute vector) pairs, with negatives drawn at random, by
+uncertainty (Eq. 8) or by uncertainty and correlation (Eq. 9-10). Baselines
+ESZSL and DAP share the API. PyTorch is imported only when a model is trained.
+
+Examples
+--------
+>>> import numpy as np
+>>> from hardneg.zeroshot import ZeroShotClassifier, zero_shot_scores
+>>> rng = np.random.default_rng(0)
+>>> attrs = rng.random((8, 6)); y = np.repeat(np.arange(8), 25)
+>>> X = attrs[y] @ rng.normal(size=(6, 16)) + 0.05 * rng.normal(size=(200, 16))
+>>> seen = y < 6
+>>> clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=5, n_epochs=20, m=8, random_state=0)
+>>> clf = clf.fit(X[seen], y[seen], attrs[:6])
+>>> scores = zero_shot_scores(clf, X, y, attrs, unseen_classes=[6, 7])
+>>> sorted(scores)
+['harmonic', 'seen', 'unseen', 'zsl']
+"""
+
+from hardneg.zeroshot._attributes import as_attribute_table
+from hardneg.zeroshot._classifier import ZeroShotClassifier, load_zero_shot
+from hardneg.zeroshot._dap import DAP
+from hardneg.zeroshot._eszsl import ESZSL
+from hardneg.zeroshot._evaluate import zero_shot_scores
+from hardneg.zeroshot._sampler_base import NegativeSampler
+from hardneg.zeroshot._sampler_correlation import CorrelationSampler
+from hardneg.zeroshot._sampler_random import RandomSampler
+from hardneg.zeroshot._sampler_uncertainty import UncertaintySampler
+from hardneg.zeroshot._samplers import SAMPLERS
+from hardneg.zeroshot._search import zero_shot_search
+from hardneg.zeroshot._tune import class_holdout_search, class_holdout_split
+
+__all__ = [
+    "DAP",
+    "ESZSL",
+    "SAMPLERS",
+    "CorrelationSampler",
+    "NegativeSampler",
+    "RandomSampler",
+    "UncertaintySampler",
+    "ZeroShotClassifier",
+    "as_attribute_table",
+    "class_holdout_search",
+    "class_holdout_split",
+    "load_zero_shot",
+    "zero_shot_scores",
+    "zero_shot_search",
+]

@@ -1,0 +1,392 @@
+"""Zero-shot classification by metric learning with hard negative pair mining.
+
+Bucher, Herbin & Jurie, "Hard Negative Mining for Metric Learning Based
+Zero-Shot Classification", ECCV 2016 workshops (TASK-CV), extending Bucher,
+Herbin & Jurie, "Improving semantic embedding consistency by metric learning
+for zero-shot classification", ECCV 2016 ([1]).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random_state, validate_params, validate_X
+
+from ._common import candidate_table, training_targets
+from ._sampler_base import NegativeSampler
+from ._samplers import SAMPLERS, make_sampler
+
+__all__ = ["ZeroShotClassifier", "load_zero_shot"]
+
+logger = logging.getLogger(__name__)
+
+_KIND = "hardneg.zeroshot.ZeroShotClassifier"
+_VERSION = 1
+_SCHEMA = {
+    "W_X": ArraySpec("f", 2), "b_X": ArraySpec("f", 1), "W_A": ArraySpec("f", 2), "tau": ArraySpec("f", 1),
+    "mean": ArraySpec("f", 1), "scale": ArraySpec("f", 1), "classes": ArraySpec("iuU", 1),
+    "prototypes": ArraySpec("f", 2),
+}
+_PARAMS = ("sampler", "n_negatives", "m", "lam", "mu", "balanced", "n_epochs", "lr", "momentum", "batch_size",
+           "standardize", "random_state")
+_MAX_VALUE = 1e30
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is installed with the cnn extra
+        raise ImportError("ZeroShotClassifier.fit needs PyTorch: pip install 'hardneg[cnn]'") from None
+    return torch
+
+
+class ZeroShotClassifier(BaseEstimator):
+    """Metric-learning zero-shot classifier with hard negative pair mining.
+
+    An image ``X`` is embedded into attribute space, ``Â_X(X) = max(0, XᵀW_X + b_X)``
+    (Eq. 2), and compared with an attribute vector ``Y`` through a learned metric,
+    ``S(X, Y) = ‖(Â_X(X) - Y)ᵀ W_A‖₂`` (Eq. 1), ``W_A`` of size (attributes × m).
+    A test image goes to the candidate class of smallest ``S`` (Eq. 7). Training
+    minimizes, by stochastic gradient descent on mini-batches of pairs, the pair
+    hinge with a learned threshold τ (Eq. 3, in the form ``max(0, 1 - Z(τ - S²))``
+    of [1]: see :mod:`hardneg.zeroshot._losses` for why it departs from the print),
+    plus λ times the attribute regression on positive pairs (Eq. 4), plus μ times
+    the squared norms of the parameters (Eq. 5): Eq. (6), or with ``balanced=True``
+    the imbalance-weighted Eq. (11). Negative pairs are re-drawn every epoch by
+    the ``sampler``.
+
+    Parameters
+    ----------
+    sampler : {"random", "uncertainty", "correlation"} or NegativeSampler
+        How negative pairs are drawn: uniformly among other seen classes; by
+        uncertainty, Eq. (8); by uncertainty and correlation, Eq. (9)-(10), which
+        needs ``sample_attributes``. ``sampler="random", n_negatives=1,
+        balanced=False`` is Bucher et al. [1].
+    n_negatives : int
+        Negative pairs per positive pair (``n`` of Table 2).
+    m : int
+        Columns of the metric ``W_A``.
+    lam : float
+        λ, weight of the attribute regression (Eq. 6).
+    mu : float
+        μ, weight of the regularizer (Eq. 6).
+    balanced : bool
+        Divide positive and negative terms by the sizes of their sets (Eq. 11).
+    n_epochs : int
+        Passes over the training images; negatives are re-drawn before each.
+    lr : float
+        SGD step size.
+    momentum : float
+        SGD momentum (the paper says only "stochastic gradient descent"; 0 is plain SGD).
+    batch_size : int
+        Training images per mini-batch (each with its positive and ``n_negatives`` negative pairs).
+    standardize : bool
+        Centre and scale the features to unit variance before Eq. (2) (an input
+        convention, not part of the paper's model).
+    random_state : None, int or numpy Generator
+
+    Attributes
+    ----------
+    classes_ : ndarray (n_classes,)
+        Seen classes.
+    prototypes_ : ndarray (n_classes, n_attributes)
+        Their attribute vectors (class means of ``sample_attributes`` where given).
+    W_X_, b_X_, W_A_ : ndarrays
+        The learned parameters of Eq. (1)-(2); ``tau_`` the threshold of Eq. (3).
+    history_ : dict of lists
+        Per epoch: ``loss``, ``pairs``, ``seconds``, ``sampler_seconds`` and, with
+        ``eval_set``, ``eval_accuracy`` (mean per-class accuracy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hardneg.zeroshot import ZeroShotClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> attrs = 3 * rng.random((6, 5))                  # 6 classes, 5 attributes
+    >>> W = rng.normal(size=(5, 20))
+    >>> y = np.repeat(np.arange(6), 30)
+    >>> X = attrs[y] @ W + 0.05 * rng.normal(size=(180, 20))
+    >>> seen, unseen = y < 4, y >= 4
+    >>> clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=3, m=8, batch_size=16, n_epochs=20, random_state=0)
+    >>> clf = clf.fit(X[seen], y[seen], attrs[:4])
+    >>> float((clf.predict(X[seen]) == y[seen]).mean())  # Eq. (7) among the seen classes
+    1.0
+    >>> S = clf.decision_function(X[unseen], class_attributes={4: attrs[4], 5: attrs[5]})
+    >>> pred = clf.predict(X[unseen], class_attributes={4: attrs[4], 5: attrs[5]})
+    >>> S.shape, bool((pred == np.array([4, 5])[S.argmin(axis=1)]).all())
+    ((60, 2), True)
+    """
+
+    _parameter_constraints = {
+        "sampler": [StrOptions(set(SAMPLERS)), NegativeSampler],
+        "n_negatives": [Interval(Integral, 1, 100_000, closed="both")],
+        "m": [Interval(Integral, 1, 65_536, closed="both")],
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "mu": [Interval(Real, 0, None, closed="left")],
+        "balanced": ["boolean"],
+        "n_epochs": [Interval(Integral, 1, 1_000_000, closed="both")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "batch_size": [Interval(Integral, 1, 10_000_000, closed="both")],
+        "standardize": ["boolean"],
+        "random_state": RANDOM_STATE,
+    }
+
+    def __init__(self, sampler="random", n_negatives: int = 1, m: int = 16, lam: float = 0.1, mu: float = 1e-4,
+                 balanced: bool = True, n_epochs: int = 20, lr: float = 0.01, momentum: float = 0.9,
+                 batch_size: int = 64, standardize: bool = True, random_state=None):
+        self.sampler = sampler
+        self.n_negatives = n_negatives
+        self.m = m
+        self.lam = lam
+        self.mu = mu
+        self.balanced = balanced
+        self.n_epochs = n_epochs
+        self.lr = lr
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.standardize = standardize
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, y, class_attributes=None, *, sample_attributes=None, eval_set=None, callback=None):
+        """Learn ``W_X, b_X, W_A, τ`` from images of the seen classes.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : array-like (n_samples,)
+            Seen class of each image.
+        class_attributes : dict, 2-D array or (labels, matrix)
+            One attribute vector per class (a dict ``{class: vector}``, or a matrix whose
+            row ``c`` is class ``c``); every class in ``y`` needs one.
+        sample_attributes : array-like (n_samples, n_attributes), optional
+            Per-image attribute vectors instead (each image's own positive pair;
+            class prototypes are their class means). Needed by ``sampler="correlation"``.
+        eval_set : (X_val, y_val, class_attributes_val), optional
+            Scored after every epoch into ``history_["eval_accuracy"]`` (mean per-class
+            accuracy among the classes of ``class_attributes_val``; Fig. 1).
+        callback : callable(epoch, estimator), optional
+            Called after every epoch (progress).
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        X = validate_X(self, X, reset=True)
+        t = training_targets(y, X.shape[0], class_attributes, sample_attributes)
+        sampler = make_sampler(self.sampler).prepare(t.candidates, t.candidate_codes)
+        rng = check_random_state(self.random_state)
+        torch = _torch()
+
+        if self.standardize:
+            mean = X.mean(axis=0, dtype=np.float64)
+            scale = X.std(axis=0, dtype=np.float64)
+            scale[scale < 1e-12] = 1.0
+        else:
+            mean, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        self.mean_, self.scale_ = mean.astype(np.float32), scale.astype(np.float32)
+        Xs = torch.from_numpy(self._scaled(X))
+        C = torch.from_numpy(np.ascontiguousarray(t.candidates, dtype=np.float32))
+        n, d = Xs.shape
+        a = C.shape[1]
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        # random normal initialization (Section 3), scaled by fan-in so S starts at O(1)
+        W_X = (torch.randn(d, a, generator=gen) / math.sqrt(d)).requires_grad_()
+        b_X = torch.zeros(a, requires_grad=True)
+        W_A = (torch.randn(a, self.m, generator=gen) / math.sqrt(a)).requires_grad_()
+        pos = torch.from_numpy(t.pos.astype(np.int64))
+        neg0 = sampler._uniform(t.codes, 1, rng)
+        with torch.no_grad():
+            A = torch.relu(Xs @ W_X + b_X)
+            s2p = (((A - C[pos]) @ W_A) ** 2).sum(1)
+            s2n = (((A - C[torch.from_numpy(neg0[:, 0])]) @ W_A) ** 2).sum(1)
+        # the paper does not say how τ starts: between the positive and negative pairs' S²
+        tau = torch.tensor(float(0.5 * (s2p.mean() + s2n.mean())), requires_grad=True)
+        opt = torch.optim.SGD([W_X, b_X, W_A, tau], lr=self.lr, momentum=self.momentum)
+
+        from ._losses import objective
+
+        self.classes_, self.prototypes_ = t.classes, t.prototypes
+        self.history_ = {"loss": [], "pairs": [], "seconds": [], "sampler_seconds": []}
+        if eval_set is not None:
+            self.history_["eval_accuracy"] = []
+        self.sampler_ = sampler
+        bs = int(self.batch_size)
+        for epoch in range(1, self.n_epochs + 1):
+            t0 = time.perf_counter()
+            E = P = None
+            if sampler.uses_scores(epoch):
+                with torch.no_grad():
+                    E = (torch.relu(Xs @ W_X + b_X) @ W_A).numpy()
+                    P = (C @ W_A).numpy()
+            neg = torch.from_numpy(sampler.sample(E, P, t.pos, t.codes, self.n_negatives, epoch, rng))
+            t_sampler = time.perf_counter() - t0
+            perm = torch.from_numpy(rng.permutation(n))
+            total = 0.0
+            for start in range(0, n, bs):
+                b = perm[start : start + bs]
+                A = torch.relu(Xs[b] @ W_X + b_X)
+                AW = A @ W_A
+                Ypos = C[pos[b]]
+                s2_pos = ((AW - Ypos @ W_A) ** 2).sum(1)
+                PW = C @ W_A if C.shape[0] <= 4 * b.shape[0] * self.n_negatives else None
+                negb = neg[b]
+                if PW is not None:
+                    s2_neg = ((AW[:, None, :] - PW[negb]) ** 2).sum(-1).reshape(-1)
+                else:
+                    s2_neg = ((AW[:, None, :] - C[negb] @ W_A) ** 2).sum(-1).reshape(-1)
+                loss = objective(s2_pos, s2_neg, A, Ypos, tau, W_X, b_X, W_A, lam=self.lam, mu=self.mu,
+                                 balanced=self.balanced)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * b.shape[0]
+            if not math.isfinite(total):
+                raise ValueError(f"training diverged at epoch {epoch} (loss is not finite); lower lr (now {self.lr})")
+            self._store(W_X, b_X, W_A, tau)
+            h = self.history_
+            h["loss"].append(total / n)
+            h["pairs"].append(int(n * (1 + self.n_negatives)))
+            h["seconds"].append(time.perf_counter() - t0)
+            h["sampler_seconds"].append(t_sampler)
+            if eval_set is not None:
+                from hardneg.eval import mean_per_class_accuracy
+
+                Xv, yv, cav = eval_set
+                h["eval_accuracy"].append(mean_per_class_accuracy(yv, self.predict(Xv, class_attributes=cav)))
+            logger.debug("epoch %d: loss %.4f (%.2fs, sampler %.2fs)", epoch, h["loss"][-1], h["seconds"][-1], t_sampler)
+            if callback is not None:
+                callback(epoch, self)
+        return self
+
+    def _store(self, W_X, b_X, W_A, tau):
+        self.W_X_ = W_X.detach().numpy().copy()
+        self.b_X_ = b_X.detach().numpy().copy()
+        self.W_A_ = W_A.detach().numpy().copy()
+        self.tau_ = float(tau.detach())
+
+    def _scaled(self, X) -> np.ndarray:
+        return np.ascontiguousarray((X - self.mean_) / self.scale_, dtype=np.float32)
+
+    # ------------------------------------------------------------------ prediction
+    def embed(self, X) -> np.ndarray:
+        """Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes)."""
+        X = validate_X(self, X, reset=False, min_rows=0)
+        return np.maximum(self._scaled(X) @ self.W_X_ + self.b_X_, 0.0)
+
+    def distances(self, X, vectors) -> np.ndarray:
+        """Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``)."""
+        E = self.embed(X) @ self.W_A_
+        return NegativeSampler.distances(E, np.asarray(vectors, dtype=np.float32) @ self.W_A_)
+
+    def decision_function(self, X, class_attributes=None) -> np.ndarray:
+        """``S(X, Y_k)`` (Eq. 1) for every image and every candidate class — smaller is closer.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes (e.g. the unseen ones); default the seen classes.
+            Columns follow its order (its keys, or row numbers).
+        """
+        check_is_fitted(self)
+        _, vectors = candidate_table(self, class_attributes)
+        return self.distances(X, vectors)
+
+    def predict(self, X, class_attributes=None) -> np.ndarray:
+        """Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image."""
+        check_is_fitted(self)
+        labels, vectors = candidate_table(self, class_attributes)
+        S = self.distances(X, vectors)
+        return labels[np.argmin(S, axis=1)] if S.shape[0] else labels[:0]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path):
+        """Write the fitted model to ``path`` (.npz + JSON, no pickle)."""
+        check_is_fitted(self)
+        params = {k: getattr(self, k) for k in _PARAMS}
+        params["sampler"] = self.sampler if isinstance(self.sampler, str) else type(self.sampler).name
+        params["random_state"] = self.random_state if isinstance(self.random_state, (int, type(None))) else None
+        arrays = {"W_X": self.W_X_, "b_X": self.b_X_, "W_A": self.W_A_, "tau": np.array([self.tau_], np.float64),
+                  "mean": self.mean_, "scale": self.scale_, "classes": np.asarray(self.classes_),
+                  "prototypes": self.prototypes_}
+        return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_})
+
+    @classmethod
+    def load(cls, path) -> "ZeroShotClassifier":
+        """Read a model written by :meth:`save`; :class:`~hardneg._persist.ModelFileError`
+        (one line) if the file is damaged, edited or inconsistent."""
+        arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
+        try:
+            params = meta.get("params")
+            if not isinstance(params, dict) or set(params) != set(_PARAMS):
+                raise ValueError("missing or unknown parameters")
+            model = cls(**params)
+            validate_params(model)
+            for name in ("W_X", "b_X", "W_A", "tau", "mean", "scale", "prototypes"):
+                v = arrays[name]
+                if not np.isfinite(v).all() or np.abs(v).max(initial=0.0) > _MAX_VALUE:
+                    raise ValueError(f"array {name!r} holds NaN, infinite or out-of-range values")
+            d, a = arrays["W_X"].shape
+            C = arrays["classes"].shape[0]
+            checks = [(arrays["b_X"].shape, (a,)), (arrays["W_A"].shape, (a, params["m"])), (arrays["tau"].shape, (1,)),
+                      (arrays["mean"].shape, (d,)), (arrays["scale"].shape, (d,)), (arrays["prototypes"].shape, (C, a))]
+            for got, want in checks:
+                if got != want:
+                    raise ValueError(f"array shapes do not fit together ({got} where {want} is expected)")
+            if C < 2 or np.unique(arrays["classes"]).size != C:
+                raise ValueError("the class list needs at least 2 distinct classes")
+            if (arrays["scale"] <= 0).any():
+                raise ValueError("feature scales must be positive")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: inconsistent zero-shot model ({str(exc).splitlines()[0]})") from None
+        model.W_X_ = arrays["W_X"].astype(np.float32)
+        model.b_X_ = arrays["b_X"].astype(np.float32)
+        model.W_A_ = arrays["W_A"].astype(np.float32)
+        model.tau_ = float(arrays["tau"][0])
+        model.mean_, model.scale_ = arrays["mean"].astype(np.float32), arrays["scale"].astype(np.float32)
+        model.classes_, model.prototypes_ = arrays["classes"], arrays["prototypes"].astype(np.float32)
+        model.n_features_in_ = d
+        model.history_ = meta.get("history", {})
+        return model
+
+    # ------------------------------------------------------------------ model selection
+    @classmethod
+    def tune(cls, X, y, class_attributes=None, *, param_grid=None, sample_attributes=None, holdout: float = 0.2,
+             random_state=None, **params):
+        """Grid-search (λ, μ, m) holding out 20% of the training classes (Section 3), then refit on all.
+
+        ``params`` are fixed parameters; ``param_grid`` maps names to lists (default
+        ``lam`` ∈ {0.1, 1, 10}, ``mu`` ∈ {1e-5, 1e-3}, ``m`` ∈ {16, 64}). Returns the
+        refitted estimator, with the grid's scores in ``tuning_results_``.
+        """
+        from ._tune import class_holdout_search
+
+        grid = param_grid if param_grid is not None else {"lam": [0.1, 1.0, 10.0], "mu": [1e-5, 1e-3], "m": [16, 64]}
+        base = cls(random_state=random_state, **params)
+        best, results = class_holdout_search(base, grid, X, y, class_attributes, sample_attributes=sample_attributes,
+                                             holdout=holdout, random_state=random_state)
+        model = cls(random_state=random_state, **{**params, **best})
+        model.fit(X, y, class_attributes, sample_attributes=sample_attributes)
+        model.tuning_results_ = results
+        return model
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+def load_zero_shot(path) -> ZeroShotClassifier:
+    """Load a model saved by :meth:`ZeroShotClassifier.save`."""
+    return ZeroShotClassifier.load(path)

@@ -1,0 +1,66 @@
+"""What the zero-shot estimators share: the attribute inputs of ``fit`` and ``predict``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hardneg._validation import check_labels
+
+from ._attributes import as_attribute_table, check_sample_attributes, class_means, lookup
+
+__all__ = ["TrainingTargets", "training_targets", "candidate_table"]
+
+
+class TrainingTargets:
+    """The seen classes and their vectors, as every estimator's ``fit`` needs them.
+
+    Attributes
+    ----------
+    classes : (C,) seen class labels, sorted
+    prototypes : (C, a) one vector per seen class (the given one, or the class mean of per-image vectors)
+    codes : (n,) class index of each image in ``classes``
+    candidates : (K, a) vectors a pair can use (``prototypes``, or the per-image vectors)
+    candidate_codes : (K,) class index of each candidate
+    pos : (n,) each image's own candidate
+    """
+
+    def __init__(self, classes, prototypes, codes, candidates, candidate_codes, pos, per_image):
+        self.classes, self.prototypes, self.codes = classes, prototypes, codes
+        self.candidates, self.candidate_codes, self.pos, self.per_image = candidates, candidate_codes, pos, per_image
+
+
+def training_targets(y, n_samples: int, class_attributes=None, sample_attributes=None) -> TrainingTargets:
+    """Check ``y`` and the attribute inputs of a zero-shot ``fit``; one error line for anything wrong."""
+    if y is None:
+        raise ValueError("y: zero-shot training needs the class label of every training image, got None")
+    y = check_labels(y, n_samples)
+    if class_attributes is not None and sample_attributes is not None:
+        raise ValueError("give class_attributes or sample_attributes, not both")
+    if sample_attributes is not None:
+        A = check_sample_attributes(sample_attributes, n_samples)
+        classes, codes = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"y: zero-shot training needs at least 2 seen classes, got 1 ({classes[0]!r})")
+        _, protos = class_means(codes, A)
+        return TrainingTargets(classes, protos, codes, A, codes, np.arange(n_samples), True)
+    if class_attributes is None:
+        raise ValueError("class_attributes: required (a dict class -> vector, or a matrix row per class); or pass sample_attributes")
+    labels, vectors = as_attribute_table(class_attributes)
+    idx = lookup(labels, vectors, y)
+    seen = np.unique(idx)
+    if seen.size < 2:
+        raise ValueError(f"y: zero-shot training needs at least 2 seen classes, got 1 ({labels[seen[0]]!r})")
+    codes = np.searchsorted(seen, idx)
+    order = np.argsort(labels[seen], kind="stable")  # classes_ sorted, as in scikit-learn
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    codes = rank[codes]
+    protos = vectors[seen][order]
+    return TrainingTargets(labels[seen][order], protos, codes, protos, np.arange(seen.size), codes, False)
+
+
+def candidate_table(estimator, class_attributes):
+    """``(labels, vectors)`` of the classes to predict among: given, or the seen ones."""
+    if class_attributes is None:
+        return estimator.classes_, estimator.prototypes_
+    return as_attribute_table(class_attributes, n_attributes=estimator.prototypes_.shape[1])
