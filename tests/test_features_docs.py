@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("efficientnet_lite_pytorch")
 pytest.importorskip("skimage")
 
-MODULES = ["_images", "_cnn", "_dsift", "_codebook", "_extract", "_fashion"]
+MODULES = ["_images", "_cnn", "_dsift", "_codebook", "_extract", "_fashion", "_vocab_tree"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -177,7 +177,7 @@ def test_w_init_one_without_violations_keeps_the_dot_product():
 def test_ada_closed_form_minimizes_eq20():
     X, _, t = _data(seed=4, m=12, density=0.4)
     model = SolisADA(lam=0.02, eta=0.5, delta=0.1, w_init=1.0).fit(X, t)
-    G, Q = model._state
+    G, Q = model._state[:2]
     steps = model._glob[0]
     gbar, H, w0 = G / steps, model.delta + np.sqrt(Q), model.w_init
 

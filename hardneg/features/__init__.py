@@ -32,6 +32,7 @@ from ._fashion import (
     load_fashion_mnist_features,
     stores_dir,
 )
+from ._vocab_tree import VocabularyTree
 from ._images import IMAGE_EXTENSIONS, ImageItem, ImageReadError, list_image_files, read_image, resolve_images, to_gray, to_rgb
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "TFLITE_MEAN",
     "TFLITE_STD",
     "TorchExtractor",
+    "VocabularyTree",
     "build_fashion_mnist_store",
     "extract_to_store",
     "fashion_extractor",

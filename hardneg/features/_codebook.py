@@ -35,6 +35,8 @@ from .._validation import (
     validate_X,
 )
 
+from ._vocab_tree import VocabularyTree, tree_depth
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["Codebook", "BagOfWords"]
@@ -71,6 +73,14 @@ class Codebook(BaseEstimator):
     assign : {"auto", "exact", "hnsw"}
         Nearest-centroid search: exact (``IndexFlatL2``) or approximate
         (HNSW graph, 32 links); ``"auto"`` is exact up to 16,384 words.
+        Ignored with ``tree_branching``.
+    tree_branching : int or None
+        If set, learn the words as the leaves of a hierarchical k-means
+        vocabulary tree with this branching factor
+        (:class:`~hardneg.features._vocab_tree.VocabularyTree`, Nistér &
+        Stewénius 2006) and assign by greedy descent; ``n_words`` must then
+        be a power of it (10K, 100K, 1M with 10). For 100K-1M words, where
+        flat k-means is out of reach. None: flat k-means (the default).
     random_state : int, Generator or None
 
     Attributes
@@ -98,18 +108,23 @@ class Codebook(BaseEstimator):
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "max_descriptors": [Interval(Integral, 1, None, closed="left"), None],
         "assign": [StrOptions({"auto", "exact", "hnsw"})],
+        "tree_branching": [Interval(Integral, 2, 1024, closed="both"), None],
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_words: int = 1024, *, n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None):
+    def __init__(self, n_words: int = 1024, *, n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto",
+                 tree_branching: int | None = None, random_state=None):
         self.n_words = n_words
         self.n_iter = n_iter
         self.max_descriptors = max_descriptors
         self.assign = assign
+        self.tree_branching = tree_branching
         self.random_state = random_state
 
     def _check_params(self) -> None:
         validate_params(self)
+        if self.tree_branching is not None:
+            tree_depth(int(self.n_words), int(self.tree_branching))
 
     def fit(self, X, y=None, *, random_state=None) -> Codebook:
         """Learn the words from descriptors ``X``: one ``(n, d)`` array, or a list of per-image ``(m, d)`` arrays.
@@ -152,6 +167,9 @@ class Codebook(BaseEstimator):
         if X.shape[0] > cap:
             X = X[np.sort(rng.choice(X.shape[0], size=cap, replace=False))]
         seed = int(rng.integers(0, 2**31 - 1))
+        self.tree_ = None
+        if self.tree_branching is not None:
+            return self._fit_tree(X, seed, sets if per_image else None, n_images if per_image else 0)
         km = faiss.Kmeans(
             X.shape[1], n_words, niter=int(self.n_iter), seed=seed,
             max_points_per_centroid=max(1, X.shape[0] // n_words + 1), min_points_per_centroid=1, verbose=False,
@@ -168,6 +186,16 @@ class Codebook(BaseEstimator):
         else:
             df, n_docs = np.zeros(n_words, np.int64), 0
         self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
+        return self
+
+    def _fit_tree(self, X, seed, sets, n_images) -> Codebook:
+        b = int(self.tree_branching)
+        tree = VocabularyTree(b, tree_depth(int(self.n_words), b), n_iter=int(self.n_iter), random_state=seed).fit(X)
+        self.tree_, self.centroids_, self._index = tree, np.ascontiguousarray(tree.words_), None
+        df = np.zeros(int(self.n_words), np.int64)
+        for s in sets or ():
+            df[np.unique(self.predict(s))] += 1
+        self.idf_ = (np.log((1.0 + n_images) / (1.0 + df)) + 1.0).astype(np.float32)
         return self
 
     # ------------------------------------------------------------------ assignment
@@ -197,6 +225,8 @@ class Codebook(BaseEstimator):
             X = check_matrix(X, "X", min_rows=0, n_features=self.centroids_.shape[1], estimator=self)
         if X.shape[0] == 0:
             return np.empty(0, np.int64)
+        if getattr(self, "tree_", None) is not None:  # greedy descent of the vocabulary tree
+            return self.tree_.predict(X)
         _, idx = self._search_index().search(X, 1)
         return idx[:, 0].astype(np.int64)
 
@@ -246,15 +276,23 @@ class Codebook(BaseEstimator):
         """Write the codebook to a portable ``.npz`` file (no pickle)."""
         self._check_fitted()
         meta = {"n_words": int(self.n_words), "n_iter": int(self.n_iter), "max_descriptors": self.max_descriptors, "assign": self.assign}
-        return save_model(path, _KIND, _VERSION, {"centroids": self.centroids_, "idf": self.idf_}, meta)
+        arrays = {"centroids": self.centroids_, "idf": self.idf_}
+        if getattr(self, "tree_", None) is not None:  # the inner levels; the leaves are the centroids
+            meta["tree_branching"] = int(self.tree_branching)
+            arrays["tree_inner"] = self.tree_.centers_[: self.tree_.offsets_[-2]]
+        return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
     def load(cls, path) -> Codebook:
         """Read a codebook written by :meth:`save`."""
-        arrays, meta = load_model(path, _KIND, {_VERSION}, schema={"centroids": ArraySpec("f", 2), "idf": ArraySpec("f", 1)})
+        arrays, meta = load_model(path, _KIND, {_VERSION}, schema={
+            "centroids": ArraySpec("f", 2), "idf": ArraySpec("f", 1), "tree_inner": ArraySpec("f", 2, optional=True)})
         try:
-            cb = cls(n_words=meta["n_words"], n_iter=meta["n_iter"], max_descriptors=meta["max_descriptors"], assign=meta["assign"])
-            validate_params(cb)
+            cb = cls(n_words=meta["n_words"], n_iter=meta["n_iter"], max_descriptors=meta["max_descriptors"], assign=meta["assign"],
+                     tree_branching=meta.get("tree_branching"))
+            cb._check_params()
+            if ("tree_inner" in arrays) != (cb.tree_branching is not None):
+                raise ValueError("tree_branching and the tree_inner array go together")
         except (KeyError, TypeError, ValueError) as exc:
             reason = f"lacks {exc}" if isinstance(exc, KeyError) else f"has bad parameters ({str(exc).splitlines()[0]})"
             raise ModelFileError(f"{path}: codebook file {reason}") from None
@@ -268,6 +306,14 @@ class Codebook(BaseEstimator):
             raise ModelFileError(f"{path}: codebook arrays hold NaN, infinite or negative values")
         cb.centroids_, cb.idf_ = centroids, idf
         cb.n_features_in_ = centroids.shape[1]
+        cb.tree_ = None
+        if cb.tree_branching is not None:
+            b = int(cb.tree_branching)
+            try:
+                inner = np.asarray(arrays["tree_inner"], np.float32)
+                cb.tree_ = VocabularyTree.from_centers(b, tree_depth(cb.n_words, b), np.vstack([inner, centroids]) if inner.size else centroids)
+            except ValueError as exc:
+                raise ModelFileError(f"{path}: codebook tree {str(exc).splitlines()[0]}") from None
         return cb
 
 
@@ -285,8 +331,8 @@ class BagOfWords:
     normalize : {"l1", "l2", None}
     sparse : bool or None
         Store CSR rows; default: sparse above 4,096 words.
-    n_iter, max_descriptors, assign, random_state
-        Passed to :class:`Codebook`.
+    n_iter, max_descriptors, assign, tree_branching, random_state
+        Passed to :class:`Codebook` (``tree_branching``: a vocabulary tree).
     codebook : Codebook, optional
         A fitted codebook to use instead of learning one.
 
@@ -301,7 +347,8 @@ class BagOfWords:
     """
 
     def __init__(self, descriptor, *, n_words: int = 1024, weighting: str = "tf", normalize: str | None = "l1", sparse: bool | None = None,
-                 n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None, codebook: Codebook | None = None):
+                 n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None, codebook: Codebook | None = None,
+                 tree_branching: int | None = None):
         self.descriptor = descriptor
         self.n_words = n_words
         self.weighting = weighting
@@ -310,6 +357,7 @@ class BagOfWords:
         self.n_iter = n_iter
         self.max_descriptors = max_descriptors
         self.assign = assign
+        self.tree_branching = tree_branching
         self.random_state = random_state
         self.codebook = codebook
 
@@ -338,7 +386,8 @@ class BagOfWords:
         """Learn the codebook (and document frequencies) from these images' descriptors."""
         sets = self.descriptor.describe(images)
         seed = self.random_state if self.random_state is not None else random_state
-        cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign, random_state=seed)
+        cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign,
+                      tree_branching=self.tree_branching, random_state=seed)
         self.codebook = cb.fit(sets)
         if self.codebook.n_words != self.n_words:
             raise ValueError("codebook: size mismatch")

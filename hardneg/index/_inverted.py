@@ -16,12 +16,14 @@ saves to one portable ``.npz`` through :mod:`hardneg._persist`.
 from __future__ import annotations
 
 import logging
+import numbers
 from pathlib import Path
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
-from hardneg._persist import ModelFileError, load_model, save_model
+from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
 from hardneg._validation import check_k
 
 __all__ = ["InvertedIndex"]
@@ -30,7 +32,26 @@ logger = logging.getLogger(__name__)
 
 _KIND = "hardneg.InvertedIndex"
 _VERSION = 1
-_QUERY_BLOCK = 256  # queries scored at once: bounds the dense (queries x items) score block
+_SCHEMA = {
+    "indptr": ArraySpec("iu", 1),
+    "indices": ArraySpec("iu", 1),
+    "data": ArraySpec("f", 1),
+    "weights": ArraySpec("f", 1),
+    "ids": ArraySpec("US", 1),
+    "idf": ArraySpec("f", 1, optional=True),
+}
+_MAX_VALUE = 1e30  # no honest weight or posting is larger; beyond it scores overflow
+
+
+@numba.njit(cache=True, nogil=True)
+def _accumulate(q_cols, q_vals, indptr, indices, data, scores):
+    """``scores[i] += q_j * (w_j x_ij)`` over the posting lists of the query's words:
+    O(entries of those lists), no intermediate (queries x items) sparse product."""
+    for a in range(q_cols.shape[0]):
+        c = q_cols[a]
+        v = q_vals[a]
+        for p in range(indptr[c], indptr[c + 1]):
+            scores[indices[p]] += v * data[p]
 
 
 def _transform(X, n_words, idf, l2, name):
@@ -142,17 +163,20 @@ class InvertedIndex:
         if n == 0:
             raise ValueError("the index is empty; add rows first")
         k = check_k(k, n)
-        Q = _transform(Q, self.n_words, self.idf, self.l2, "queries")[:, self.active]
-        PT = self.postings.T.tocsr()  # (active words, items): each row a posting list
+        Q = sp.csr_matrix(_transform(Q, self.n_words, self.idf, self.l2, "queries")[:, self.active])
+        P = self.postings  # CSC: column c is the posting list of word active[c]
+        indptr, indices, data = P.indptr.astype(np.int64, copy=False), P.indices, P.data
         rows = np.empty((Q.shape[0], k), np.int64)
         out = np.empty((Q.shape[0], k), np.float64)
-        for lo in range(0, Q.shape[0], _QUERY_BLOCK):
-            S = np.asarray((Q[lo : lo + _QUERY_BLOCK] @ PT).todense(), np.float64)
-            for r, s in enumerate(S):
-                kth = np.partition(s, n - k)[n - k]
-                cand = np.flatnonzero(s >= kth)  # every item tied with the k-th, so ties break by row
-                order = np.lexsort((cand, -s[cand]))[:k]
-                rows[lo + r], out[lo + r] = cand[order], s[cand[order]]
+        s = np.zeros(n, np.float64)
+        for r in range(Q.shape[0]):
+            lo, hi = Q.indptr[r], Q.indptr[r + 1]
+            s[:] = 0.0
+            _accumulate(Q.indices[lo:hi].astype(np.int64), Q.data[lo:hi].astype(np.float64), indptr, indices, data, s)
+            kth = np.partition(s, n - k)[n - k]
+            cand = np.flatnonzero(s >= kth)  # every item tied with the k-th, so ties break by row
+            order = np.lexsort((cand, -s[cand]))[:k]
+            rows[r], out[r] = cand[order], s[cand[order]]
         return rows, out
 
     def search(self, Q, k: int):
@@ -172,17 +196,48 @@ class InvertedIndex:
 
     @classmethod
     def load(cls, path) -> InvertedIndex:
-        arrays, meta = load_model(path, _KIND, (_VERSION,))
+        """Read an index written by :meth:`save`.
+
+        Beyond the file checks of :func:`hardneg._persist.load_model`, the
+        values are checked before use: finite weights, postings and idf; the
+        header's counts agree with the arrays; the CSC structure is valid
+        (``indptr`` starts at 0, never decreases and ends at ``nnz``; every
+        row index lies in ``[0, n_items)``); one id per item. Anything wrong
+        is a one-line :class:`ModelFileError`.
+        """
+        arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
-            out = cls(arrays["weights"], idf=arrays.get("idf"), l2=bool(meta["l2"]), meta=meta.get("meta"))
-            n = int(meta["n_items"])
-            P = sp.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=(n, out.active.size))
+            n, n_words, nnz = (meta.get(k) for k in ("n_items", "n_words", "nnz"))
+            for key, value in (("n_items", n), ("n_words", n_words), ("nnz", nnz)):
+                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+                    raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+            if not isinstance(meta.get("l2"), bool) or not isinstance(meta.get("meta", {}), dict):
+                raise ValueError("l2 or meta has the wrong type")
+            weights, data, indices, indptr = arrays["weights"], arrays["data"], arrays["indices"], arrays["indptr"]
+            if weights.shape != (n_words,):
+                raise ValueError(f"weights of shape {weights.shape} for n_words={n_words}")
+            for key in ("weights", "data", "idf"):
+                if key in arrays and (not np.isfinite(arrays[key]).all() or np.abs(arrays[key]).max(initial=0.0) > _MAX_VALUE):
+                    raise ValueError(f"{key} holds non-finite or absurdly large values")
+            if "idf" in arrays and (arrays["idf"].shape != (n_words,) or (arrays["idf"] < 0).any()):
+                raise ValueError(f"idf of shape {arrays['idf'].shape} is not {n_words} non-negative factors")
+            out = cls(weights, idf=arrays.get("idf"), l2=meta["l2"], meta=meta.get("meta"))
+            if indptr.shape != (out.active.size + 1,) or data.shape != (nnz,) or indices.shape != (nnz,):
+                raise ValueError(f"indptr {indptr.shape}, indices {indices.shape} and data {data.shape} do not fit "
+                                 f"{out.active.size} posting lists of {nnz} entries")
+            indptr = indptr.astype(np.int64)
+            if indptr[0] != 0 or indptr[-1] != nnz or (np.diff(indptr) < 0).any():
+                raise ValueError("indptr does not run monotonically from 0 to nnz")
+            if nnz and (int(indices.min()) < 0 or int(indices.max()) >= n):
+                raise ValueError(f"posting row indices outside [0, {n})")
+            P = sp.csc_matrix((data.astype(np.float32), indices.astype(np.int32), indptr), shape=(n, out.active.size))
             P.check_format(full_check=True)
             ids = arrays["ids"].astype(str)
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ModelFileError(f"{path}: inconsistent inverted index file ({exc})") from None
-        if P.nnz != meta.get("nnz") or ids.shape != (n,):
-            raise ModelFileError(f"{path}: posting lists ({P.nnz} entries) or ids ({ids.shape}) do not match the header")
+            if ids.shape != (n,):
+                raise ValueError(f"{ids.shape[0]} ids for {n} items")
+        except (KeyError, ValueError, TypeError, OverflowError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise ModelFileError(f"{path}: inconsistent inverted index file ({first})") from None
         out._postings, out._ids = P, [ids]
         return out
 

@@ -13,7 +13,8 @@ Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in Eq. (19b).
 Lazy: a word untouched for ``k`` updates keeps its ``H_jj`` and owes ``k``
 soft-thresholds of ``ηλ / H_jj``: one soft-threshold by ``k ηλ / H_jj``.
 State rows: 0 ``w``, 1 the sum of squared gradients, 2 the update count at
-the word's last catch-up.
+the word's last catch-up, 3 a cache of ``1 / H_jj`` (refreshed on update, so
+a catch-up costs a multiplication, not a square root and a division).
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ def afb_weight(j, S, g, p):
     owed = g[0] - S[2, j]
     w = S[0, j]
     if owed > 0.0:
-        h = p[DELTA] + math.sqrt(S[1, j])
-        w = soft(w, owed * p[ETA] * p[LAM] / h)
+        w = soft(w, owed * p[ETA] * p[LAM] * S[3, j])
         S[0, j] = w
         S[2, j] = g[0]
     return w
@@ -46,8 +46,9 @@ def afb_weight(j, S, g, p):
 def afb_update(j, v, S, g, p):
     """Eq. (18)-(19) with g = -v (the clock has already moved to this update)."""
     S[1, j] += v * v
-    h = p[DELTA] + math.sqrt(S[1, j])
-    S[0, j] = soft(S[0, j] + p[ETA] * v / h, p[ETA] * p[LAM] / h)
+    inv_h = 1.0 / (p[DELTA] + math.sqrt(S[1, j]))
+    S[3, j] = inv_h
+    S[0, j] = soft(S[0, j] + p[ETA] * v * inv_h, p[ETA] * p[LAM] * inv_h)
     S[2, j] = g[0]
 
 
@@ -80,7 +81,10 @@ class SolisAFB(SolisBase):
     """
 
     _kind = AFB
-    _n_state = 3
+    _n_state = 4
+    _nonneg_rows = (1,)
+    _clock_rows = ((2, 0),)  # the update count at the last catch-up
+    _inv_h_row = 3
 
     def __init__(self, lam: float = 1e-4, eta: float = 1.0, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
         self.lam = lam
@@ -99,6 +103,7 @@ class SolisAFB(SolisBase):
         return p
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
-        state = np.zeros((3, n_words), np.float64)
+        state = np.zeros((4, n_words), np.float64)
         state[0] = w0
+        state[3] = 1.0 / self.delta
         return state

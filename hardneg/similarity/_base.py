@@ -10,13 +10,15 @@ solver state, so a loaded model can go on learning with ``partial_fit``.
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._persist import ModelFileError, load_model, save_model
+from .._persist import ArraySpec, ModelFileError, load_model, save_model
 from .._validation import check_positive_int, check_random_state
 from ._checks import check_bow, resolve_rows
 
@@ -25,6 +27,15 @@ logger = logging.getLogger(__name__)
 KIND = "hardneg.Similarity"
 VERSION = 1
 _REGISTRY: dict[str, type] = {}
+# Every array any similarity model stores; each class says which it needs (``_array_names``).
+_SCHEMA = {
+    "w": ArraySpec("f", 1, optional=True),
+    "state": ArraySpec("f", 2, optional=True),
+    "glob": ArraySpec("f", 1, optional=True),
+    "W": ArraySpec("f", 2, optional=True),
+    "input_idf": ArraySpec("f", 1, optional=True),
+}
+_MAX_VALUE = 1e30  # larger weights or sums overflow the float32 / float64 scores; no honest model has them
 
 
 def _register(cls):
@@ -121,6 +132,8 @@ class DiagonalSimilarity(BaseEstimator):
     def _arrays(self) -> dict:
         return {"w": np.asarray(self.w_, np.float64)}
 
+    _array_names: tuple = ("w",)
+
     def _restore(self, arrays: dict, meta: dict) -> None:
         self._w = np.asarray(arrays["w"], np.float64)
 
@@ -147,21 +160,62 @@ class DiagonalSimilarity(BaseEstimator):
         return model
 
 
+def _finite(arr, what: str) -> np.ndarray:
+    if not np.isfinite(arr).all() or np.abs(arr).max(initial=0.0) > _MAX_VALUE:
+        raise ValueError(f"{what} holds non-finite or absurdly large values")
+    return arr
+
+
+def _count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 def load_similarity(path):
-    """Load any similarity model written by ``save`` (the class is in the file)."""
-    arrays, meta = load_model(path, KIND, (VERSION,))
+    """Load any similarity model written by ``save`` (the class is in the file).
+
+    The file is checked as :func:`hardneg._persist.load_model` does (schema,
+    sizes, checksums), then its values: finite weights, shapes that agree with
+    ``n_features``, valid hyper-parameters, and for a SOLIS solver a state
+    from which the stored ``w`` is recomputed exactly. Anything wrong is a
+    one-line :class:`ModelFileError`.
+    """
+    arrays, meta = load_model(path, KIND, (VERSION,), schema=_SCHEMA)
     name = meta.get("class")
-    if name not in _REGISTRY:
+    if not isinstance(name, str) or name not in _REGISTRY:
         raise ModelFileError(f"{path}: unknown similarity model class {name!r}")
     cls = _REGISTRY[name]
     try:
-        model = cls(**meta.get("params", {}))
+        params = meta.get("params", {})
+        if not isinstance(params, dict):
+            raise TypeError("params is not a mapping")
+        expected = set(cls._array_names) | {"input_idf"}
+        if set(arrays) - expected or set(cls._array_names) - set(arrays):
+            raise ValueError(f"arrays {sorted(arrays)} are not those of a {name} ({sorted(cls._array_names)})")
+        n_features = meta.get("n_features")
+        if _count(n_features, "n_features") == 0:
+            raise ValueError("n_features is 0")
+        for key, shape in (("w", (n_features,)), ("W", (n_features, n_features))):
+            if key in arrays:
+                if arrays[key].shape != shape:
+                    raise ValueError(f"{key} of shape {arrays[key].shape} does not match n_features={n_features}")
+                _finite(arrays[key], key)
+        idf = arrays.get("input_idf")
+        if idf is not None:
+            if idf.shape != (n_features,) or (idf < 0).any():
+                raise ValueError(f"input_idf of shape {idf.shape} is not {n_features} non-negative factors")
+            _finite(idf, "input_idf")
+        if not isinstance(meta.get("input_l2", False), bool):
+            raise TypeError("input_l2 is not a bool")
+        model = cls(**params)
         model._restore(arrays, meta)
-        model.set_input_transform(arrays.get("input_idf"), bool(meta.get("input_l2", False)))
-    except (KeyError, TypeError) as exc:
-        raise ModelFileError(f"{path}: incomplete {name} model file ({exc})") from None
-    if model.w_.shape != (int(meta.get("n_features", -1)),):
-        raise ModelFileError(f"{path}: weights of shape {model.w_.shape} do not match n_features={meta.get('n_features')}")
+        model.set_input_transform(idf, bool(meta.get("input_l2", False)))
+    except ModelFileError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ModelFileError(f"{path}: invalid {name} model file ({first})") from None
     return model
 
 
@@ -261,11 +315,38 @@ class SolisBase(DiagonalSimilarity):
     def _extra_meta(self) -> dict:
         return {"n_updates": int(self.n_updates_), "n_triplets_seen": int(self.n_triplets_seen_)}
 
+    _array_names = ("w", "state", "glob")
+    # State rows that are sums of squares or clocks (never negative), and rows that
+    # record a clock value (``glob[i]``) and so never exceed it: a forged value there
+    # would turn into a NaN (√ of a negative) or a truncation that is never paid.
+    _nonneg_rows: tuple = ()
+    _clock_rows: tuple = ()  # (state row, glob index)
+    _inv_h_row: int | None = None  # a cache of 1 / (δ + √G) (row 1), recomputed on load, never trusted
+
     def _restore(self, arrays: dict, meta: dict) -> None:
-        state, glob = np.asarray(arrays["state"], np.float64), np.asarray(arrays["glob"], np.float64)
-        if state.shape != (self._n_state, arrays["w"].shape[0]) or glob.shape != (2,):
-            raise ModelFileError(f"solver state of shape {state.shape} does not fit {type(self).__name__}")
+        self._param_vector()  # the file's hyper-parameters must be valid ones
+        state, glob, w = (np.asarray(arrays[k], np.float64) for k in ("state", "glob", "w"))
+        if state.shape != (self._n_state, w.shape[0]) or glob.shape != (2,):
+            raise ValueError(f"solver state of shape {state.shape} / {glob.shape} does not fit {type(self).__name__} over {w.shape[0]} words")
+        _finite(state, "state")
+        _finite(glob, "glob")
+        if glob[0] < 0 or glob[0] != math.floor(glob[0]) or glob[1] < 0:
+            raise ValueError(f"solver clock {glob.tolist()} is not a non-negative update count")
+        for row in self._nonneg_rows:
+            if (state[row] < 0).any():
+                raise ValueError(f"state row {row} of {type(self).__name__} must be non-negative")
+        for row, at in self._clock_rows:
+            if (state[row] < 0).any() or (state[row] > glob[at]).any():
+                raise ValueError(f"state row {row} of {type(self).__name__} must lie in [0, {glob[at]}]")
+        if self._inv_h_row is not None:
+            state = state.copy()
+            state[self._inv_h_row] = 1.0 / (self.delta + np.sqrt(state[1]))
         self._state, self._glob = np.ascontiguousarray(state), np.ascontiguousarray(glob)
-        self._w = np.asarray(arrays["w"], np.float64)
-        self.n_updates_ = int(meta.get("n_updates", 0))
-        self.n_triplets_seen_ = int(meta.get("n_triplets_seen", 0))
+        self._w = None
+        again = self.w_  # the weights the state implies must be the stored ones
+        if not np.allclose(again, w, rtol=1e-9, atol=1e-12):
+            raise ValueError("the stored weights are not those the solver state implies")
+        self.n_updates_ = _count(meta.get("n_updates", 0), "n_updates")
+        self.n_triplets_seen_ = _count(meta.get("n_triplets_seen", 0), "n_triplets_seen")
+        if self.n_updates_ > self.n_triplets_seen_ or self.n_updates_ != glob[0]:
+            raise ValueError(f"n_updates={self.n_updates_} disagrees with n_triplets_seen={self.n_triplets_seen_} or the clock {glob[0]:.0f}")

@@ -15,7 +15,6 @@ import logging
 import numba
 import numpy as np
 
-from .._persist import ModelFileError
 from ._base import DiagonalSimilarity, _iter_batches, _register
 from ._checks import check_finite_param, resolve_rows
 from ._lazy import csr_buffers, gather_v
@@ -158,6 +157,10 @@ class OasisDiagonal(_OasisBase):
     def _allocate(self, n_words: int) -> None:
         self._w = np.ones(n_words, np.float64)
 
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        self._w = np.asarray(arrays["w"], np.float64)
+
     def _run(self, X, triplets, C) -> int:
         indptr, indices, data, scratch, touched, vals = csr_buffers(X)
         return int(_oasis_diag(indptr, indices, data, triplets, self._w, C, scratch, touched, vals))
@@ -247,8 +250,9 @@ class OasisFull(_OasisBase):
     def _arrays(self) -> dict:
         return {"W": self.W_}
 
+    _array_names = ("W",)
+
     def _restore(self, arrays: dict, meta: dict) -> None:
-        W = np.ascontiguousarray(arrays["W"], np.float32)
-        if W.ndim != 2 or W.shape[0] != W.shape[1]:
-            raise ModelFileError(f"OasisFull: matrix of shape {W.shape} is not square")
-        self.W_ = W
+        # load_similarity has checked that W is finite and (n_features, n_features)
+        check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        self.W_ = np.ascontiguousarray(arrays["W"], np.float32)

@@ -29,6 +29,8 @@ class TfidfCosine(DiagonalSimilarity):
     True
     """
 
+    _array_names = ("w", "input_idf")
+
     def __init__(self, random_state=None):
         self.random_state = random_state
 

@@ -82,6 +82,8 @@ class SolisTG(SolisBase):
 
     _kind = TG
     _n_state = 2
+    _nonneg_rows = (1,)
+    _clock_rows = ((1, 1),)  # the accumulated gravity at the last update, at most the total
 
     def __init__(self, lam: float = 1e-4, eta: float = 1.0, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
         self.lam = lam
