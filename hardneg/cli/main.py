@@ -16,6 +16,7 @@ import typer
 from ._common import check_output_dir, err_console, error_line, is_user_error, one_line, setup_logging
 from .concept import app as concept_app
 from .datasets import app as datasets_app
+from .esvm import app as esvm_app
 from .extract import app as extract_app
 from .hash import app as hash_app
 from .knn import knn as knn_command
@@ -40,6 +41,7 @@ app.add_typer(extract_app, name="extract")
 app.add_typer(hash_app, name="hash")
 app.add_typer(similarity_app, name="similarity")
 app.add_typer(zsl_app, name="zsl")
+app.add_typer(esvm_app, name="esvm")
 app.command("knn")(knn_command)
 app.command("serve")(serve_cmd)
 app.command("serve-demo")(serve_demo_cmd)
