@@ -6,10 +6,11 @@ PIP := $(VENV)/bin/pip
 
 .PHONY: demo test venv clean bench system-deps api-docs serve-demo
 
-# Debian packages some tests need: the Fashion-MNIST IDX files and a headless browser for
-# the web-page tests. Installed where we can (root with apt-get); otherwise those tests
-# skip and say why in pytest's summary.
-SYSTEM_PACKAGES := dataset-fashion-mnist chromium chromium-driver
+# Debian packages some tests need: the Fashion-MNIST IDX files, a headless browser for
+# the web-page tests, and WordNet 3.0 (related-tag exclusion, read by nltk offline).
+# Installed where we can (root with apt-get); otherwise those tests skip and say why in
+# pytest's summary.
+SYSTEM_PACKAGES := dataset-fashion-mnist chromium chromium-driver wordnet-base wordnet-sense-index
 
 $(VENV)/.installed-demo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,7 @@ $(VENV)/.installed-test: pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first, pinned: the CPU build; an unpinned one pulls multi-GB CUDA packages.
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text]"
+	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text,wordnet]"
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo

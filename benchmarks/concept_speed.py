@@ -74,15 +74,15 @@ def main(argv=None):
     centre = histograms(rng, 1, d, 0.3)
     pos = (0.5 * histograms(rng, 100, d) + 0.5 * centre).astype(np.float32)
     pool = histograms(rng, n_pool, d)
-    NegativeBootstrap(n_iter=3, n_candidates=100, random_state=0).fit(pos[:10], pool[:500])  # compile
-    NegativeBootstrap(n_iter=3, n_candidates=100, compressed_training=False, random_state=0).fit(pos[:10], pool[:500])
+    NegativeBootstrap(n_iter=3, n_candidates=100, skip_top=0.0, random_state=0).fit(pos[:10], pool[:500])  # compile
+    NegativeBootstrap(n_iter=3, n_candidates=100, compressed_training=False, skip_top=0.0, random_state=0).fit(pos[:10], pool[:500])
     train = {}
     for T in (20, 50):
-        nb = NegativeBootstrap(n_iter=T, n_candidates=1000, random_state=0)
+        nb = NegativeBootstrap(n_iter=T, n_candidates=1000, skip_top=0.0, random_state=0)
         train[f"compressed_T{T}_s"] = best_of(lambda nb=nb: nb.fit(pos, pool), 2)
     nb50 = nb
     exact_T = 20 if not args.quick else 10
-    nbx = NegativeBootstrap(n_iter=exact_T, n_candidates=1000, compressed_training=False, random_state=0)
+    nbx = NegativeBootstrap(n_iter=exact_T, n_candidates=1000, compressed_training=False, skip_top=0.0, random_state=0)
     train[f"exact_T{exact_T}_s"] = best_of(lambda: nbx.fit(pos, pool), 1)
     train["exact_over_compressed_at_T20"] = train[f"exact_T{exact_T}_s"] / train["compressed_T20_s"] if exact_T == 20 else None
     train["n_support_T50"] = int(nb50.support_vectors_.shape[0])

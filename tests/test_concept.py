@@ -64,7 +64,7 @@ def test_estimators_deterministic_exact_and_compressed(est):
 def test_bootstrap_selection_matches_slow_reference():
     """Iteration 2 of Table I replayed by hand with the exact G_1."""
     rng, pos, pool, tags = toy(1)
-    nb = NegativeBootstrap(n_iter=2, n_candidates=40, compressed_training=False, random_state=5)
+    nb = NegativeBootstrap(n_iter=2, n_candidates=40, compressed_training=False, skip_top=0.0, random_state=5)
     nb.fit(pos, pool, exclude_tags="concept", pool_tags=tags)
     allowed = np.array([i for i in range(len(pool)) if i % 10 != 0])
     r = np.random.default_rng(5)
@@ -178,7 +178,8 @@ def test_search_refuses_bad_rows_and_models():
 
 @pytest.mark.parametrize("name", ["hardneg.concept", "hardneg.concept._negative_bootstrap",
                                   "hardneg.concept._baselines", "hardneg.concept._search",
-                                  "hardneg.concept._compressed"])
+                                  "hardneg.concept._compressed", "hardneg.concept._related",
+                                  "hardneg.negatives", "hardneg.negatives._bootstrap", "hardneg.negatives._pool"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

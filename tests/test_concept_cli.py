@@ -46,3 +46,22 @@ def test_bins_zero_saves_exact_tables(tmp_path):
     model = tmp_path / "boat.npz"
     assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "2", "--bins", "0"]) == 0
     assert load_concept(model).exact
+
+
+def test_related_auto_and_skip_top(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.random((90, 4)).astype(np.float32)
+    X[:30, 0] += 2.0
+    # 'sail' always comes with 'boat' (NGD 0): excluded with --related auto
+    tags = [["boat", "sail"] if i < 20 else ["sail"] if i < 25 else ["car"] for i in range(90)]
+    with FeatureStore.create(tmp_path / "s", dim=4) as store:
+        store.append(X, tags=tags)
+    model = tmp_path / "boat.npz"
+    rc = main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "-p", "10",
+               "--related", "auto", "--skip-top", "auto", "-q", "10"])
+    out = capsys.readouterr().out
+    assert rc == 0 and model.is_file()
+    assert "related tags excluded from the negatives: sail" in out
+    assert "sail (" not in out.split("most frequent tags")[-1]  # never among the selected negatives
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "--skip-top", "1.5"]) == 2
+    assert "--skip-top" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 
 import hardneg
 
-PACKAGES = ["hardneg.store", "hardneg.eval", "hardneg.datasets", "hardneg.index", "hardneg.hashing", "hardneg.svm", "hardneg.similarity", "hardneg.report", "hardneg.serve", "hardneg.zeroshot", "hardneg.encoding"]
+PACKAGES = ["hardneg.store", "hardneg.eval", "hardneg.datasets", "hardneg.index", "hardneg.hashing", "hardneg.svm", "hardneg.similarity", "hardneg.report", "hardneg.serve", "hardneg.zeroshot", "hardneg.encoding", "hardneg.distributed"]
 
 
 def _modules():

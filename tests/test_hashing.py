@@ -99,7 +99,7 @@ def test_multilabel_cooccurrence_gives_similarity_one():
 
 def test_tsvm_hashing_deterministic_and_prefix_consistent(digits):
     X, y = digits
-    kw = dict(random_state=3, n_epochs=2, max_iter=3)
+    kw = dict(random_state=3, n_epochs=2, max_iter=3, C=1.0)
     a = TSVMHashing(n_bits=12, **kw).fit(X[:400], y[:400], X_unlabeled=X[400:700])
     b = TSVMHashing(n_bits=12, **kw).fit(X[:400], y[:400], X_unlabeled=X[400:700])
     np.testing.assert_array_equal(a.transform(X), b.transform(X))
@@ -109,16 +109,6 @@ def test_tsvm_hashing_deterministic_and_prefix_consistent(digits):
     np.testing.assert_array_equal(bits_a, bits_l)
     # codes are the signs of the embedding
     np.testing.assert_array_equal(np.unpackbits(a.transform(X[:50]), axis=1)[:, :12], a.embed(X[:50]) > 0)
-
-
-def test_tsvm_hashing_retrieves_better_than_chance(digits):
-    from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
-
-    X, y = digits
-    h = TSVMHashing(n_bits=18, random_state=0, n_epochs=2, max_iter=3).fit(X[:500], y[:500], X_unlabeled=X[500:1000])
-    codes = h.transform(X)
-    idx, _ = hamming_rank(codes[1500:], codes[:1500], k=50, ties="random", random_state=0)
-    assert mean_average_precision_at_k(relevance_from_labels(y[1500:], y[:1500][idx])) > 0.5
 
 
 def test_tsvm_hashing_passes_balance_to_every_node(digits, monkeypatch):
@@ -134,7 +124,7 @@ def test_tsvm_hashing_passes_balance_to_every_node(digits, monkeypatch):
 
     monkeypatch.setattr(module, "RampTSVM", Spy)
     X, y = digits
-    kw = dict(n_bits=9, random_state=0, n_epochs=1, max_iter=1)
+    kw = dict(n_bits=9, random_state=0, n_epochs=1, max_iter=1, C=1.0)
     TSVMHashing(**kw).fit(X[:300], y[:300], X_unlabeled=X[300:600])
     TSVMHashing(balance=True, **kw).fit(X[:300], y[:300], X_unlabeled=X[300:600])
     assert [b for b, _ in seen] == [False] * 9 + [True] * 9
@@ -207,3 +197,135 @@ def test_bad_inputs(digits, tmp_path):
     bad.write_bytes(b"not a model")
     with pytest.raises(ModelFileError):
         LSHHasher.load(bad)
+
+
+@pytest.mark.parametrize("offset", [0.0, 50.0, -300.0])
+def test_hull_distance_svm_is_exact_far_from_the_origin(offset):
+    # a regularized bias (liblinear) ties 2 / ||w|| to the origin; the hull distance must not move with it
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(40, 5))
+    B = rng.normal(size=(40, 5)) + np.array([6.0, 2.0, 0, 0, 0])
+    X = np.vstack([A, B]) + offset
+    _, Y = _indicator(np.repeat([0, 1], 40), 80)
+    d_svm = convex_hull_distances(X, Y)[0, 1]
+    d_qp = hull_distance_qp(A + offset, B + offset, max_iter=100_000, tol=1e-15)
+    assert d_svm == pytest.approx(d_qp, rel=1e-3)
+    assert d_svm <= np.min(np.linalg.norm(A[:, None] - B[None], axis=2)) * (1 + 1e-6)
+
+
+def test_hull_distances_match_qp_on_every_digit_pair(digits):
+    # raw digits lie far from the origin; every pair's SVM margin equals the exact hull distance
+    X, y = digits
+    _, Y = _indicator(y, len(y))
+    D = convex_hull_distances(X, Y, max_per_class=60, random_state=0)
+    rng = np.random.default_rng(0)
+    members = [np.sort(rng.choice(np.flatnonzero(y == c), 60, replace=False)) for c in range(10)]
+    for i, j in [(0, 1), (3, 8), (4, 9), (1, 7)]:
+        ref = hull_distance_qp(X[members[i]], X[members[j]], max_iter=30_000, tol=1e-14)
+        assert D[i, j] == pytest.approx(ref, rel=1e-3)
+
+
+def test_tsvm_bits_follow_the_tree_on_separable_classes():
+    # known answer: four well-separated classes, {0, 1} and {2, 3} close pairs. Every node's bit is 1
+    # exactly on the classes of its positive side (Eq. (12)), so every class has one code of its own and
+    # retrieval is perfect; the root splits the pairs
+    from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
+
+    rng = np.random.default_rng(0)
+    centers = np.array([[0, 0, 0], [0, 6, 0], [40, 0, 0], [40, 6, 0]], float) + 100.0
+    y = np.repeat(np.arange(4), 60)
+    X = (centers[y] + rng.normal(0, 0.7, (240, 3))).astype(np.float32)
+    h = TSVMHashing(n_bits=6, random_state=0).fit(X[::2], y[::2], X_unlabeled=X[1::2])
+    assert h.trees_.shape == (2, 3, 4)
+    root = h.trees_[0, 0]
+    assert root[0] == root[1] == -root[2] == -root[3]
+    bits = np.unpackbits(h.transform(X), axis=1)[:, :6]
+    for t in range(2):
+        for k in range(3):
+            for c in range(4):
+                side = h.trees_[t, k, c]
+                if side != 0:
+                    assert (bits[y == c, 3 * t + k] == (side > 0)).all(), (t, k, c)
+    codes = h.transform(X)
+    assert len({bytes(codes[y == c][0]) for c in range(4)}) == 4
+    idx, _ = hamming_rank(codes[1::2], codes[::2], k=20, ties="random", random_state=0)
+    assert mean_average_precision_at_k(relevance_from_labels(y[1::2], y[::2][idx])) == pytest.approx(1.0)
+
+
+def test_tsvm_hashing_beats_its_own_chance_and_lsh(digits):
+    from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
+
+    X, y = digits
+
+    def mean_ap(h):
+        codes = h.transform(X)
+        idx, _ = hamming_rank(codes[1500:], codes[:1500], k=50, ties="random", random_state=0)
+        return mean_average_precision_at_k(relevance_from_labels(y[1500:], y[:1500][idx]))
+
+    kw = dict(n_bits=18, random_state=0, n_epochs=2, max_iter=3)
+    tsvm = mean_ap(TSVMHashing(**kw).fit(X[:500], y[:500], X_unlabeled=X[500:1000]))
+    shuffled = mean_ap(TSVMHashing(**kw).fit(X[:500], np.random.default_rng(0).permutation(y[:500])))
+    lsh = mean_ap(LSHHasher(n_bits=18, random_state=0).fit(X[:1000]))
+    assert tsvm >= 0.8
+    assert tsvm >= shuffled + 0.1 and tsvm >= lsh + 0.15
+
+
+def test_C_auto_picks_the_better_candidate_on_labelled_data(digits, tmp_path, monkeypatch):
+    import hardneg.hashing._tsvm_hashing as module
+
+    X, y = digits
+    kw = dict(n_bits=9, random_state=0, n_epochs=2, max_iter=2)
+    h = TSVMHashing(**kw).fit(X[:400], y[:400], X_unlabeled=X[400:600])
+    assert h.C == "auto" and h.C_ in module.C_GRID and set(h.C_scores_) == set(module.C_GRID)
+    assert h.C_scores_[h.C_] == max(h.C_scores_.values())
+    # the chosen C is the one the final model was fitted with
+    fixed = TSVMHashing(**{**kw, "C": h.C_}).fit(X[:400], y[:400], X_unlabeled=X[400:600])
+    assert fixed.C_ == h.C_
+    back = load_hasher(h.save(tmp_path / "auto.npz"))
+    assert back.C == "auto" and back.C_ == h.C_ and back.fingerprint() == h.fingerprint()
+    # a grid whose second value is hopeless must not be chosen; validation uses labelled data only
+    monkeypatch.setattr(module, "C_GRID", (1.0, 1e-6))
+    picked = TSVMHashing(**kw).fit(X[:400], y[:400])
+    assert picked.C_ == 1.0 and picked.C_scores_[1.0] > picked.C_scores_[1e-6]
+
+
+def test_hierarchy_helpers_known_values():
+    from hardneg.hashing._hierarchy import _project_simplex
+
+    np.testing.assert_allclose(_project_simplex(np.array([2.0, 0.0])), [1.0, 0.0])
+    np.testing.assert_allclose(_project_simplex(np.array([1.0, 1.0, 1.0])), [1 / 3] * 3)
+    np.testing.assert_allclose(_project_simplex(np.array([0.5, 0.3, -1.0])), [0.6, 0.4, 0.0])
+    D = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]])
+    W = class_similarity(D)
+    np.testing.assert_allclose(W, np.exp(-D / 2.0) * (1 - np.eye(3)))  # t = mean off-diagonal distance = 2
+    np.testing.assert_allclose(class_similarity(D, t=1.0), np.exp(-D) * (1 - np.eye(3)))
+    with pytest.raises(ValueError, match="t"):
+        class_similarity(D, t=0.0)
+    assert normalized_cut(np.array([[0.0, 1.0], [1.0, 0.0]])).tolist() == [True, False]
+    with pytest.raises(ValueError):
+        normalized_cut(np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="multi-hot"):
+        _indicator(np.array([[0, 2], [1, 0]]), 2)
+    with pytest.raises(ValueError, match="labels"):
+        _indicator(np.array([0, 1, 2]), 2)
+    classes, Y = _indicator(np.array([5, 7, 5]), 3)
+    assert classes.tolist() == [5, 7] and Y.tolist() == [[True, False], [False, True], [True, False]]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_build_hierarchy_nests_and_separates_every_pair(seed):
+    rng = np.random.default_rng(seed)
+    n = 7
+    W = _blocks([2, 2, 3], rng)
+    nodes = build_hierarchy(W)
+    assert nodes.shape == (n - 1, n)
+    assert (nodes[0] != 0).all()  # the root holds every class
+    for row in nodes[1:]:
+        members = row != 0
+        # a child's classes all lie on one side of some earlier node
+        assert any(((prev > 0) & members).sum() == members.sum() or ((prev < 0) & members).sum() == members.sum()
+                   for prev in nodes[: list(map(tuple, nodes)).index(tuple(row))])
+    # every pair of classes is separated by exactly one node (the leaves are single classes)
+    for i in range(n):
+        for j in range(i + 1, n):
+            assert sum(row[i] * row[j] == -1 for row in nodes) == 1

@@ -121,3 +121,104 @@ def test_store_index_and_cli(tmp_path):
     assert main(["hash", "train", str(store_path), "--out", str(balanced), *args]) == 0
     back = load_hasher(balanced)
     assert back.balance is True and back.C == 3.0
+
+
+def _clustered_codes(seed, n, n_bits=64, n_centers=20, flip=0.05):
+    rng = np.random.default_rng(seed)
+    centers = rng.random((n_centers, n_bits)) < 0.5
+    bits = centers[rng.integers(0, n_centers, n)] ^ (rng.random((n, n_bits)) < flip)
+    return np.packbits(bits, axis=1)
+
+
+def test_ivf_probing_every_list_is_exact():
+    db = _clustered_codes(0, 3000)
+    q = _clustered_codes(1, 20)
+    exact, ivf = HammingIndex(64), HammingIndex(64, nlist=16, nprobe=2)
+    exact.add(db)
+    ivf.add(db)  # trains its lists on these codes
+    assert ivf.approximate and not exact.approximate
+    d_exact = exact.rank(q, k=30)[1]
+    rows, dist = ivf.rank(q, k=30, nprobe=16)
+    np.testing.assert_array_equal(dist, d_exact)
+    ref = hamming_distances(q, db)
+    np.testing.assert_array_equal(np.take_along_axis(ref, rows, axis=1), dist)
+    # fewer lists probed: never better than exact, every returned distance is real
+    rows1, dist1 = ivf.rank(q, k=30, nprobe=1)
+    assert (dist1 >= d_exact).all()
+    found = rows1 >= 0
+    np.testing.assert_array_equal(np.take_along_axis(ref, np.maximum(rows1, 0), axis=1)[found], dist1[found])
+    # recall with the default nprobe on clustered codes is high
+    hits = (ivf.rank(q, k=30)[1] <= d_exact[:, -1:]).mean()
+    assert hits >= 0.9
+    np.testing.assert_array_equal(ivf.codes(), db)
+
+
+def test_ivf_round_trip_and_missing_places(tmp_path):
+    db = _clustered_codes(2, 2000)
+    index = HammingIndex(64, nlist=32, nprobe=3)
+    index.train(db[:1000])
+    index.add(db[:1500], ids=[f"a{i}" for i in range(1500)])
+    index.add(db[1500:], ids=[f"b{i}" for i in range(500)])
+    path = index.save(tmp_path / "ivf.bin")
+    back = HammingIndex.load(path)
+    assert back.approximate and back.nlist == 32 and back.nprobe == 3 and len(back) == 2000
+    ids, dist = index.search(db[:20], k=10)
+    ids_b, dist_b = back.search(db[:20], k=10)
+    np.testing.assert_array_equal(dist_b, dist)
+    np.testing.assert_array_equal(ids_b, ids)
+    assert ids[:, 0].tolist() == [f"a{i}" for i in range(20)]  # every code finds itself
+    np.testing.assert_array_equal(back.codes(), db)
+    # k beyond what one probed list holds: missing places are marked, not filled with row 0
+    small = HammingIndex(64, nlist=50, nprobe=1)
+    small.add(_clustered_codes(3, 60, n_centers=50, flip=0.0))
+    ids, dist = small.search(_clustered_codes(3, 1, n_centers=50, flip=0.0), k=60)
+    assert (ids == "").any() and (dist[ids == ""] == 65).all()
+    rows, _ = small.rank(_clustered_codes(3, 1, n_centers=50, flip=0.0), k=60)
+    assert (rows[ids == ""] == -1).all()
+
+
+def test_ivf_bad_use(tmp_path):
+    index = HammingIndex(64, nlist=100)
+    with pytest.raises(ValueError, match="train"):
+        index.add(_clustered_codes(0, 50))
+    with pytest.raises(ValueError, match="nlist"):
+        index.train(_clustered_codes(0, 50))
+    with pytest.raises(ValueError, match="approximate"):
+        HammingIndex(64).train(_clustered_codes(0, 50))
+    with pytest.raises((ValueError, TypeError)):
+        HammingIndex(64, nlist=0)
+    # a flat index file with an IVF sidecar (or the reverse) is refused
+    flat, ivf = HammingIndex(64), HammingIndex(64, nlist=4)
+    flat.add(_clustered_codes(1, 200))
+    ivf.add(_clustered_codes(1, 200))
+    flat.save(tmp_path / "flat")
+    ivf.save(tmp_path / "ivf")
+    (tmp_path / "flat.ids.npz").write_bytes((tmp_path / "ivf.ids.npz").read_bytes())
+    with pytest.raises(ModelFileError):
+        HammingIndex.load(tmp_path / "flat")
+
+
+def test_to_approximate_and_cli_nlist(tmp_path):
+    from hardneg.cli.main import main
+    from hardneg.store import FeatureStore
+
+    db = _clustered_codes(5, 1500)
+    exact = HammingIndex(64, {"note": "x"})
+    exact.add(db, ids=[f"i{j}" for j in range(1500)])
+    ivf = exact.to_approximate(8, nprobe=8)
+    assert ivf.approximate and ivf.meta == {"note": "x"} and len(ivf) == 1500
+    np.testing.assert_array_equal(ivf.search(db[:30], k=10)[1], exact.search(db[:30], k=10)[1])
+    np.testing.assert_array_equal(ivf.ids, exact.ids)
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300].astype(np.float32), y[:300]
+    store_path = tmp_path / "store"
+    with FeatureStore.create(store_path, dim=X.shape[1]) as store:
+        store.append(X, ids=[f"d{i}" for i in range(300)], labels=y)
+    model, idx = tmp_path / "m.npz", tmp_path / "idx.bin"
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "lsh", "--bits", "16"]) == 0
+    assert main(["hash", "index", str(store_path), str(model), "--out", str(idx), "--nlist", "4", "--nprobe", "2"]) == 0
+    back = HammingIndex.load(idx)
+    assert back.approximate and back.nlist == 4 and back.nprobe == 2 and len(back) == 300
+    assert main(["hash", "search", str(idx), str(model), "-q", "d3", "-k", "5", "--nprobe", "4"]) == 0
+    assert main(["hash", "index", str(store_path), str(model), "--out", str(tmp_path / "x.bin"), "--nlist", "301"]) == 2

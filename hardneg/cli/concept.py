@@ -8,7 +8,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, console, item_info, print_results, task_progress, write_html
+from ._common import CLIError, check_input_file, check_output_file, cluster_options, console, item_info, print_results, task_progress, write_html
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
 
@@ -19,13 +19,27 @@ _MAX_ITER = 1000
 _MAX_BINS = 4096
 
 
-def _estimator(method: str, iterations: int, candidates: int | None, bins: int, seed: int):
+def _skip_top(value: str | None):
+    """``--skip-top``: 'auto' or a fraction in [0, 1); None keeps the library default."""
+    if value is None or value == "auto":
+        return value
+    try:
+        frac = float(value)
+    except ValueError:
+        frac = -1.0
+    if not 0 <= frac < 1:
+        raise CLIError(f"--skip-top must be 'auto' or a fraction in [0, 1), got {value!r}")
+    return frac
+
+
+def _estimator(method: str, iterations: int, candidates: int | None, bins: int, seed: int, skip_top=None):
     from ..concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 
     # --bins 0 asks for exact tables at compress time; the estimator keeps its default n_bins
     common = {"random_state": seed, **({"n_bins": bins} if bins else {})}
     if method == "bootstrap":
-        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, **common)
+        extra = {} if skip_top is None else {"skip_top": skip_top}
+        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, **common, **extra)
     if method == "bagging":
         return AsymmetricBagging(n_iter=iterations, **common)
     if method == "random":
@@ -42,13 +56,22 @@ def train(
     store_path: str = typer.Argument(..., help="FeatureStore holding positives and the tagged pool."),
     concept: str = typer.Option(..., "--concept", "-c", help="Concept tag: items with it are the positives and never negatives."),
     out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
-    related: list[str] = typer.Option([], "--related", help="Related tags to exclude from the negatives (repeatable)."),
+    related: list[str] = typer.Option(
+        [], "--related",
+        help="Related tags to exclude from the negatives (repeatable); 'auto' finds them as in the paper: "
+             "WordNet hyponyms of the concept and tags close to it by Normalized Google Distance over the store's tags.",
+    ),
+    skip_top: str | None = typer.Option(
+        None, "--skip-top",
+        help="bootstrap only (extra, not in the paper): skip the top-ranked candidates, likely untagged positives: "
+             "'auto' (the default: estimated from the tagged items), a fraction of the candidates, or 0 for the paper's selection.",
+    ),
     positives: int = typer.Option(100, "--positives", "-p", min=1, help="Use at most this many tagged items as B+ (random subset)."),
     split: str | None = typer.Option(
         None, "--split", help="Take positives and pool from this split ('' for all rows). Default: train when the store has one, else all rows."
     ),
     method: str = typer.Option("bootstrap", "--method", help="bootstrap | bagging | random | positives | pooled"),
-    iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=_MAX_ITER, help=f"Number of meta classifiers T (1 to {_MAX_ITER})."),
+    iterations: int = typer.Option(50, "--iterations", "-T", min=1, max=_MAX_ITER, help=f"Number of meta classifiers T (1 to {_MAX_ITER})."),
     candidates: int | None = typer.Option(None, "--candidates", "-m", min=1, help="Candidates scored per iteration (default 10 x |B+|)."),
     bins: int = typer.Option(
         100, "--bins", "-q", min=0, max=_MAX_BINS,
@@ -76,13 +99,19 @@ def train(
     if pos_rows.size > positives:
         pos_rows = np.sort(rng.choice(pos_rows, size=positives, replace=False))
     pool_rows = store.select(split=split) if split else None
-    est = _estimator(method, iterations, candidates, bins, seed)
+    if related and "auto" in related and len(related) > 1:
+        raise CLIError("--related auto: finds the related tags itself; do not combine it with listed tags")
+    related_arg = "auto" if related == ["auto"] else related
+    est = _estimator(method, iterations, candidates, bins, seed, _skip_top(skip_top))
     n_iter = 1 if method == "pooled" else iterations
     X_pos = store.take(pos_rows)
     if hasattr(X_pos, "toarray"):
         X_pos = X_pos.toarray()
     with task_progress(f"training '{concept}' ({method})", n_iter) as advance:
-        est.fit(X_pos, store, exclude_tags=[concept], related_tags=related, pool_rows=pool_rows, progress=advance)
+        est.fit(X_pos, store, exclude_tags=[concept], related_tags=related_arg, pool_rows=pool_rows, progress=advance)
+    if related_arg == "auto":
+        found = ", ".join(f"{t} ({why})" for t, why in est.related_tags_.items()) or "none"
+        console.print(f"related tags excluded from the negatives: {found}")
     model = est.compress(None if bins == 0 else bins)
     model.meta.update(concept=concept, store=str(store.path), positives=int(pos_rows.size))
     model.save(out)
@@ -103,6 +132,7 @@ def _default_split(store, split: str | None) -> str | None:
 
 
 @app.command("search")
+@cluster_options
 def search_cmd(
     model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
     store_path: str = typer.Argument(..., help="FeatureStore to search."),
@@ -111,13 +141,15 @@ def search_cmd(
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
     html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+    runner=None,
 ):
     """Rank every item of a store by a concept model and print the top k (id, score, label, tags, path).
 
     With --html, a contact sheet marks each result as a hit (green: tagged
     with the concept, or labeled with it) or a miss (red).
     """
-    from ..concept import load_concept, search
+    from ..concept import load_concept
+    from ..distributed import scan_topk
     from ..store import FeatureStore
 
     check_input_file(model_path, "a concept model file")
@@ -134,7 +166,9 @@ def search_cmd(
     if total == 0:
         raise CLIError(f"{store_path}: the store is empty")
     with task_progress("searching", total) as advance:
-        res = search(model, store, k=min(k, total), rows=rows, chunk_rows=chunk_rows, progress=advance)
+        # workers open the model file themselves; in process the loaded model is used
+        res = scan_topk(model if runner.client is None else model_path, store, k=min(k, total), rows=rows,
+                        block_rows=chunk_rows, runner=runner, progress=advance)
     concept = model.meta.get("concept")
     relevant = _relevance(store, concept, res.rows) if concept else None
     results = []
@@ -161,6 +195,7 @@ def _relevance(store, concept: str, rows) -> list[bool] | None:
 
 
 @app.command("eval")
+@cluster_options
 def eval_cmd(
     model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
     store_path: str = typer.Argument(..., help="FeatureStore to evaluate on."),
@@ -170,9 +205,11 @@ def eval_cmd(
     k: list[int] = typer.Option([10, 100], "--k", "-k", min=1, help="Report precision at these ranks (repeatable)."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    runner=None,
 ):
     """Average precision and precision@k of a concept model on a split, against tags or labels."""
     from ..concept import load_concept
+    from ..distributed import score_rows
     from ..eval import average_precision, precision_at_k
     from ..store import FeatureStore
 
@@ -204,13 +241,9 @@ def eval_cmd(
         what = f"tag {concept!r}"
     if not positive.any():
         raise CLIError(f"no items with {what}{f' in split {split!r}' if split else ''} of {store_path}; the store has {store.summary()}")
-    scores = np.empty(rows.size, np.float64)
     with task_progress("scoring", int(rows.size)) as advance:
-        for lo in range(0, rows.size, chunk_rows):
-            block = store.take(rows[lo : lo + chunk_rows])
-            block = block.toarray() if hasattr(block, "toarray") else block
-            scores[lo : lo + block.shape[0]] = model.decision_function(block)
-            advance(block.shape[0])
+        scores = score_rows(model if runner.client is None else model_path, store, None if rows.size == len(store) else rows,
+                            block_rows=chunk_rows, runner=runner, progress=advance)
     order = np.argsort(-scores, kind="stable")
     ranked = positive[order]
     figures = {"model": model_path, "store": store_path, "split": split or None, "relevant": what, "n_items": int(rows.size),

@@ -6,7 +6,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, console, task_progress
+from ._common import CLIError, check_input_file, check_output_file, cluster_options, console, task_progress
 
 app = typer.Typer(help="Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM.", no_args_is_help=True)
 
@@ -50,6 +50,7 @@ def fit(
 
 
 @app.command("encode")
+@cluster_options
 def encode(
     store_path: str = typer.Argument(..., help="FeatureStore to encode."),
     encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm fit`."),
@@ -57,16 +58,20 @@ def encode(
     n_recursions: int = typer.Option(None, "--recursions", "-k", help="Level of the codes (default: the encoder's)."),
     batch_rows: int = typer.Option(1024, "--batch-rows", help="Rows encoded per batch."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start the output store afresh."),
+    runner=None,
 ):
-    """Encode every row of a store, batch by batch, into a new store (resumable)."""
-    from ..encoding import encode_store, load_esvm_encoder
+    """Encode every row of a store, partition by partition, into a new store (resumable)."""
+    from ..distributed import encode_store
+    from ..encoding import load_esvm_encoder
     from ..store import FeatureStore
 
     check_input_file(encoder_path, "an encoder file")
     enc = load_esvm_encoder(encoder_path)
     src = FeatureStore.open(store_path)
     with task_progress("encoding", len(src)) as advance:
-        dst = encode_store(enc, src, out, n_recursions=n_recursions, batch_rows=batch_rows, overwrite=overwrite, progress=advance)
+        # workers open the encoder file themselves; in process the loaded encoder is used
+        dst = encode_store(enc if runner.client is None else encoder_path, src, out, n_recursions=n_recursions, block_rows=batch_rows,
+                           overwrite=overwrite, progress=advance, runner=runner)
     console.print(f"{len(dst):,} encodings of {dst.dim} dimensions in {out}")
 
 

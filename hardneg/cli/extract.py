@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from ._common import CLIError, check_output_dir, console, task_progress
+from ._common import CLIError, check_output_dir, cluster_options, console, task_progress
 
 app = typer.Typer(
     help="Extract CNN or dense-SIFT bag-of-words features from images into a FeatureStore (resumable).",
@@ -67,6 +67,7 @@ def _check_input_size(features: Features, input_size: int, model: str | None = N
 
 
 @app.command("images")
+@cluster_options
 def images(
     sources: list[str] = typer.Argument(None, help="Image folders or files. Ids are paths relative to each folder."),
     out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
@@ -96,8 +97,12 @@ def images(
     threads: int = _OPT_THREADS,
     seed: int = _OPT_SEED,
     overwrite: bool = typer.Option(False, "--overwrite", help="Rebuild the store instead of resuming it."),
+    runner=None,
 ):
     """Extract features of image files (folders and/or a list) into a store; reruns skip what is done."""
+    from functools import partial
+
+    from ..distributed._extract import extract_images
     from ..features import extract_to_store, list_image_files, resolve_images
 
     if model is not None and not trust_model:
@@ -137,7 +142,9 @@ def images(
     extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
                            tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
-        summary = extract_to_store(
+        # with --workers / --scheduler the batches after the first are extracted on the cluster
+        run = extract_to_store if runner.client is None else partial(extract_images, runner=runner, model=model, trust_model=trust_model)
+        summary = run(
             paths, out, extractor, ids=ids, labels=labels, tags=tags,
             batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
             attrs=None if class_names is None else {"class_names": class_names},

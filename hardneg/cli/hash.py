@@ -13,6 +13,7 @@ from ._common import (
     CLIError,
     check_input_file,
     check_output_file,
+    cluster_options,
     console,
     extract_query_images,
     item_info,
@@ -46,7 +47,10 @@ def train(
     ),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
     mode: str = typer.Option("bits", "--mode", help="TSVM hashing: bits (Eq. 12) or itq (embed, then ITQ)."),
-    cost: float = typer.Option(1.0, "--C", help="TSVM hashing: cost C of the labeled samples at every node."),
+    cost: str = typer.Option(
+        "auto", "--C", help="TSVM hashing: cost C of the labeled samples at every node, or 'auto' (chosen from 1 and 10 "
+        "on a validation fifth of the labeled rows)."
+    ),
     balance: bool = typer.Option(
         False, "--balance/--no-balance", help="TSVM hashing: the RTSVM balancing constraint at every node (Eq. 6)."
     ),
@@ -60,8 +64,13 @@ def train(
         raise CLIError(f"--method: expected one of {', '.join(m for m in HASHERS if m != 'pq')}, got {method!r}")
     if method == "tsvm" and mode not in ("bits", "itq"):
         raise CLIError(f"--mode: expected bits or itq, got {mode!r}")
-    if not (np.isfinite(cost) and cost > 0):
-        raise CLIError(f"--C: must be a positive number, got {cost}")
+    if cost != "auto":
+        try:
+            cost = float(cost)
+        except ValueError:
+            raise CLIError(f"--C: expected a positive number or 'auto', got {cost!r}") from None
+        if not (np.isfinite(cost) and cost > 0):
+            raise CLIError(f"--C: must be a positive number or 'auto', got {cost}")
     check_output_file(out, "--out")
     store = FeatureStore.open(store_path)
     if method in ("pca-itq", "pca-rr") and bits > store.dim:
@@ -136,15 +145,22 @@ def _load_queries(path: str, dim: int) -> np.ndarray:
 
 
 @app.command("index")
+@cluster_options
 def index(
     store_path: str = typer.Argument(..., help="FeatureStore to encode and index."),
     model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
     out: str = typer.Option(..., "--out", "-o", help="Index file to write (a sidecar <out>.ids.npz holds the ids)."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", min=1, help="Rows encoded per chunk."),
+    nlist: int = typer.Option(
+        None, "--nlist", min=1, help="Approximate search: cluster the codes into this many inverted lists (FAISS "
+        "IndexBinaryIVF; about 1-4 x sqrt(n)). Default: exact, exhaustive search."
+    ),
+    nprobe: int = typer.Option(16, "--nprobe", min=1, help="Approximate search: lists scanned per query (saved with the index)."),
+    runner=None,
 ):
     """Encode every row of a store and write a persistent Hamming index."""
+    from ..distributed import hamming_index
     from ..hashing import load_hasher
-    from ..index import HammingIndex
     from ..store import FeatureStore
 
     check_output_file(out, "--out", sidecars=(".ids.npz",))
@@ -157,9 +173,15 @@ def index(
     if store.dim != hasher.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d features but the model expects {hasher.n_features_in_}")
     with task_progress("encoding", len(store)) as advance:
-        idx = HammingIndex.from_store(store, hasher, chunk_rows=chunk_rows, progress=advance)
+        # workers open the model file themselves; in process the loaded hasher is used
+        idx = hamming_index(store, hasher if runner.client is None else model_path, block_rows=chunk_rows, runner=runner, progress=advance)
+    if nlist is not None:
+        if nlist > len(idx):
+            raise CLIError(f"--nlist {nlist}: more lists than the {len(idx):,} codes to index")
+        idx = idx.to_approximate(nlist, nprobe)
     idx.save(out)
-    console.print(f"indexed {len(idx):,} codes of {idx.n_bits} bits into {out}")
+    mode = f", approximate: {nlist} lists, {nprobe} probed" if nlist is not None else ""
+    console.print(f"indexed {len(idx):,} codes of {idx.n_bits} bits into {out}{mode}")
 
 
 @app.command("search")
@@ -175,6 +197,7 @@ def search(
     ),
     query_npy: str = typer.Option(None, "--query-npy", help=".npy file of query feature rows."),
     k: int = typer.Option(10, "--k", "-k", min=1, help="Results per query (at most the size of the index)."),
+    nprobe: int = typer.Option(None, "--nprobe", min=1, help="Approximate index: lists scanned per query (default: the index's)."),
     keep_query: bool = typer.Option(False, "--keep-query", help="Keep a stored query item in its own results (left out by default)."),
     model: str = typer.Option(None, "--model", help="With --query-image: the torch model file of a store made with --model."),
     trust_model: bool = typer.Option(False, "--trust-model", help="Allow --model FILE to load (it runs code)."),
@@ -221,7 +244,7 @@ def search(
         raise CLIError(f"{index_path}: the index is empty")
     drop = not keep_query and any("id" in q for q in queries)
     k_search = min(k + (1 if drop else 0), len(idx))
-    found, dist = idx.search(hasher.transform(X), k_search)
+    found, dist = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
     results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
     title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
     if html_out:

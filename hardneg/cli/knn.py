@@ -13,6 +13,7 @@ import typer
 from ._common import (
     CLIError,
     check_output_file,
+    cluster_options,
     extract_query_images,
     item_info,
     print_results,
@@ -26,6 +27,7 @@ _METRICS = ("cosine", "ip", "l2")
 _INDEXES = ("exact", "hnsw")
 
 
+@cluster_options
 def knn(
     store_path: str = typer.Argument(..., help="FeatureStore to search."),
     query_image: list[str] = typer.Option(
@@ -44,10 +46,9 @@ def knn(
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows added to the index per block."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
     html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+    runner=None,
 ):
     """Nearest neighbours of image files or stored items in a store (exact, or HNSW)."""
-    import faiss
-
     from ..store import FeatureStore
 
     if metric not in _METRICS:
@@ -58,6 +59,8 @@ def knn(
         raise CLIError("give queries with --query-image FILE or --query-id ID (one of them)")
     if html_out:
         check_output_file(html_out, "--html")
+    if index == "hnsw" and runner.client is not None:
+        raise CLIError("--index hnsw builds one graph in this process; --workers / --scheduler run the exact scan (--index exact)")
     store = FeatureStore.open(store_path)
     rows = store.select(split=split) if split else np.arange(len(store))
     if rows.size == 0:
@@ -70,27 +73,15 @@ def knn(
         Q = extract_query_images(store, list(query_image), model=model, trust_model=trust_model)
         queries = [{"name": f, "query_path": f} for f in query_image]
     Q = np.ascontiguousarray(Q, dtype=np.float32)
-    faiss_metric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
-    if index == "exact":
-        ix = faiss.IndexFlat(store.dim, faiss_metric)
-    else:
-        ix = faiss.IndexHNSWFlat(store.dim, hnsw_m, faiss_metric)
-        ix.hnsw.efSearch = ef_search
-    with task_progress(f"indexing ({index}, {metric})", int(rows.size)) as advance:
-        for lo in range(0, rows.size, chunk_rows):
-            X = np.ascontiguousarray(_dense(store.take(rows[lo : lo + chunk_rows])), dtype=np.float32)
-            if metric == "cosine":
-                faiss.normalize_L2(X)
-            ix.add(X)
-            advance(X.shape[0])
-    if metric == "cosine":
-        faiss.normalize_L2(Q)
     drop = query_id and not keep_query
     k_search = min(k + (1 if drop else 0), int(rows.size))
-    scores, found = ix.search(Q, k_search)
+    if index == "exact":
+        scores, found = _exact(store, Q, k_search, metric, rows, chunk_rows, runner)
+    else:
+        scores, found = _hnsw(store, Q, k_search, metric, rows, chunk_rows, hnsw_m, ef_search)
     results = []
     for q, s_row, f_row in zip(queries, scores, found):
-        keep = [(int(rows[j]), float(v)) for j, v in zip(f_row, s_row) if j >= 0 and not (drop and int(rows[j]) == q.get("row"))][:k]
+        keep = [(int(j), float(v)) for j, v in zip(f_row, s_row) if j >= 0 and not (drop and int(j) == q.get("row"))][:k]
         infos = item_info(store, [r for r, _ in keep])
         for rank, ((r, v), info) in enumerate(zip(keep, infos), 1):
             rel = same_class(store, q.get("row"), r)
@@ -106,6 +97,38 @@ def knn(
                   for q in queries]
         write_html(html_out, title=title, groups=groups)
     print_results(results, title=title, score=score_name, as_json=as_json, query_column=True)
+
+
+def _exact(store, Q, k, metric, rows, chunk_rows, runner):
+    """Exact scan (FAISS flat per block, top k merged; ties by row), in process or on the cluster.
+    Returns FAISS-style scores (squared distances for l2) and store rows."""
+    from ..distributed import knn_topk
+
+    with task_progress(f"indexing (exact, {metric})", int(rows.size)) as advance:
+        best = knn_topk(store, Q, k, metric=metric, rows=None if rows.size == len(store) else rows, block_rows=chunk_rows,
+                        runner=runner, progress=advance)
+    return (-best.scores if metric == "l2" else best.scores), best.rows
+
+
+def _hnsw(store, Q, k, metric, rows, chunk_rows, hnsw_m, ef_search):
+    """An HNSW graph built in this process; FAISS scores and store rows (-1 where none)."""
+    import faiss
+
+    faiss_metric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
+    ix = faiss.IndexHNSWFlat(store.dim, hnsw_m, faiss_metric)
+    ix.hnsw.efSearch = ef_search
+    with task_progress(f"indexing (hnsw, {metric})", int(rows.size)) as advance:
+        for lo in range(0, rows.size, chunk_rows):
+            X = np.ascontiguousarray(_dense(store.take(rows[lo : lo + chunk_rows])), dtype=np.float32)
+            if metric == "cosine":
+                faiss.normalize_L2(X)
+            ix.add(X)
+            advance(X.shape[0])
+    Q = Q.copy()
+    if metric == "cosine":
+        faiss.normalize_L2(Q)
+    scores, found = ix.search(Q, k)
+    return scores, np.where(found >= 0, rows[np.maximum(found, 0)], -1)
 
 
 def _dense(block):

@@ -31,6 +31,7 @@ from hardneg.concept._baselines import AsymmetricBagging, PooledClassifier, Posi
 from hardneg.concept._compressed import CompressedConcept, load_concept
 from hardneg.concept._ensemble import HIKEnsembleConcept
 from hardneg.concept._negative_bootstrap import NegativeBootstrap
+from hardneg.concept._related import WordNetUnavailable, load_wordnet, ngd, ngd_related_tags, related_tags, wordnet_hyponym_tags
 from hardneg.concept._search import SearchResult, search
 
 __all__ = [
@@ -42,6 +43,12 @@ __all__ = [
     "PositiveSampling",
     "RandomSampling",
     "SearchResult",
+    "WordNetUnavailable",
     "load_concept",
+    "load_wordnet",
+    "ngd",
+    "ngd_related_tags",
+    "related_tags",
     "search",
+    "wordnet_hyponym_tags",
 ]

@@ -30,7 +30,7 @@ class RandomSampling(HIKEnsembleConcept):
     _average = False
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "n_negatives", "random_state")
 
-    def __init__(self, n_iter=10, n_bins=100, C=1.0, n_negatives=None, random_state=None):
+    def __init__(self, n_iter=50, n_bins=100, C=1.0, n_negatives=None, random_state=None):
         self.n_iter = n_iter
         self.n_bins = n_bins
         self.C = C
@@ -55,7 +55,7 @@ class AsymmetricBagging(HIKEnsembleConcept):
     _average = True
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "weights", "n_negatives", "random_state")
 
-    def __init__(self, n_iter=10, n_bins=100, C=1.0, weights=None, n_negatives=None, random_state=None):
+    def __init__(self, n_iter=50, n_bins=100, C=1.0, weights=None, n_negatives=None, random_state=None):
         self.n_iter = n_iter
         self.n_bins = n_bins
         self.C = C
@@ -82,7 +82,7 @@ class PositiveSampling(HIKEnsembleConcept):
     _average = True
     _parameter_constraints = _constraints("n_iter", "positive_fraction", "n_bins", "C", "random_state")
 
-    def __init__(self, n_iter=10, positive_fraction=0.5, n_bins=100, C=1.0, random_state=None):
+    def __init__(self, n_iter=50, positive_fraction=0.5, n_bins=100, C=1.0, random_state=None):
         self.n_iter = n_iter
         self.positive_fraction = positive_fraction
         self.n_bins = n_bins

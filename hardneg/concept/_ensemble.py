@@ -28,6 +28,7 @@ from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNega
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 
 from ._compressed import CompressedConcept
+from ._related import related_tags as related_tags_for
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ _CONSTRAINTS = {
     "positive_fraction": [Interval(Real, 0, 1, closed="right")],
     "class_weight": [None, StrOptions({"balanced"}), dict],
     "compressed_training": ["boolean"],
+    "skip_top": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="left")],
     "random_state": ["random_state", np.random.Generator],
 }
 
@@ -211,8 +213,13 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             The pool S of user-tagged items (paper's form).
         exclude_tags : str or list of str, optional
             The concept's tag(s): pool items carrying them are never negatives.
-        related_tags : list of str, optional
-            Further tags to exclude (synonyms, sub-concepts).
+        related_tags : list of str or "auto", optional
+            Further tags to exclude (synonyms, sub-concepts). ``"auto"``
+            finds them as in the paper (Section III-A): tags of the pool that
+            are WordNet hyponyms of the concept's tag, and tags close to it by
+            Normalized Google Distance over the pool's tag co-occurrence
+            (:func:`hardneg.concept.related_tags`); they land in
+            ``related_tags_`` with the reason for each.
         pool_tags : sequence of (list of str), optional
             Tags per row of an array pool, or per row of ``X`` in ``fit(X, y)``.
         pool_rows : array of int, optional
@@ -255,7 +262,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         _check_non_negative(P, "positives")
         validate_data(self, P, skip_check_array=True)  # n_features_in_ (and feature names)
         self._check_n_positives(P.shape[0])
-        pool = NegativePool(pool, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags), rows=pool_rows)
+        pool = self._make_pool(pool, pool_tags, exclude_tags, related_tags, pool_rows)
         if pool.dim != P.shape[1]:
             raise ValueError(f"pool: has {pool.dim} features but positives have {P.shape[1]}")
         self.classes_ = np.array([0, 1])
@@ -285,10 +292,25 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         is_pos = y == classes[1]
         P = np.ascontiguousarray(X[is_pos])
         self._check_n_positives(P.shape[0])
-        pool = NegativePool(X, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags),
-                            rows=np.flatnonzero(~is_pos))
+        pool = self._make_pool(X, pool_tags, exclude_tags, related_tags, np.flatnonzero(~is_pos))
         self.classes_ = classes
         return self._fit(P, pool, progress)
+
+    def _make_pool(self, data, pool_tags, exclude_tags, related_tags, rows) -> NegativePool:
+        """The negative pool; ``related_tags="auto"`` finds the paper's related tags first."""
+        self.related_tags_ = {}
+        if isinstance(related_tags, str) and related_tags == "auto":
+            concept = _exclusions(exclude_tags, None)
+            if not concept:
+                raise ValueError("related_tags='auto': needs exclude_tags (the concept's tag) to find related tags for")
+            first = NegativePool(data, tags=pool_tags, exclude_tags=concept, rows=rows)
+            within = np.union1d(first.allowed, first.tagged)
+            self.related_tags_ = related_tags_for(concept, first.tags_of(within))
+            related_tags = sorted(self.related_tags_)
+            logger.info("related tags of %s excluded from the negatives: %s", concept, self.related_tags_)
+        elif related_tags is not None:
+            self.related_tags_ = {t: "given" for t in _exclusions(related_tags, None)}
+        return NegativePool(data, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags), rows=rows)
 
     @staticmethod
     def _check_n_positives(n_pos: int) -> None:
@@ -337,7 +359,8 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         K_pp = hik_gram(P, check=False)
         registry = _SupportRegistry(P.shape[0])
         random_sampler = RandomNegativeSampler()
-        boot_sampler = BootstrapNegativeSampler(n_candidates=self._param("n_candidates", None))
+        boot_sampler = BootstrapNegativeSampler(n_candidates=self._param("n_candidates", None),
+                                                skip_top=self._param("skip_top", 0.0))
         train_scorer = None
         if self._bootstrap and T > 1:
             # Fixed grid [0, max] for the training-time tables so that the
@@ -394,6 +417,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                 "tags": tags,
                 "scores": None if sample.scores is None else sample.scores.tolist(),
                 "n_candidates": int(sample.n_candidates),
+                "n_skipped": int(sample.n_skipped),
                 "n_support": int(support.size),
             })
             logger.debug("iteration %d: %d support vectors, %d negatives", t, support.size, n_neg)

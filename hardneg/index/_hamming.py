@@ -1,4 +1,5 @@
-"""A persistent Hamming index over packed binary codes (FAISS ``IndexBinaryFlat``).
+"""A persistent Hamming index over packed binary codes (FAISS ``IndexBinaryFlat``,
+or ``IndexBinaryIVF`` for approximate, sub-linear search).
 
 The codes live in a FAISS binary index file (``faiss.write_index_binary``);
 the item ids (e.g. a FeatureStore's ids) and a description of the codes live
@@ -11,6 +12,13 @@ torn pair or a damaged index file is detected on load. An index built by
 :meth:`HammingIndex.check_hasher` refuses to encode queries with another one.
 Sidecars written before checksums existed load with a logged warning (the
 size and shape checks still apply).
+
+Approximate mode (``nlist`` given): FAISS ``IndexBinaryIVF`` clusters the
+codes into ``nlist`` lists by binary k-means (trained on the first codes
+added, or on :meth:`HammingIndex.train`'s sample) and a query scans only the
+``nprobe`` lists nearest to it; distances are still exact Hamming distances,
+but a true neighbour in an unprobed list is missed. Recall@100 against the
+exhaustive scan and the speed-up are measured in ``benchmarks/hamming_ann.py``.
 """
 
 from __future__ import annotations
@@ -57,13 +65,25 @@ def _sidecar(path: Path) -> Path:
 
 
 class HammingIndex:
-    """Exact top-k Hamming search over packed codes, with item ids.
+    """Top-k Hamming search over packed codes, with item ids: exact
+    (exhaustive), or approximate with an inverted file (``nlist``).
 
     Parameters
     ----------
     n_bits : int
         Code length; codes are ``ceil(n_bits / 8)`` bytes (padding bits must
         be equal, e.g. zero, as ``np.packbits`` writes them).
+    meta : dict, optional
+        Free JSON metadata saved with the index.
+    nlist : int, optional
+        Number of inverted lists of the approximate mode (FAISS
+        ``IndexBinaryIVF``); ``None`` (default) searches exhaustively. About
+        sqrt(n) to 4 sqrt(n) lists suit n codes; the lists are trained on
+        the first codes added (at least ``nlist`` of them; 40 per list or more
+        is better) unless :meth:`train` was called.
+    nprobe : int
+        Lists scanned per query in the approximate mode (more: slower, higher
+        recall); saved with the index and changeable at any time.
 
     Examples
     --------
@@ -77,12 +97,36 @@ class HammingIndex:
     ('img0', 0, 2)
     """
 
-    def __init__(self, n_bits: int, meta: dict | None = None):
+    def __init__(self, n_bits: int, meta: dict | None = None, *, nlist: int | None = None, nprobe: int = 16):
         self.n_bits = check_positive_int(n_bits, "n_bits")
         self.n_bytes = (self.n_bits + 7) // 8
         self.meta = dict(meta or {})
-        self._index = faiss.IndexBinaryFlat(8 * self.n_bytes)
+        self.nlist = None if nlist is None else check_positive_int(nlist, "nlist")
+        self.nprobe = check_positive_int(nprobe, "nprobe")
+        if self.nlist is None:
+            self._index = faiss.IndexBinaryFlat(8 * self.n_bytes)
+        else:
+            self._quantizer = faiss.IndexBinaryFlat(8 * self.n_bytes)
+            self._index = faiss.IndexBinaryIVF(self._quantizer, 8 * self.n_bytes, self.nlist)
+            self._index.own_fields = False  # the quantizer lives as long as self
         self._ids: list[np.ndarray] = []
+
+    @property
+    def approximate(self) -> bool:
+        """True for the inverted-file (IVF) mode."""
+        return self.nlist is not None
+
+    def train(self, codes) -> None:
+        """Cluster a sample of codes into the ``nlist`` inverted lists
+        (approximate mode only; the exact mode needs no training)."""
+        if not self.approximate:
+            raise ValueError("train: only an approximate index (nlist given) is trained")
+        if len(self):
+            raise ValueError("train: the index already holds codes; train before adding")
+        codes = _check_codes(codes, self.n_bytes, "codes")
+        if codes.shape[0] < self.nlist:
+            raise ValueError(f"codes: {codes.shape[0]} codes cannot train nlist={self.nlist} lists")
+        self._index.train(codes)
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -101,30 +145,75 @@ class HammingIndex:
         ids = np.asarray(ids).astype(str)
         if ids.shape != (codes.shape[0],):
             raise ValueError(f"ids: expected {codes.shape[0]} ids, got shape {ids.shape}")
+        if ids.size:
+            # the narrowest string type: gathering the ids of n x k results copies their width
+            ids = ids.astype(f"<U{max(1, int(np.char.str_len(ids).max()))}")
+        if codes.shape[0] and not self._index.is_trained:
+            if codes.shape[0] < self.nlist:
+                raise ValueError(
+                    f"codes: the first {codes.shape[0]} codes cannot train nlist={self.nlist} lists; call train() first"
+                )
+            self._index.train(codes)
         if codes.shape[0]:
             self._index.add(codes)
             self._ids.append(ids)
 
-    def rank(self, query_codes, k: int):
-        """Top-``k`` rows: ``(rows int64 (n, k), distances int32 (n, k))``, nearest first."""
+    def rank(self, query_codes, k: int, *, nprobe: int | None = None):
+        """Top-``k`` rows: ``(rows int64 (n, k), distances int32 (n, k))``, nearest first.
+
+        Approximate mode: ``nprobe`` overrides the index's for this call; when
+        the probed lists hold fewer than ``k`` codes the missing places have
+        row -1 and distance ``n_bits + 1``.
+        """
         if len(self) == 0:
             raise ValueError("the index is empty; add codes first")
         k = check_k(k, len(self))
         q = _check_codes(query_codes, self.n_bytes, "query_codes")
+        if self.approximate:
+            self._index.nprobe = min(self.nlist, self.nprobe if nprobe is None else check_positive_int(nprobe, "nprobe"))
+            dist, rows = self._index.search(q, k)
+            missing = rows < 0
+            if missing.any():
+                dist[missing] = self.n_bits + 1
+            return rows.astype(np.int64, copy=False), dist
         # FAISS's two exact top-k scans give the same rows; a heap wins for small k or long
         # codes, counting sort for large k on short codes (benchmarks/hashing_speed.py)
         self._index.use_heap = not _counting_sort_faster(self.n_bits, k)
         dist, rows = self._index.search(q, k)
         return rows.astype(np.int64, copy=False), dist
 
-    def search(self, query_codes, k: int):
-        """Top-``k`` items: ``(ids (n, k), distances int32 (n, k))``."""
-        rows, dist = self.rank(query_codes, k)
-        return self.ids[rows], dist
+    def search(self, query_codes, k: int, *, nprobe: int | None = None):
+        """Top-``k`` items: ``(ids (n, k), distances int32 (n, k))``; an
+        approximate search that found fewer than ``k`` codes gives id ``""``
+        (and distance ``n_bits + 1``) in the missing places."""
+        rows, dist = self.rank(query_codes, k, nprobe=nprobe)
+        if self.approximate and (rows < 0).any():
+            ids = np.where(rows >= 0, np.take(self.ids, np.maximum(rows, 0)), "")
+            return ids, dist
+        return np.take(self.ids, rows), dist
 
     def codes(self) -> np.ndarray:
-        """All stored codes, shape (n, n_bytes)."""
+        """All stored codes in the order added, shape (n, n_bytes)."""
+        if self.approximate:
+            if len(self) == 0:
+                return np.zeros((0, self.n_bytes), dtype=np.uint8)
+            self._index.make_direct_map()
+            return self._index.reconstruct_n(0, len(self)).reshape(len(self), self.n_bytes)
         return faiss.vector_to_array(self._index.xb).reshape(len(self), self.n_bytes)
+
+    def to_approximate(self, nlist: int, nprobe: int = 16, *, random_state=0) -> HammingIndex:
+        """A copy in the approximate (IVF) mode, with the same codes, ids and
+        metadata; its lists are trained on up to 40 * ``nlist`` codes drawn
+        at random (``random_state``)."""
+        out = HammingIndex(self.n_bits, self.meta, nlist=nlist, nprobe=nprobe)
+        if len(self) < out.nlist:
+            raise ValueError(f"nlist={out.nlist}: the index holds only {len(self)} codes")
+        codes = self.codes()
+        rng = np.random.default_rng(random_state)
+        sample = np.sort(rng.choice(len(self), min(len(self), 40 * out.nlist), replace=False))
+        out.train(codes[sample])
+        out.add(codes, self.ids)
+        return out
 
     # persistence ---------------------------------------------------------
     def save(self, path) -> Path:
@@ -136,6 +225,8 @@ class HammingIndex:
                 "n_bits": self.n_bits, "ntotal": len(self), "index_bytes": tmp.stat().st_size,
                 "index_blake2b": file_digest(tmp), "meta": self.meta,
             }
+            if self.approximate:
+                meta["ivf"] = {"nlist": self.nlist, "nprobe": self.nprobe}
             save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
         return path
 
@@ -167,12 +258,27 @@ class HammingIndex:
             index = deserialize_faiss(path, binary=True)
         except ValueError as exc:
             raise ModelFileError(f"{path}: {exc}") from None
-        out = cls(n_bits, meta.get("meta"))
+        ivf = meta.get("ivf")
+        if ivf is None:
+            out = cls(n_bits, meta.get("meta"))
+            expected = isinstance(index, faiss.IndexBinaryFlat) and index.xb.size() == ntotal * out.n_bytes
+        else:
+            nlist, nprobe = (ivf.get(key) if isinstance(ivf, dict) else None for key in ("nlist", "nprobe"))
+            for key, value in (("nlist", nlist), ("nprobe", nprobe)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ModelFileError(f"{path}: the id sidecar's ivf {key}={value!r} is impossible")
+            out = cls(n_bits, meta.get("meta"), nlist=nlist, nprobe=nprobe)
+            expected = (
+                isinstance(index, faiss.IndexBinaryIVF) and index.nlist == nlist and index.is_trained
+                and index.quantizer.ntotal == nlist
+            )
         if (
-            not isinstance(index, faiss.IndexBinaryFlat) or index.d != 8 * out.n_bytes or index.code_size != out.n_bytes
-            or index.ntotal != ntotal or index.xb.size() != ntotal * out.n_bytes or arrays["ids"].shape != (ntotal,)
+            not expected or index.d != 8 * out.n_bytes or index.code_size != out.n_bytes
+            or index.ntotal != ntotal or arrays["ids"].shape != (ntotal,)
         ):
             raise ModelFileError(f"{path}: index holds {index.ntotal} codes of {index.d} bits, sidecar disagrees")
+        if out.approximate:
+            out._quantizer = index.quantizer
         out._index = index
         out._ids = [arrays["ids"].astype(str)]
         return out
@@ -199,13 +305,24 @@ class HammingIndex:
             )
 
     @classmethod
-    def from_store(cls, store, hasher, *, chunk_rows: int = 8192, progress=None) -> HammingIndex:
+    def from_store(
+        cls, store, hasher, *, chunk_rows: int = 8192, progress=None, nlist: int | None = None, nprobe: int = 16
+    ) -> HammingIndex:
         """Encode every row of a FeatureStore with a fitted hasher and index it
-        (reads the store in chunks; ``progress(n_rows)`` after each)."""
+        (reads the store in chunks; ``progress(n_rows)`` after each). With
+        ``nlist`` the index is approximate and its lists are trained first on
+        the codes of up to 40 * ``nlist`` rows drawn evenly from the store."""
         n_bits = int(hasher.n_bits_)
         index = cls(n_bits, {"hasher": type(hasher).__name__, "hasher_fingerprint": hasher.fingerprint(),
-                             "store": str(getattr(store, "path", ""))})
+                             "store": str(getattr(store, "path", ""))}, nlist=nlist, nprobe=nprobe)
         ids = store.ids()
+        if index.approximate:
+            n = len(store)
+            if n < index.nlist:
+                raise ValueError(f"nlist={index.nlist}: the store holds only {n} rows")
+            sample = np.unique(np.linspace(0, n - 1, min(n, 40 * index.nlist)).astype(np.int64))
+            block = store.take(sample)
+            index.train(hasher.transform(block.toarray() if hasattr(block, "toarray") else block))
         for first, block in store.iter_chunks(chunk_rows):
             if hasattr(block, "toarray"):
                 block = block.toarray()

@@ -24,6 +24,7 @@ class NegativeSample:
     rows: np.ndarray
     scores: np.ndarray | None = None
     n_candidates: int = 0
+    n_skipped: int = 0  # top-ranked candidates passed over (the rank-window extra)
 
 
 class BaseNegativeSampler:

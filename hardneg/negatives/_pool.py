@@ -72,9 +72,14 @@ class NegativePool:
                 raise IndexError(f"pool_rows: out of range for a pool of {self.n_rows} rows")
             allowed[rows] = True
         self.exclude_tags = sorted({str(t) for t in ([exclude_tags] if isinstance(exclude_tags, str) else (exclude_tags or []))})
+        tagged = np.zeros(self.n_rows, dtype=bool)
         if self.exclude_tags:
-            allowed &= ~self._tag_mask(self.exclude_tags)
+            tagged = allowed & self._tag_mask(self.exclude_tags)
+            allowed &= ~tagged
         self.allowed = np.flatnonzero(allowed)
+        #: Rows (within ``rows``) that carry an excluded tag: likely positives, never
+        #: negatives; the "auto" rank window uses them as a held-out positive sample.
+        self.tagged = np.flatnonzero(tagged)
         if self.allowed.size == 0:
             raise ValueError(f"pool: no rows left to sample negatives from after excluding tags {self.exclude_tags}")
 
@@ -106,6 +111,8 @@ class NegativePool:
         rows = np.asarray(rows, dtype=np.int64)
         if self.is_store:
             col = self._store.items.column("tags")
+            if rows.size > 1000:  # one conversion beats many per-row ones
+                return [t or [] for t in col.take(rows).to_pylist()]
             return [col[int(r)].as_py() or [] for r in rows]
         if self._tags is None:
             return [[] for _ in rows]

@@ -140,6 +140,32 @@ class _Array:
         return f"vectors/{self.name}/c/{c}/0" if self.name == "X" else f"vectors/{self.name}/c/{c}"
 
 
+def local_store_path(path) -> Path:
+    """The local folder of a store given as a path or an fsspec URL.
+
+    ``file://`` (and ``local://``) URLs name a local or shared-filesystem
+    folder (NFS, a mounted object-store bucket): what every worker of a
+    cluster can open by the same name. Other protocols (``s3://``,
+    ``gs://``, ...) are refused with a clear error: the store reads chunks
+    by memory map and writes by atomic rename, which an object store lacks;
+    mount the bucket (s3fs-fuse, gcsfuse) and give the mount's path.
+    """
+    if isinstance(path, str) and "://" in path:
+        protocol, _, rest = path.partition("://")
+        if protocol.lower() not in ("file", "local"):
+            raise ValueError(
+                f"{path}: FeatureStore opens local or shared-filesystem folders (a path or a file:// URL), "
+                f"not {protocol}:// URLs; mount the bucket (e.g. s3fs-fuse, gcsfuse) and give the mounted path"
+            )
+        try:
+            from fsspec.utils import infer_storage_options
+
+            return Path(infer_storage_options(path)["path"])
+        except ImportError:
+            return Path(rest)
+    return Path(path)
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
@@ -169,7 +195,7 @@ class FeatureStore:
     """
 
     def __init__(self, path, *, _mode: str):
-        self.path = Path(path)
+        self.path = local_store_path(path)
         self._mode = _mode
         self._lock = None
         self._items_cache = None
@@ -271,7 +297,7 @@ class FeatureStore:
             JSON-serializable user metadata (e.g. the extractor's settings).
         """
         dim = check_positive_int(dim, "dim")
-        path = Path(path)
+        path = local_store_path(path)
         if chunk_rows is None:
             chunk_rows = max(1024, DEFAULT_CHUNK_BYTES // (4 * dim)) if not sparse else 65536
         chunk_rows = check_positive_int(chunk_rows, "chunk_rows")

@@ -55,7 +55,7 @@ _GUESS_ROUNDS = 10
 
 
 @numba.njit(cache=True, nogil=True)
-def _dual_cd(Q, C, v, g, tol, epochs):  # pragma: no cover - compiled
+def _dual_cd(Q, C, v, g, tol, epochs):  # pragma: no cover, no mutate block - compiled
     """Coordinate-descent sweeps on ``max e.v - 1/2 v'Qv, 0 <= v <= C``.
 
     ``v`` and the gradient ``g = e - Q v`` are updated in place. Returns the

@@ -33,7 +33,7 @@ from hardneg._validation import (
 __all__ = ["HIKSVC", "fit_hik_svm_gram", "hik_gram"]
 
 
-def _gram_py(X, Y, out):  # pragma: no cover - compiled
+def _gram_py(X, Y, out):  # pragma: no cover, no mutate block - compiled
     n, d = X.shape
     m = Y.shape[0]
     for i in numba.prange(n):
@@ -48,7 +48,7 @@ def _gram_py(X, Y, out):  # pragma: no cover - compiled
             out[i, j] = s
 
 
-def _gram_sym_py(X, out):  # pragma: no cover - compiled
+def _gram_sym_py(X, out):  # pragma: no cover, no mutate block - compiled
     n, d = X.shape
     for i in numba.prange(n):
         for j in range(i + 1):

@@ -40,7 +40,7 @@ __all__ = ["HIKBinTable", "HIKExactTable", "compress_hik", "merge_hik_ensemble"]
 
 # --------------------------------------------------------------------------- kernels
 @numba.njit(parallel=True, cache=True)
-def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover - compiled
+def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover, no mutate block - compiled
     n, d = X.shape
     M = V.shape[1]
     for r in numba.prange(n):
@@ -59,7 +59,7 @@ def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover - compiled
         out[r] = s + intercept
 
 
-def _score_bins_py(X, lo, hi, inv_delta, table, below, above, q, out):  # pragma: no cover - compiled
+def _score_bins_py(X, lo, hi, inv_delta, table, below, above, q, out):  # pragma: no cover, no mutate block - compiled
     n, d = X.shape
     stride = 2 * (q + 1)
     zero = np.float32(0.0)
@@ -79,13 +79,13 @@ def _score_bins_py(X, lo, hi, inv_delta, table, below, above, q, out):  # pragma
 
 
 # Threaded for big blocks, single-threaded for small ones (see hardneg.svm._hik).
-_score_bins_par = numba.njit(parallel=True, fastmath=True)(_score_bins_py)
-_score_bins_ser = numba.njit(fastmath=True)(_score_bins_py)
+_score_bins_par = numba.njit(parallel=True, fastmath=True, cache=True)(_score_bins_py)
+_score_bins_ser = numba.njit(fastmath=True, cache=True)(_score_bins_py)
 _PARALLEL_MIN_OPS = 1 << 22
 
 
 @numba.njit(cache=True)
-def _eval_sorted(V, A, B, Z, out):  # pragma: no cover - compiled
+def _eval_sorted(V, A, B, Z, out):  # pragma: no cover, no mutate block - compiled
     """H_i at points Z[i, :] from the sorted tables (exact, Eq. (15))."""
     d, M = V.shape
     for i in range(d):
@@ -102,7 +102,7 @@ def _eval_sorted(V, A, B, Z, out):  # pragma: no cover - compiled
             out[i, c] = A[i, lo] + z * B[i, lo]
 
 
-def _grid_values_py(sv, coef, lo, hi, q, values, below, above):  # pragma: no cover - compiled
+def _grid_values_py(sv, coef, lo, hi, q, values, below, above):  # pragma: no cover, no mutate block - compiled
     """H_i at the q + 1 nodes of a fixed grid without sorting: O(M d + q d).
 
     A support value v adds a * node to the nodes at or below v and a * v to

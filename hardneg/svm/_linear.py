@@ -6,7 +6,11 @@ hard-margin SVM, Cevikalp et al. 2017, Section 2.2), the robust TSVM starts
 from it (Algorithm 1, initialization), and exemplar SVMs are solved with it.
 It wraps liblinear's dual coordinate descent (``sklearn.svm.LinearSVC``)
 behind one function, so those callers share defaults, input checks and the
-sign convention (labels are mapped to -1 / +1).
+sign convention (labels are mapped to -1 / +1). ``penalize_intercept=False``
+switches to libsvm's SMO with a linear kernel (``sklearn.svm.SVC``), whose
+bias is not regularized: the exact SVM, needed where the margin itself is the
+answer (convex-hull distances); it costs O(n^2) kernel entries, so it is for
+the few hundred samples per class pair the hierarchy uses.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.svm import LinearSVC
+from sklearn.svm import SVC, LinearSVC
 
 from hardneg._validation import (
     RANDOM_STATE,
@@ -75,14 +79,18 @@ def fit_linear_svm(
     tol: float = 1e-4,
     max_iter: int = 2000,
     random_state=None,
+    penalize_intercept: bool = True,
 ):
     """Solve a binary linear SVM; return ``(w, b)`` with f(x) = w.x + b.
 
     Minimizes ``1/2 ||w||^2 + C sum_i l(y_i f(x_i))`` by liblinear's dual
     coordinate descent (the bias is a regularized extra feature of value
-    ``intercept_scaling``, as in liblinear). A large ``C`` (e.g. 1e3) gives a
-    nearly hard-margin SVM whose margin ``2 / ||w||`` is the distance between
-    the two classes' convex hulls when they are separable (Eq. (9)).
+    ``intercept_scaling``, as in liblinear, so the solution depends on where
+    the origin lies). With ``penalize_intercept=False`` the bias is free
+    (libsvm's SMO, linear kernel, hinge loss only): with a large ``C`` (e.g.
+    1e6) this is the hard-margin SVM, whose margin ``2 / ||w||`` is the
+    distance between the two classes' convex hulls when they are separable
+    (Eq. (9)) wherever the data lie.
 
     Parameters
     ----------
@@ -95,7 +103,10 @@ def fit_linear_svm(
     sample_weight : array-like of shape (n_samples,), optional
         Per-sample multipliers of ``C``.
     intercept_scaling, tol, max_iter, random_state
-        Passed to liblinear.
+        Passed to liblinear (``tol`` and ``max_iter`` to libsvm when the
+        intercept is not penalized; ``intercept_scaling`` is then unused).
+    penalize_intercept : bool
+        ``False``: the exact SVM with an unregularized bias (libsvm).
 
     Returns
     -------
@@ -110,6 +121,9 @@ def fit_linear_svm(
     >>> w, b = fit_linear_svm(X, [-1, -1, 1, 1], C=1e3)
     >>> round(2 / float(np.linalg.norm(w)), 2)  # the gap between the two hulls
     2.0
+    >>> w, b = fit_linear_svm(X + 50, [-1, -1, 1, 1], C=1e6, penalize_intercept=False)
+    >>> round(2 / float(np.linalg.norm(w)), 4)  # far from the origin: only a free bias stays exact
+    2.0
     """
     X = check_matrix(X, "X", min_rows=2)
     ys = _signed_labels(y, X.shape[0])
@@ -118,8 +132,24 @@ def fit_linear_svm(
     if loss not in _LOSSES:
         raise ValueError(f"loss: expected one of {_LOSSES}, got {loss!r}")
     sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+    if not penalize_intercept:
+        if loss != "hinge":
+            raise ValueError(f"loss: penalize_intercept=False supports only 'hinge', got {loss!r}")
+        return _libsvm_linear(X, ys, C, sample_weight, tol, max_iter)
     w, b, _ = _liblinear(X, ys, C, loss, sample_weight, intercept_scaling, tol, max_iter, random_state)
     return w, b
+
+
+def _libsvm_linear(X, ys, C, sample_weight, tol, max_iter):
+    """libsvm's SMO with a linear kernel: the bias is not regularized."""
+    svc = SVC(kernel="linear", C=float(C), tol=tol, max_iter=max_iter, cache_size=200)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        svc.fit(X.astype(np.float64), ys, sample_weight=sample_weight)
+    if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        logger.debug("libsvm did not fully converge in %d iterations (C=%g, n=%d)", max_iter, C, X.shape[0])
+    # SVC orders classes as (-1, +1), so coef_ already points to the +1 side
+    return svc.coef_[0].astype(np.float64), float(svc.intercept_[0])
 
 
 def _liblinear(X, ys, C, loss, sample_weight, intercept_scaling, tol, max_iter, random_state):

@@ -28,6 +28,20 @@ problem is solved by stochastic (sub)gradient descent (Algorithm 2) with step
 lambda_t = lambda0 / t and, after every update, the Euclidean projection of
 (w, b) onto the balancing hyperplane {w.m_U + b = mean(y_L)}, m_U being the
 mean unlabeled sample. The per-epoch cost is linear in the number of samples.
+Epochs repeat until Algorithm 2's stopping rule holds, ||Delta w|| < epsilon
+over one epoch (``sgd_tol``, measured relative to ||(w, b)|| so that it does
+not depend on the feature scale), or until the cap ``n_epochs``.
+
+Departures of the step schedule from Algorithm 2 as printed (kept because
+they are the Pegasos schedule for this objective, and measured to converge,
+``benchmarks/hashing_node_convergence.py``):
+
+* lambda decays per visited sample (t counts samples, not epochs) and the
+  counter carries over between CCCP rounds (warm start);
+* lambda0 = |L| + |U| (= M) and t starts at M, so the first step is 1;
+* the gradient of the loss terms is not scaled by 1 / (L + 2U): one visit
+  takes the full C-weighted loss gradient of its sample and 1/M of the
+  regularizer's (objective Eq. (8) divided by M, times lambda0 = M).
 
 ``loss="hinge"`` keeps the hinge loss on the labeled samples (no beta, the
 classical TSVM) and is the baseline for the robustness study.
@@ -59,6 +73,9 @@ __all__ = ["RampTSVM"]
 logger = logging.getLogger(__name__)
 
 _LOSSES = ("ramp", "hinge")
+# Algorithm 2's stopping rule and its cap (benchmarks/hashing_node_convergence.py)
+SGD_TOL = 5e-3
+SGD_MAX_EPOCHS = 50
 
 
 @numba.njit(cache=True, nogil=True)
@@ -144,6 +161,7 @@ def _as_float32(X):
 
 def solve_convex_tsvm(
     XL, yL, cL, betaL, XU, cU, betaUp, betaUm, w0, b0, *, n_epochs, lambda0=None, t0=None, rng, balance=True,
+    tol=0.0,
 ):
     """Algorithm 2: SGD on the convex problem Eq. (8) from (w0, b0).
 
@@ -151,6 +169,9 @@ def solve_convex_tsvm(
     inverse strong-convexity modulus of one visit's objective (the Pegasos
     step); the step counter starts at ``t0`` (default ``M``) because the
     solver is warm-started, so the first steps do not wipe the start point.
+    Epochs stop at Algorithm 2's rule, when one epoch moves (w, b) by less
+    than ``tol`` times its norm, or after ``n_epochs`` (``tol=0``: always
+    ``n_epochs``); ``(t - t0) / M`` is the number of epochs run.
     """
     nL, nU = XL.shape[0], XU.shape[0]
     M = nL + nU
@@ -174,20 +195,53 @@ def solve_convex_tsvm(
         b -= delta
     for _ in range(n_epochs):
         order = rng.permutation(M).astype(np.int64)
+        w_old, b_old = w.copy(), b
         b, t = _sgd_epoch(
             XL, yL, cL, betaL, XU, float(cU), betaUp, betaUm, m, xm_L, xm_U, r, w, b, order, t, lam0, 1.0 / M, project
         )
+        if tol > 0:
+            moved = np.sqrt(np.sum((w - w_old) ** 2) + (b - b_old) ** 2)
+            if moved < tol * max(np.sqrt(w @ w + b * b), 1e-12):
+                break
     return w, b, t
 
 
-def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp"):
+def cccp_weights(yL, fL, cL, fU, C_star, s, loss="ramp"):
+    """Eq. (7): the CCCP weights at the current outputs ``fL`` (labeled) and ``fU`` (unlabeled).
+
+    Returns ``(betaL, betaUp, betaUm)``: ``betaL_i = c_i`` where y_i f(x_i) < s
+    (all zero for ``loss="hinge"``); ``betaUp_j = C*`` where f(x_j) < s (the
+    copy labeled +1 is beyond its ramp) and ``betaUm_j = C*`` where
+    -f(x_j) < s (the copy labeled -1). They are the slopes of the concave
+    parts -c H_s(y f) linearized at the current solution, so the convex
+    problem Eq. (8) is an upper bound of Eq. (4) that touches it there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bl, bp, bm = cccp_weights(np.array([1.0, -1.0]), np.array([-0.5, -0.1]), np.ones(2),
+    ...                           np.array([-0.3, 0.1, 0.5]), 0.5, -0.2)
+    >>> bl.tolist(), bp.tolist(), bm.tolist()
+    ([1.0, 0.0], [0.5, 0.0, 0.0], [0.0, 0.0, 0.5])
+    """
+    if loss == "ramp":
+        betaL = np.where(yL * fL < s, cL, 0.0)
+    else:
+        betaL = np.zeros(np.shape(fL))
+    betaUp = np.where(fU < s, C_star, 0.0)
+    betaUm = np.where(-fU < s, C_star, 0.0)
+    return betaL, betaUp, betaUm
+
+
+def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=None):
     """The non-convex objective Eq. (4) (without the constraint), for monitoring and tests."""
     fL = XL @ w + b
     ramp = lambda z, s_: np.maximum(0, 1 - z) - np.maximum(0, s_ - z)  # noqa: E731
     if loss == "ramp":
-        lab = ramp(yL * fL, s).sum()
+        lab = ramp(yL * fL, s)
     else:
-        lab = np.maximum(0, 1 - yL * fL).sum()
+        lab = np.maximum(0, 1 - yL * fL)
+    lab = (lab if sample_weight is None else sample_weight * lab).sum()
     unl = 0.0
     if XU.shape[0]:
         fU = XU @ w + b
@@ -213,7 +267,11 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     loss : {"ramp", "hinge"}
         ``"hinge"`` drops the truncation on labeled samples (classical TSVM).
     n_epochs : int
-        SGD epochs per CCCP iteration.
+        Cap on the SGD epochs per CCCP iteration.
+    sgd_tol : float
+        Algorithm 2's stopping rule: an epoch that moves (w, b) by less than
+        ``sgd_tol * ||(w, b)||`` ends the SGD of this CCCP iteration
+        (0: always run ``n_epochs``).
     max_iter : int
         Maximum CCCP iterations (Algorithm 1).
     tol : float
@@ -233,6 +291,11 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     coef_, intercept_ : the hyperplane f(x) = coef_.x + intercept_
     classes_ : ndarray of shape (2,), ``classes_[1]`` is the positive class
     n_iter_ : CCCP iterations run
+    n_epochs_ : SGD epochs run, summed over the CCCP iterations
+    objective_path_ : ndarray of shape (n_iter_ + 1,)
+        The objective Eq. (4) at the start (the supervised SVM) and after
+        every CCCP iteration; CCCP does not increase it (up to the SGD's
+        inexactness).
     converged_ : bool
 
     Examples
@@ -249,8 +312,8 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(
-        self, C=1.0, C_star=None, s=-0.2, lambda0=None, loss="ramp", n_epochs=5, max_iter=10, tol=1e-3,
-        init_C=None, balance=True, random_state=None,
+        self, C=1.0, C_star=None, s=-0.2, lambda0=None, loss="ramp", n_epochs=SGD_MAX_EPOCHS, max_iter=10, tol=1e-3,
+        init_C=None, balance=True, random_state=None, sgd_tol=SGD_TOL,
     ):
         self.C = C
         self.C_star = C_star
@@ -263,6 +326,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.init_C = init_C
         self.balance = balance
         self.random_state = random_state
+        self.sgd_tol = sgd_tol
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -276,6 +340,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         "init_C": [Interval(Real, 0, None, closed="neither"), None],
         "balance": ["boolean"],
         "random_state": RANDOM_STATE,
+        "sgd_tol": [Interval(Real, 0, None, closed="left")],
     }
 
     def __sklearn_tags__(self):
@@ -311,18 +376,14 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         betaUp = np.zeros(nU)
         betaUm = np.zeros(nU)
         t = None
+        t_start = float(nL + nU)
+        objective_path = [tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight)]
         self.converged_ = False
         it = 0
         for it in range(1, self.max_iter + 1):
             # Eq. (7): linearize the concave parts -H_s at the current solution
-            fL = XL @ w + b
-            new_betaL = np.where(yL * fL < self.s, cL, 0.0) if self.loss == "ramp" else betaL
-            if nU:
-                fU = XU @ w + b
-                new_betaUp = np.where(fU < self.s, C_star, 0.0)
-                new_betaUm = np.where(-fU < self.s, C_star, 0.0)
-            else:
-                new_betaUp, new_betaUm = betaUp, betaUm
+            fU = XU @ w + b
+            new_betaL, new_betaUp, new_betaUm = cccp_weights(yL, XL @ w + b, cL, fU, C_star, self.s, self.loss)
             beta_same = (
                 it > 1 and np.array_equal(new_betaL, betaL) and np.array_equal(new_betaUp, betaUp)
                 and np.array_equal(new_betaUm, betaUm)
@@ -332,7 +393,10 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
             # Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
             w, b, t = solve_convex_tsvm(
                 XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
-                lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance,
+                lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance, tol=float(self.sgd_tol),
+            )
+            objective_path.append(
+                tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight)
             )
             change = np.linalg.norm(w - w_prev) / max(np.linalg.norm(w_prev), 1e-12)
             logger.debug("RTSVM CCCP iteration %d: relative change of w %.3g, beta unchanged %s", it, change, beta_same)
@@ -341,6 +405,8 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
                 break
         self.coef_, self.intercept_ = w, float(b)
         self.n_iter_ = it
+        self.objective_path_ = np.array(objective_path)
+        self.n_epochs_ = int(round((t - t_start) / (nL + nU))) if t is not None else 0
         self.C_star_ = C_star
         return self
 

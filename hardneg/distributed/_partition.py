@@ -1,0 +1,156 @@
+"""Partitions of store rows that follow the store's chunking, and what a worker opens.
+
+A partition is ``(lo, hi)``: whole Zarr chunks of the store (the last one may
+be short), on a fixed grid of ``partition_rows`` (a multiple of the chunk), so
+a job resumed from a committed partition boundary cuts the remaining rows
+exactly as a clean run does. Workers open the store and the model files
+themselves, by path, and keep them open per process (keyed by the file's
+modification time and size, so a rewritten file is opened afresh).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Partition", "open_model", "open_store", "partitions", "store_url"]
+
+DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 4 default chunks
+
+
+class Partition(tuple):
+    """``(lo, hi, rows)``: rows ``lo..hi`` of the store, or only ``rows`` (sorted, inside ``lo..hi``) when given."""
+
+    __slots__ = ()
+
+    def __new__(cls, lo: int, hi: int, rows=None):
+        return super().__new__(cls, (int(lo), int(hi), rows))
+
+    def __getnewargs__(self):
+        return tuple(self)
+
+    @property
+    def lo(self) -> int:
+        return self[0]
+
+    @property
+    def hi(self) -> int:
+        return self[1]
+
+    @property
+    def rows(self):
+        return self[2]
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo if self.rows is None else int(len(self.rows))
+
+    def __repr__(self) -> str:
+        return f"Partition({self.lo}, {self.hi}{'' if self.rows is None else f', {len(self.rows)} rows'})"
+
+
+def partition_rows_for(store, partition_rows: int | None = None) -> int:
+    """Rows per partition: ``partition_rows`` rounded up to whole chunks (default ~64 MiB)."""
+    c = store.chunk_rows
+    if partition_rows is None:
+        row_bytes = 4 * store.dim if not store.is_sparse else 64  # CSR: a guess of ~8 non-zeros per row
+        partition_rows = max(c, DEFAULT_PARTITION_BYTES // max(row_bytes, 1))
+    if isinstance(partition_rows, bool) or not isinstance(partition_rows, (int, np.integer)) or partition_rows < 1:
+        raise ValueError(f"partition_rows: expected a positive integer, got {partition_rows!r}")
+    return int(-(-int(partition_rows) // c) * c)
+
+
+def partitions(store, partition_rows: int | None = None, *, start: int = 0, stop: int | None = None, rows=None) -> list[Partition]:
+    """Partitions of rows ``start..stop`` (or of the row subset ``rows``) on the store's chunk grid.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> from hardneg.store import FeatureStore
+    >>> with FeatureStore.create(tempfile.mkdtemp() + "/s", dim=2, chunk_rows=4) as st:
+    ...     st.append(np.ones((10, 2)))
+    >>> [p[:2] for p in partitions(st, 8)]
+    [(0, 8), (8, 10)]
+    >>> [p[:2] for p in partitions(st, 8, start=5)]
+    [(5, 8), (8, 10)]
+    """
+    size = partition_rows_for(store, partition_rows)
+    n = len(store)
+    stop = n if stop is None else int(stop)
+    if not 0 <= start <= stop <= n:
+        raise ValueError(f"start={start}, stop={stop}: expected 0 <= start <= stop <= {n}")
+    edges = [start] + list(range((start // size + 1) * size, stop, size)) + [stop]
+    if rows is None:
+        return [Partition(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+    rows = np.asarray(rows, dtype=np.int64)
+    cut = np.searchsorted(rows, edges)
+    return [Partition(lo, hi, rows[a:b]) for lo, hi, a, b in zip(edges[:-1], edges[1:], cut[:-1], cut[1:]) if b > a]
+
+
+def store_url(path) -> str:
+    """The store location workers open: an absolute local path (``file://`` URLs become paths)."""
+    from ..store._feature_store import local_store_path
+
+    return str(Path(local_store_path(path)).absolute())
+
+
+def _stamp(path: str, name: str | None = None) -> tuple[int, int]:
+    st = os.stat(os.path.join(path, name) if name else path)
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=8)
+def _open_store(path: str, stamp):
+    from ..store import FeatureStore
+
+    return FeatureStore.open(path)
+
+
+def open_store(path: str):
+    """The store at ``path``, opened read-only once per process and meta.json version."""
+    from ..store._meta import META
+
+    return _open_store(path, _stamp(path, META))
+
+
+@functools.lru_cache(maxsize=8)
+def _open_model(kind: str, path: str, stamp):
+    if kind == "concept":
+        from ..concept import load_concept
+
+        return load_concept(path)
+    if kind == "hasher":
+        from ..hashing import load_hasher
+
+        return load_hasher(path)
+    if kind == "esvm":
+        from ..encoding import load_esvm_encoder
+
+        return load_esvm_encoder(path)
+    raise ValueError(f"kind: expected 'concept', 'hasher' or 'esvm', got {kind!r}")
+
+
+def open_model(model, kind: str):
+    """``model`` itself, or the model file at that path loaded once per process."""
+    if isinstance(model, (str, os.PathLike)):
+        path = str(Path(model).absolute())
+        return _open_model(kind, path, _stamp(path))
+    return model
+
+
+def dense(block) -> np.ndarray:
+    return block.toarray() if hasattr(block, "toarray") else np.asarray(block)
+
+
+def iter_partition(store, part: Partition, block_rows: int):
+    """``(rows, block)`` over a partition, ``block_rows`` at a time (bounded memory)."""
+    if part.rows is None:
+        for lo, block in store.iter_chunks(block_rows, start=part.lo, stop=part.hi):
+            yield np.arange(lo, lo + block.shape[0], dtype=np.int64), block
+    else:
+        for a in range(0, len(part.rows), block_rows):
+            idx = part.rows[a : a + block_rows]
+            yield idx, store.take(idx)

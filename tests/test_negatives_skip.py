@@ -1,0 +1,95 @@
+"""The rank-window extra (``skip_top``): skip likely untagged positives at the top of the ranking."""
+
+import numpy as np
+import pytest
+
+from hardneg.concept import NegativeBootstrap
+from hardneg.negatives import BootstrapNegativeSampler, NegativePool
+
+
+def first_feature(B):
+    return np.asarray(B)[:, 0].astype(float)
+
+
+def pool_with_tags(n=50, n_tagged=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 3)).astype(np.float32)
+    tags = [["concept"] if i < n_tagged else ["other"] for i in range(n)]
+    return X, tags
+
+
+@pytest.mark.parametrize("skip", [0.0, 0.1, 0.25, 0.5])
+def test_fixed_window_is_ranks_k_to_k_plus_n(skip):
+    X, tags = pool_with_tags()
+    pool = NegativePool(X, tags=tags, exclude_tags="concept")
+    got = BootstrapNegativeSampler(n_candidates=20, skip_top=skip).sample(pool, 5, 3, scorer=first_feature)
+    cands = np.random.default_rng(3).choice(pool.allowed, size=20, replace=False)
+    ranked = sorted(range(20), key=lambda j: (-X[cands[j], 0], j))
+    k = int(round(skip * 20))
+    assert got.n_skipped == k
+    assert got.rows.tolist() == cands[ranked[k : k + 5]].tolist()
+
+
+def test_window_never_runs_past_the_candidates():
+    X, tags = pool_with_tags()
+    pool = NegativePool(X, tags=tags, exclude_tags="concept")
+    got = BootstrapNegativeSampler(n_candidates=10, skip_top=0.9).sample(pool, 4, 0, scorer=first_feature)
+    assert got.n_skipped == 6  # m - n: the 4 lowest-scoring candidates
+
+
+def test_auto_counts_candidates_scoring_like_the_tagged_items():
+    """Hand-worked: tagged items score 0.9, 0.8, 0.7, 0.6 (median 0.75); 3 candidates score >= 0.75 -> skip 6."""
+    X = np.zeros((24, 2), np.float32)
+    X[:4, 0] = [0.9, 0.8, 0.7, 0.6]  # tagged
+    X[4:, 0] = np.r_[0.95, 0.85, 0.75, np.linspace(0.7, 0.0, 17)]  # 20 untagged candidates
+    tags = [["concept"]] * 4 + [[]] * 20
+    pool = NegativePool(X, tags=tags, exclude_tags="concept")
+    np.testing.assert_array_equal(pool.tagged, [0, 1, 2, 3])
+    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
+    assert got.n_skipped == 6
+    by_score = sorted(range(4, 24), key=lambda r: -X[r, 0])
+    assert sorted(got.rows.tolist()) == sorted(by_score[6:11])
+
+
+def test_auto_without_tagged_items_is_the_paper_selection():
+    X, _ = pool_with_tags()
+    pool = NegativePool(X)
+    a = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 1, scorer=first_feature)
+    b = BootstrapNegativeSampler(n_candidates=20).sample(pool, 5, 1, scorer=first_feature)
+    assert a.n_skipped == 0 and a.rows.tolist() == b.rows.tolist()
+
+
+def test_tagged_rows_respect_the_row_restriction():
+    X, tags = pool_with_tags()
+    pool = NegativePool(X, tags=tags, exclude_tags="concept", rows=np.arange(5, 40))
+    np.testing.assert_array_equal(pool.tagged, np.arange(5, 10))
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1, "top", True, None])
+def test_bad_skip_top(bad):
+    X, tags = pool_with_tags()
+    pool = NegativePool(X, tags=tags, exclude_tags="concept")
+    with pytest.raises(ValueError, match="skip_top"):
+        BootstrapNegativeSampler(skip_top=bad).sample(pool, 3, 0, scorer=first_feature)
+    with pytest.raises(ValueError, match="skip_top"):
+        NegativeBootstrap(n_iter=2, skip_top=bad).fit(X[:5] + 1, X)
+
+
+def test_auto_keeps_untagged_positives_out_of_the_negatives():
+    """A common concept with half its pool items untagged: the paper's selection takes them as negatives."""
+    rng = np.random.default_rng(0)
+    d = 6
+    shift = np.r_[1.0, 1.0, np.zeros(d - 2)]
+    pos = (rng.random((15, d)) * 0.5 + shift).astype(np.float32)
+    pool = rng.random((400, d)).astype(np.float32)
+    is_pos = np.arange(400) % 3 == 0  # a third of the pool is the concept
+    pool[is_pos] = rng.random((is_pos.sum(), d)) * 0.5 + shift
+    tags = [["concept"] if p and i % 2 == 0 else [] for i, p in enumerate(is_pos)]  # half the tags missing
+    share = {}
+    for skip in (0.0, "auto"):
+        nb = NegativeBootstrap(n_iter=4, n_bins=16, skip_top=skip, random_state=0)
+        nb.fit(pos, pool, exclude_tags="concept", pool_tags=tags)
+        chosen = np.concatenate([r["rows"] for r in nb.iterations_[1:]])
+        share[skip] = is_pos[chosen].mean()
+        assert all(r["n_skipped"] == 0 for r in nb.iterations_) == (skip == 0.0)
+    assert share[0.0] > 0.5 and share["auto"] < share[0.0] / 2
