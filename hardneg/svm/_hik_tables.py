@@ -397,8 +397,9 @@ class HIKBinTable:
         if not tables:
             raise ValueError("tables: need at least one table")
         w = np.ones(len(tables)) if weights is None else np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(tables),) or not w.sum() > 0:
-            raise ValueError(f"weights: need {len(tables)} weights with a positive sum")
+        # non-negative as Eq. (10)'s lambda_t: the combined error bound is then the weighted mean
+        if w.shape != (len(tables),) or not np.all(w >= 0) or not w.sum() > 0:
+            raise ValueError(f"weights: need {len(tables)} non-negative weights with a positive sum")
         w = w / w.sum()
         first = tables[0]
         for t in tables[1:]:
