@@ -308,8 +308,8 @@ def test_runner_choice_and_errors(monkeypatch):
 def test_store_urls(data):
     folder, _ = data
     assert len(FeatureStore.open(f"file://{folder / 's'}")) == N
-    with pytest.raises(ValueError, match="mount the bucket"):
-        FeatureStore.open("s3://bucket/store")
+    with pytest.raises(ValueError, match="written to a local or shared-filesystem folder"):
+        FeatureStore.create("s3://bucket/store", dim=4)
 
 
 def test_image_extraction_on_the_cluster_equals_in_process(runner, tmp_path):

@@ -160,6 +160,7 @@ def index(
 ):
     """Encode every row of a store and write a persistent Hamming index."""
     from ..distributed import hamming_index
+    from ..distributed._partition import store_url
     from ..hashing import load_hasher
     from ..store import FeatureStore
 
@@ -168,8 +169,8 @@ def index(
     hasher = load_hasher(model_path)
     if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
         raise CLIError(f"{model_path}: product-quantization codes cannot go into a Hamming index")
-    # Opened by its absolute path: the index records it, and `hash search` finds the store from any folder.
-    store = FeatureStore.open(Path(store_path).absolute())
+    # Opened by its absolute path (or URL): the index records it, and `hash search` finds the store from any folder.
+    store = FeatureStore.open(store_url(store_path))
     if store.dim != hasher.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d features but the model expects {hasher.n_features_in_}")
     with task_progress("encoding", len(store)) as advance:
@@ -254,12 +255,17 @@ def search(
 
 def _open_store(store_path, idx, *, required: bool):
     """The store given by --store, else the one the index was built from (when it still exists)."""
-    from ..store import FeatureStore
+    from ..store import FeatureStore, StoreError
+    from ..store._feature_store import store_location
 
     if store_path:
         return FeatureStore.open(store_path)
     recorded = idx.meta.get("store")
-    if recorded and (Path(recorded) / "meta.json").is_file():
+    try:
+        exists = bool(recorded) and (store_location(recorded) / "meta.json").is_file()
+    except (StoreError, ValueError, OSError):
+        exists = False
+    if exists:
         return FeatureStore.open(recorded)
     if required:
         raise CLIError("--store: needed for --query-id and --query-image (the index does not name a store that exists)")

@@ -4,17 +4,21 @@ A partition is ``(lo, hi)``: whole Zarr chunks of the store (the last one may
 be short), on a fixed grid of ``partition_rows`` (a multiple of the chunk), so
 a job resumed from a committed partition boundary cuts the remaining rows
 exactly as a clean run does. Workers open the store and the model files
-themselves, by path, and keep them open per process (keyed by the file's
-modification time and size, so a rewritten file is opened afresh).
+themselves, by path or object-store URL, and keep them open per process (keyed
+by the file's modification time and size, or a remote meta.json's CRC-32, so a
+rewritten file is opened afresh).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
+
+from ..store._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
 
 __all__ = ["Partition", "open_model", "open_store", "partitions", "store_url"]
 
@@ -91,13 +95,19 @@ def partitions(store, partition_rows: int | None = None, *, start: int = 0, stop
 
 
 def store_url(path) -> str:
-    """The store location workers open: an absolute local path (``file://`` URLs become paths)."""
-    from ..store._feature_store import local_store_path
+    """The store location workers open: an absolute local path (``file://`` URLs become
+    paths), or an object-store URL, which every worker reads itself."""
+    from ..store._feature_store import store_location
 
-    return str(Path(local_store_path(path)).absolute())
+    where = store_location(str(path) if not isinstance(path, (str, os.PathLike)) else path)
+    return str(where) if isinstance(where, RemoteFolder) else str(Path(where).absolute())
 
 
-def _stamp(path: str, name: str | None = None) -> tuple[int, int]:
+def _stamp(path: str, name: str | None = None):
+    if url_protocol(path) not in (None, *LOCAL_PROTOCOLS):
+        # an object store's meta.json: its bytes say whether the store changed
+        where = RemoteFolder.from_url(path)
+        return zlib.crc32((where / name if name else where).read_bytes())
     st = os.stat(os.path.join(path, name) if name else path)
     return st.st_mtime_ns, st.st_size
 

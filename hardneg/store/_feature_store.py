@@ -91,6 +91,7 @@ from ._edit import next_part_name
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
+from ._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
 from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
 
 logger = logging.getLogger(__name__)
@@ -141,29 +142,35 @@ class _Array:
 
 
 def local_store_path(path) -> Path:
-    """The local folder of a store given as a path or an fsspec URL.
+    """The local folder of a store given as a path or a ``file://`` URL (for writing).
 
     ``file://`` (and ``local://``) URLs name a local or shared-filesystem
-    folder (NFS, a mounted object-store bucket): what every worker of a
-    cluster can open by the same name. Other protocols (``s3://``,
-    ``gs://``, ...) are refused with a clear error: the store reads chunks
-    by memory map and writes by atomic rename, which an object store lacks;
-    mount the bucket (s3fs-fuse, gcsfuse) and give the mount's path.
+    folder (NFS, a mounted bucket): what every worker of a cluster can open
+    by the same name. Object-store URLs (``s3://``, ``gs://``, ...) are
+    refused here with a clear error: a store is written by atomic renames,
+    which an object store lacks. They can be opened read-only, see
+    :func:`store_location`.
     """
-    if isinstance(path, str) and "://" in path:
-        protocol, _, rest = path.partition("://")
-        if protocol.lower() not in ("file", "local"):
+    protocol = url_protocol(path)
+    if protocol is not None:
+        if protocol not in LOCAL_PROTOCOLS:
             raise ValueError(
-                f"{path}: FeatureStore opens local or shared-filesystem folders (a path or a file:// URL), "
-                f"not {protocol}:// URLs; mount the bucket (e.g. s3fs-fuse, gcsfuse) and give the mounted path"
+                f"{path}: a store is written to a local or shared-filesystem folder (a path or a file:// URL), "
+                f"not to {protocol}:// (no atomic rename there); write it locally and upload it, or mount the bucket"
             )
-        try:
-            from fsspec.utils import infer_storage_options
+        from fsspec.utils import infer_storage_options
 
-            return Path(infer_storage_options(path)["path"])
-        except ImportError:
-            return Path(rest)
+        return Path(infer_storage_options(path)["path"])
     return Path(path)
+
+
+def store_location(path) -> Path | RemoteFolder:
+    """Where a store is read from: a local folder, or a :class:`RemoteFolder`
+    for an object-store URL (any fsspec protocol with its backend installed)."""
+    protocol = url_protocol(path)
+    if protocol is not None and protocol not in LOCAL_PROTOCOLS:
+        return RemoteFolder.from_url(path)
+    return local_store_path(path)
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -195,7 +202,11 @@ class FeatureStore:
     """
 
     def __init__(self, path, *, _mode: str):
-        self.path = local_store_path(path)
+        self.path = store_location(path)
+        self._remote = isinstance(self.path, RemoteFolder)
+        if self._remote and _mode != "r":
+            raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only (appends need atomic renames); append to a local copy")
+        self._recent: dict = {}  # remote stores: the last chunks fetched, so nearby reads do not fetch again
         self._mode = _mode
         self._lock = None
         self._items_cache = None
@@ -506,7 +517,7 @@ class FeatureStore:
         if first:
             self._stat_chunk(a, c)
         try:
-            m = np.memmap(self.path / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
+            m = self._fetch(a, c) if self._remote else np.memmap(self.path / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
         except FileNotFoundError:
             raise StoreDamagedError(self.path, a.key(c), "is missing") from None
         except (ValueError, OSError) as exc:  # shrunk since the check
@@ -516,6 +527,19 @@ class FeatureStore:
                 self._spot_check(a, c, m)
             self._checked.add((a.name, c))
         return m
+
+    def _fetch(self, a: _Array, c: int) -> np.ndarray:
+        """Chunk ``c`` of a remote store, read whole (one request), the last few kept."""
+        key = (a.name, c)
+        if key not in self._recent:
+            raw = (self.path / a.key(c)).read_bytes()
+            if len(raw) != a.chunk_bytes:
+                raise ValueError(f"{len(raw)} bytes, expected {a.chunk_bytes}")
+            if len(self._recent) >= 4:  # bounded: 4 chunks of ~16 MiB
+                self._recent.pop(next(iter(self._recent)))
+            m = np.frombuffer(raw, dtype=a.dtype).reshape(a.shape)
+            self._recent[key] = m
+        return self._recent[key]
 
     def _spot_check(self, a: _Array, c: int, m: np.ndarray) -> None:
         rows = min(a.chunk_len, self._committed(a.name) - c * a.chunk_len)
@@ -1019,12 +1043,13 @@ class FeatureStore:
         """A Dask array view of the rows (dense stores; sparse blocks are CSR).
 
         Every chunk is checked for presence and size up front (and dense ones
-        spot-checked, as for reads).
+        spot-checked, as for reads). A remote store's blocks are read by the
+        store itself, one request per chunk.
         """
         import dask.array as da
 
         n = len(self)
-        if not self.is_sparse:
+        if not self.is_sparse and not self._remote:
             a = self._arrays["X"]
             for c in range(n_chunks(n, a.chunk_len)):
                 self._chunk(a, c)
@@ -1032,13 +1057,13 @@ class FeatureStore:
             return da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
         import dask
 
-        for name in ("indptr", "indices", "data"):
-            a = self._arrays[name]
-            for c in range(n_chunks(self._committed(name), a.chunk_len)):
+        for a in self._arrays.values():
+            for c in range(n_chunks(self._committed(a.name), a.chunk_len)):
                 self._stat_chunk(a, c)
         rows = chunk_rows or self.chunk_rows
+        empty = sp.csr_matrix((0, self.dim), dtype=np.float32) if self.is_sparse else np.empty((0, self.dim), np.float32)
         blocks = [
-            da.from_delayed(dask.delayed(self._rows)(lo, min(lo + rows, n)), shape=(min(lo + rows, n) - lo, self.dim), dtype=np.float32, meta=sp.csr_matrix((0, self.dim), dtype=np.float32))
+            da.from_delayed(dask.delayed(self._rows)(lo, min(lo + rows, n)), shape=(min(lo + rows, n) - lo, self.dim), dtype=np.float32, meta=empty)
             for lo in range(0, n, rows)
         ]
         return da.concatenate(blocks, axis=0) if blocks else da.zeros((0, self.dim), dtype=np.float32)

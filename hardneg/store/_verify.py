@@ -116,7 +116,7 @@ def verify_store(store) -> VerifyReport:
             rows = min(a.chunk_len, length - c * a.chunk_len)
             try:
                 store._stat_chunk(a, c)
-                with open(store.path / key, "rb") as fh:
+                with (store.path / key).open("rb") as fh:
                     raw = fh.read(rows * a.row_bytes)
                 if recorded is not None and zlib.crc32(raw) != recorded[c]:
                     raise StoreDamagedError(store.path, key, "does not match its checksum")
