@@ -329,3 +329,160 @@ def test_build_hierarchy_nests_and_separates_every_pair(seed):
     for i in range(n):
         for j in range(i + 1, n):
             assert sum(row[i] * row[j] == -1 for row in nodes) == 1
+
+
+# --- per-tree class subsets and the embedding mode (issue 12) -------------------------------------
+
+
+def test_every_tree_is_built_on_its_own_random_class_subset(digits, monkeypatch):
+    import hardneg.hashing._tsvm_hashing as module
+
+    X, y = digits
+    X, y, XU = X[:400], y[:400], X[400:600]
+    counts = np.bincount(y, minlength=10)
+    seen = []
+    real = module.RampTSVM
+
+    class Spy(real):
+        def fit(self, X, y, X_unlabeled=None, sample_weight=None):
+            seen.append(X.shape[0])
+            return super().fit(X, y, X_unlabeled=X_unlabeled, sample_weight=sample_weight)
+
+    monkeypatch.setattr(module, "RampTSVM", Spy)
+    kw = dict(n_bits=24, class_subset=0.5, C=1.0, random_state=5, n_epochs=1, max_iter=1)
+    h = TSVMHashing(**kw).fit(X, y, X_unlabeled=XU)
+    # m = 5 classes per tree, 4 nodes per tree, ceil(24 / 4) = 6 trees
+    assert h.trees_.shape == (6, 4, 10) and h.coef_.shape == (24, 64)
+    subsets = []
+    for tree in h.trees_:
+        root = tree[0] != 0
+        assert root.sum() == 5  # the tree's hierarchy holds exactly its sampled classes ...
+        assert not ((tree != 0) & ~root).any()  # ... and no node reaches outside them
+        assert {frozenset(np.flatnonzero(row > 0)) for row in tree}.isdisjoint({frozenset()})  # no empty side
+        assert {frozenset(np.flatnonzero(row < 0)) for row in tree}.isdisjoint({frozenset()})
+        subsets.append(frozenset(np.flatnonzero(root)))
+    assert len(set(subsets)) > 1  # the subsets are drawn per tree, not once
+    # every node is trained on the labelled samples of its own classes only (subsample = 0.5 of each)
+    expected = [sum(int(round(0.5 * counts[c])) for c in np.flatnonzero(row)) for tree in h.trees_ for row in tree]
+    assert seen == expected
+    # seeded: the same subsets and codes again; a longer code extends a shorter one
+    again = TSVMHashing(**kw).fit(X, y, X_unlabeled=XU)
+    np.testing.assert_array_equal(again.trees_, h.trees_)
+    np.testing.assert_array_equal(again.transform(X), h.transform(X))
+    longer = TSVMHashing(**{**kw, "n_bits": 32}).fit(X, y, X_unlabeled=XU)
+    np.testing.assert_array_equal(longer.trees_[:6], h.trees_)
+    np.testing.assert_array_equal(np.unpackbits(longer.transform(X), axis=1)[:, :24], np.unpackbits(h.transform(X), axis=1))
+    other = TSVMHashing(**{**kw, "random_state": 6}).fit(X, y, X_unlabeled=XU)
+    assert not np.array_equal(other.trees_, h.trees_)
+
+
+def test_class_subsets_keep_the_bits_balanced_and_informative(digits):
+    from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
+
+    X, y = digits
+    h = TSVMHashing(n_bits=32, class_subset=0.5, C=1.0, random_state=0, n_epochs=2, max_iter=3)
+    codes = h.fit(X[:500], y[:500], X_unlabeled=X[500:1000]).transform(X)
+    bits = np.unpackbits(codes, axis=1)[:, :32]
+    ones = bits.mean(axis=0)
+    assert ones.min() > 0.05 and ones.max() < 0.95  # no bit is (nearly) constant
+    # a node's bit separates its two class groups on held-out data
+    test = np.arange(1000, 1797)
+    for k, row in enumerate(h.trees_.reshape(-1, 10)):
+        pos, neg = np.isin(y[test], np.flatnonzero(row > 0)), np.isin(y[test], np.flatnonzero(row < 0))
+        assert bits[test][pos, k].mean() > 0.7 and bits[test][neg, k].mean() < 0.3, k
+    idx, _ = hamming_rank(codes[1500:], codes[:1500], k=50, ties="random", random_state=0)
+    assert mean_average_precision_at_k(relevance_from_labels(y[1500:], y[:1500][idx])) >= 0.8
+
+
+def test_class_subset_one_gives_every_tree_all_classes_and_two_classes_per_tree_one_node():
+    rng = np.random.default_rng(0)
+    centers = np.array([[0, 0, 0], [0, 6, 0], [40, 0, 0], [40, 6, 0]], float) + 100.0
+    y = np.repeat(np.arange(4), 60)
+    X = (centers[y] + rng.normal(0, 0.7, (240, 3))).astype(np.float32)
+    full = TSVMHashing(n_bits=6, class_subset=1.0, random_state=0).fit(X, y)
+    assert full.trees_.shape == (2, 3, 4) and (full.trees_[:, 0] != 0).all()
+    # class_subset 0.25 of 4 classes still gives 2 classes, one node per tree: that node's bit is the pair's split
+    pairs = TSVMHashing(n_bits=5, class_subset=0.25, C=1.0, random_state=0).fit(X, y)
+    assert pairs.trees_.shape == (5, 1, 4)
+    bits = np.unpackbits(pairs.transform(X), axis=1)[:, :5]
+    for t, row in enumerate(pairs.trees_[:, 0]):
+        assert (row != 0).sum() == 2
+        for c in np.flatnonzero(row):
+            assert (bits[y == c, t] == (row[c] > 0)).all(), (t, c)
+
+
+def test_embedding_mode_is_itq_on_the_outputs_of_many_trees(digits, tmp_path):
+    import hardneg.hashing._tsvm_hashing as module
+
+    X, y = digits
+    kw = dict(n_bits=16, mode="itq", class_subset=0.5, C=1.0, random_state=0, n_epochs=1, max_iter=1)
+    h = TSVMHashing(**kw).fit(X[:300], y[:300], X_unlabeled=X[300:500])
+    # the paper's 15-40 trees, not the ceil(16 / 4) = 4 that the bits would need
+    assert 15 <= module.EMBEDDING_TREES <= 40
+    assert h.trees_.shape == (module.EMBEDDING_TREES, 4, 10)
+    assert h.coef_.shape == (4 * module.EMBEDDING_TREES, 64) and h.itq_.n_features_in_ == 4 * module.EMBEDDING_TREES
+    codes = h.transform(X)
+    assert codes.shape == (X.shape[0], 2) and codes.dtype == np.uint8
+    # ITQ is applied: the codes are ITQ's codes of the trees' real-valued outputs, not the signs of 16 of them
+    outputs = X @ h.coef_.T + h.intercept_
+    np.testing.assert_array_equal(codes, h.itq_.transform(outputs))
+    np.testing.assert_allclose(h.embed(X[:20]), h.itq_.embed(outputs[:20]), rtol=1e-4, atol=1e-4)
+    assert h.embed(X).shape == (X.shape[0], 16)
+    assert not np.array_equal(np.unpackbits(codes, axis=1), (outputs[:, :16] > 0).astype(np.uint8))
+    np.testing.assert_array_equal(np.unpackbits(codes, axis=1), h.embed(X) > 0)
+    # seeded
+    np.testing.assert_array_equal(TSVMHashing(**kw).fit(X[:300], y[:300], X_unlabeled=X[300:500]).transform(X), codes)
+    # round trip through the model file
+    back = load_hasher(h.save(tmp_path / "emb.npz"))
+    assert back.mode == "itq" and back.class_subset == 0.5 and back.fingerprint() == h.fingerprint()
+    np.testing.assert_array_equal(back.transform(X), codes)
+    np.testing.assert_array_equal(back.trees_, h.trees_)
+    # n_trees: explicit, and grown when n_bits needs more hyperplanes than EMBEDDING_TREES trees give
+    assert TSVMHashing(mode="itq", n_bits=16, n_trees=15)._plan(10) == (16, 15, 10)
+    assert TSVMHashing(mode="itq", n_bits=256, class_subset=1.0)._plan(10) == (256, 29, 10)
+    assert TSVMHashing(mode="bits", n_bits=16, class_subset=0.5)._plan(10) == (16, 4, 5)
+    with pytest.raises(ValueError, match="n_trees"):
+        TSVMHashing(mode="itq", n_bits=64, n_trees=15, class_subset=0.5, C=1.0).fit(X[:300], y[:300])
+
+
+def test_model_files_check_the_class_subsets(digits, tmp_path):
+    from hardneg._persist import load_model, save_model
+
+    X, y = digits
+    h = TSVMHashing(n_bits=8, class_subset=0.5, C=1.0, random_state=0, n_epochs=1, max_iter=1).fit(X[:300], y[:300])
+    path = h.save(tmp_path / "m.npz")
+    arrays, meta = load_model(path, h._kind, (1,))
+
+    def resave(edit_arrays=None, edit_meta=None, name="e.npz"):
+        a = {k: np.array(v) for k, v in arrays.items()}
+        m = {**meta, "params": dict(meta["params"]), "extra": dict(meta["extra"])}
+        if edit_arrays:
+            edit_arrays(a)
+        if edit_meta:
+            edit_meta(m)
+        return save_model(tmp_path / name, h._kind, 1, a, m)
+
+    assert meta["extra"]["classes_per_tree"] == 5
+    with pytest.raises(ModelFileError, match="class_subset"):
+        load_hasher(resave(edit_meta=lambda m: m["params"].__setitem__("class_subset", 1.0)))
+    with pytest.raises(ModelFileError, match="classes_per_tree"):
+        load_hasher(resave(edit_meta=lambda m: m["extra"].__setitem__("classes_per_tree", 4)))
+
+    def outside(a):
+        a["trees"][0, 1, np.flatnonzero(a["trees"][0, 0] == 0)[0]] = 1  # a node reaching outside the tree's classes
+
+    with pytest.raises(ModelFileError, match="hierarchies"):
+        load_hasher(resave(edit_arrays=outside))
+    with pytest.raises(ModelFileError, match="classes_per_tree"):
+        load_hasher(resave(edit_meta=lambda m: m["extra"].pop("classes_per_tree")))
+    # a file from before class subsets (no classes_per_tree, every tree on all classes) loads as class_subset = 1
+    old = TSVMHashing(n_bits=9, class_subset=1.0, C=1.0, random_state=0, n_epochs=1, max_iter=1).fit(X[:300], y[:300])
+    arrays, meta = load_model(old.save(tmp_path / "old.npz"), old._kind, (1,))
+
+    def before(m):
+        m["extra"].pop("classes_per_tree")
+        m["params"].pop("class_subset")
+
+    back = load_hasher(resave(edit_meta=before, name="old2.npz"))
+    assert back.class_subset == 1.0
+    np.testing.assert_array_equal(back.transform(X), old.transform(X))

@@ -46,7 +46,10 @@ def train(
         None, "--split", help="Train on the rows of this split ('' for all rows). Default: train when the store has one, else all rows."
     ),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
-    mode: str = typer.Option("bits", "--mode", help="TSVM hashing: bits (Eq. 12) or itq (embed, then ITQ)."),
+    mode: str = typer.Option(
+        "bits", "--mode",
+        help="TSVM hashing: bits (Eq. 12) or itq (the paper's embedding: the outputs of every node of 20 trees, then ITQ).",
+    ),
     cost: str = typer.Option(
         "auto", "--C", help="TSVM hashing: cost C of the labeled samples at every node, or 'auto' (chosen from 1 and 10 "
         "on a validation fifth of the labeled rows)."
@@ -95,10 +98,10 @@ def train(
         XU = None if unl is None or unl.size == 0 else _dense(store.take(unl))
         model = TSVMHashing(n_bits=bits, mode=mode, C=cost, balance=balance, random_state=seed)
         n_classes = len(np.unique(store.labels()[labeled]))
-        _, n_trees = model._plan(n_classes) if n_classes >= 2 else (None, 0)
         if n_classes < 2:
             raise CLIError(f"{store_path}: TSVM hashing needs at least 2 classes among the labeled rows")
-        with task_progress("training tree nodes", n_trees * (n_classes - 1)) as advance:
+        _, n_trees, per_tree = model._plan(n_classes)
+        with task_progress("training tree nodes", n_trees * (per_tree - 1)) as advance:
             model.fit(X, store.labels()[labeled], X_unlabeled=XU, progress=advance)
     else:
         model = HASHERS[method](n_bits=bits, random_state=seed)
