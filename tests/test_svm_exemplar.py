@@ -122,3 +122,21 @@ def test_bad_input_is_one_clear_error(args, match):
 def test_unknown_solver():
     with pytest.raises(ValueError, match="solver"):
         fit_exemplar_svms(np.ones((1, 2)), np.ones((3, 2)), solver="cvx")
+
+
+def test_batch_solver_warm_start_gives_the_cold_start_result_with_many_bound_negatives():
+    # N large enough for the subsample warm start (two levels); tiny alpha_neg: many negatives at the bound
+    rng = np.random.default_rng(3)
+    Z = np.abs(rng.normal(size=(9000, 24)))
+    Z /= np.linalg.norm(Z, axis=1, keepdims=True)
+    X = np.abs(rng.normal(size=(3, 24)))
+    kw = dict(lam=0.1, alpha_pos=1.0, alpha_neg=1e-3)
+    warm = fit_exemplar_svms_batch(X, Z, tol=1e-8, **kw)
+    cold = fit_exemplar_svms_batch(X, Z, tol=1e-8, warm_start=None, **kw)
+    np.testing.assert_allclose(warm, cold, atol=1e-5)
+    # KKT over all negatives: slack > 0 only at the bound, the bound only where slack >= 0
+    slack = 1.0 + warm @ Z.T
+    assert (slack > 0.0).sum() > 100
+    fw = exemplar_objective(warm, X, Z, **kw)
+    fc = exemplar_objective(cold, X, Z, **kw)
+    np.testing.assert_allclose(fw, fc, rtol=1e-7)

@@ -30,6 +30,15 @@ the bound (in the first mining rounds only); a wrong guess shows up in the
 next check as a bound negative with ``1 + z.w < -tol`` and goes back to the
 working set.
 
+Warm start (``warm_start="subsample"``, the default): with 8,000 negatives or
+more, the same solver first runs on every 8th negative with ``alpha_neg``
+scaled by 8 (recursively), and the full problem starts from that solution:
+negatives with ``1 + z.w0 > 0`` start at the bound (one product for the
+batch gives their sum), the ``2 * init_size`` nearest the margin form the
+working set. Only the starting point changes; wrong starting guesses are
+undone by the checks below. Updates of the bound sums after each check are one
+``(k, N) @ Z`` product for the batch rather than a pass over ``Z`` per exemplar.
+
 At the end every negative satisfies the KKT conditions of the full problem to
 ``tol``, so the result is the exact minimizer of Eq. (1) up to the
 tolerance, without ever solving over all ``N`` negatives. Support sets are
@@ -49,6 +58,11 @@ from ._exemplar import check_exclude, check_exemplar_inputs, check_exemplar_para
 __all__ = ["fit_exemplar_svms_batch"]
 
 logger = logging.getLogger(__name__)
+
+#: The warm start solves on every ``_SUBSAMPLE_STEP``-th negative, recursively while at least
+#: ``_SUBSAMPLE_MIN`` negatives remain.
+_SUBSAMPLE_STEP = 8
+_SUBSAMPLE_MIN = 1000
 
 #: Mining rounds in which violators beyond ``max_add`` may be guessed to lie at the upper bound.
 _GUESS_ROUNDS = 10
@@ -148,13 +162,14 @@ def fit_exemplar_svms_batch(
     drop_duplicates: bool = True,
     tol: float = 1e-3,
     init_size: int = 64,
-    max_add: int = 256,
+    max_add: int = 64,
     max_rounds: int = 100,
     max_epochs: int = 10_000,
     batch_size: int = 256,
     progress=None,
     random_state=None,
     stats: dict | None = None,
+    warm_start: str | None = "subsample",
 ):
     """Solve Eq. (1) exactly for every row of ``X`` by hard-negative active sets.
 
@@ -187,6 +202,16 @@ def fit_exemplar_svms_batch(
         Called with the number of exemplars finished after each batch.
     random_state : ignored
         The solver is deterministic; accepted so every solver takes it.
+    warm_start : {"subsample", None}
+        ``"subsample"`` (default): first solve Eq. (1) on every
+        ``subsample``-th negative with ``alpha_neg`` scaled up by the same
+        factor (the same solver, recursively, down to a few thousand
+        negatives), then start the full problem from that solution: its
+        negatives with ``1 + z.w0 > 0`` start at the bound, the ones nearest
+        the margin in the working set. Only the starting point changes; the
+        stopping rule (KKT over all of ``Z`` to ``tol``) is the same, so the
+        result is the same minimizer to the tolerance. ``None``: start from
+        ``w = 0`` with the ``init_size`` hardest negatives.
     stats : dict, optional
         Filled with ``rounds`` (total mining rounds), ``support`` (mean number
         of negatives with a non-zero dual variable) and ``working`` (mean
@@ -217,7 +242,14 @@ def fit_exemplar_svms_batch(
                         ("max_epochs", max_epochs), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+    if warm_start not in ("subsample", None):
+        raise ValueError(f"warm_start: expected 'subsample' or None, got {warm_start!r}")
     c_pos, c_neg = alpha_pos / lam, alpha_neg / lam
+    W0 = None
+    if warm_start == "subsample" and N >= _SUBSAMPLE_MIN * _SUBSAMPLE_STEP:
+        W0 = _subsample_start(X, Z, exclude, lam=lam, alpha_pos=alpha_pos, alpha_neg=alpha_neg, drop_duplicates=drop_duplicates,
+                              tol=tol, init_size=init_size, max_add=max_add, max_rounds=max_rounds, max_epochs=max_epochs,
+                              batch_size=batch_size)
     z_sq = np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
     W = np.empty_like(X)
     totals = {"rounds": 0, "support": 0, "working": 0}
@@ -226,7 +258,8 @@ def fit_exemplar_svms_batch(
         Xb = X[lo:hi]
         S = Xb @ Z.T  # x.z for every pair: the first working sets and p
         excluded = exclusion_mask(Xb, Z, S, exclude[lo:hi], drop_duplicates=drop_duplicates, z_sq=z_sq)
-        _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, W[lo:hi], totals)
+        _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, W[lo:hi], totals,
+                     None if W0 is None else W0[lo:hi])
         if progress is not None:
             progress(hi - lo)
     if stats is not None:
@@ -234,13 +267,12 @@ def fit_exemplar_svms_batch(
     return W
 
 
-def _row_sum(Z, rows) -> np.ndarray:
-    """Sum of ``Z[rows]`` by one matrix-vector product (no copy of the rows), float64."""
-    if rows.size < 64:
-        return Z[rows].sum(axis=0, dtype=np.float64)
-    mask = np.zeros(Z.shape[0], dtype=Z.dtype)
-    mask[rows] = 1.0
-    return (mask @ Z).astype(np.float64)
+def _subsample_start(X, Z, exclude, *, alpha_neg, **kwargs) -> np.ndarray:
+    """Eq. (1) on every ``_SUBSAMPLE_STEP``-th negative, ``alpha_neg`` scaled to keep the negatives' total weight."""
+    N = Z.shape[0]
+    keep = np.arange(0, N, _SUBSAMPLE_STEP)
+    sub_ex = np.where((exclude >= 0) & (exclude % _SUBSAMPLE_STEP == 0), exclude // _SUBSAMPLE_STEP, -1)
+    return fit_exemplar_svms_batch(X, Z[keep], alpha_neg=alpha_neg * N / keep.size, exclude=sub_ex, **kwargs)
 
 
 def _take(st, keep):
@@ -252,24 +284,124 @@ def _take(st, keep):
     st["idx"] = st["idx"][keep[1:] - 1]
 
 
-def _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, out, totals):
+def _signed_row_sums(Z, pairs) -> np.ndarray:
+    """``sum(Z[plus]) - sum(Z[minus])`` for each ``(plus, minus)``, float64; large ones by one product."""
+    out = np.zeros((len(pairs), Z.shape[1]))
+    big = [k for k, (p, m) in enumerate(pairs) if p.size + m.size >= 64]
+    for k, (p, m) in enumerate(pairs):
+        if k in big or (p.size + m.size) == 0:
+            continue
+        out[k] = Z[p].sum(axis=0, dtype=np.float64) - Z[m].sum(axis=0, dtype=np.float64)
+    if big:
+        # a (k, N) matrix of +1/-1/0 against Z: GEMM speed instead of one memory-bound pass per exemplar
+        M = np.zeros((len(big), Z.shape[0]), dtype=Z.dtype)
+        for r, k in enumerate(big):
+            M[r, pairs[k][0]] = 1.0
+            M[r, pairs[k][1]] = -1.0
+        out[big] = (M @ Z).astype(np.float64)
+    return out
+
+
+def _plan_round(st, row, excluded, c_neg, tol, max_add, rounds):
+    """Moves of one exemplar after a check; ``row`` is its slack ``1 + z.w`` over all negatives (overwritten).
+
+    Returns None when the exemplar satisfies the optimality conditions, else the
+    negatives to guess at the bound (``guess``), to bring back from the bound
+    (``back``) and to add to the working set at 0 (``viol``).
+    """
+    row[excluded] = -np.inf
+    # every move here keeps w as it is, so the gradients of the rows that stay are unchanged
+    v, g, C = st["v"], st["g"], st["C"]
+    k = np.arange(v.size)
+    to_upper = (k > 0) & (v >= C) & (g > tol)
+    drop = (k > 0) & (v <= 0.0) & (g < -tol)
+    if to_upper.any():
+        st["upper"][st["idx"][to_upper[1:]]] = True
+        st["wU"] += c_neg * st["H"][to_upper].sum(axis=0)
+    if to_upper.any() or drop.any():
+        _take(st, np.flatnonzero(~(to_upper | drop)))
+    # at the bound but no longer violating: back to the working set, at c_neg
+    back = np.flatnonzero(st["upper"] & (row < -tol))
+    if back.size > max_add:  # bounded like the additions: the working QP stays small
+        back = back[np.argpartition(row[back], max_add - 1)[:max_add]]
+    row[st["idx"]] = -np.inf
+    row[st["upper"]] = -np.inf
+    viol = np.flatnonzero(row > tol)
+    if viol.size == 0 and back.size == 0:
+        return None
+    guess = viol[:0]
+    if viol.size > max_add:
+        if rounds <= _GUESS_ROUNDS:
+            # too many to add one by one: guess that the most violating ones end at the bound
+            # (a wrong guess shows up in the next check as "back" and is undone), and let the
+            # max_add nearest the margin into the working set; only the farther half is guessed (a damped
+            # step: guessing all of them makes the next check send most of them back)
+            order = np.argsort(row[viol])
+            guess, viol = viol[order[(viol.size + max_add) // 2 :]], viol[order[:max_add]]
+        else:
+            viol = viol[np.argpartition(-row[viol], max_add - 1)[:max_add]]
+    return {"guess": guess, "back": back, "viol": viol}
+
+
+def _grow(st, Z, plan, dsum, c_neg, w_out):
+    """Apply a plan: bound sums moved by ``dsum`` (= sum(guess) - sum(back)), new rows joined to the working set."""
+    guess, back, viol = plan["guess"], plan["back"], plan["viol"]
+    st["upper"][guess] = True
+    st["upper"][back] = False
+    st["wU"] -= c_neg * dsum
+    new = np.concatenate([back, viol])
+    Hn = -Z[new].astype(np.float64)
+    cross = Hn @ st["H"].T
+    Q = st["Q"]
+    m, kk = Q.shape[0], new.size
+    grown = np.empty((m + kk, m + kk))
+    grown[:m, :m] = Q
+    grown[m:, :m] = cross
+    grown[:m, m:] = cross.T
+    grown[m:, m:] = Hn @ Hn.T
+    st["Q"] = grown
+    st["H"] = np.vstack([st["H"], Hn])
+    st["idx"] = np.concatenate([st["idx"], new])
+    st["C"] = np.concatenate([st["C"], np.full(kk, c_neg)])
+    st["v"] = np.concatenate([st["v"], np.full(back.size, c_neg), np.zeros(viol.size)])
+    # the dual gradient of a working row is 1 - h.w (its hinge slack): recomputed from w, which the
+    # guesses moved (the rows brought back sit at c_neg, so they leave w as it was)
+    w = st["v"] @ st["H"] + st["wU"]
+    st["g"] = 1.0 - st["H"] @ w
+    w_out[:] = w
+
+
+def _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, out, totals, W0=None):
     B, N = S.shape
-    k0 = min(init_size, N)
-    P = np.where(excluded, -np.inf, S)
-    if k0 < N:
-        first = np.argpartition(-P, k0 - 1, axis=1)[:, :k0]
+    if W0 is not None:
+        # warm start: negatives with 1 + z.w0 > 0 start at the bound, the ones nearest the margin in the working set
+        S0 = 1.0 + W0.astype(Z.dtype) @ Z.T
+        S0[excluded] = np.nan
+        k0 = min(2 * init_size, N)
+        dist = np.where(excluded, np.inf, np.abs(S0))
+        first = np.argpartition(dist, k0 - 1, axis=1)[:, :k0] if k0 < N else np.broadcast_to(np.arange(N), (B, N))
+        upper = S0 > 0.0  # NaN (excluded) compares False
+        np.put_along_axis(upper, first, False, axis=1)
+        sums = (upper.astype(Z.dtype) @ Z).astype(np.float64)  # one product for the batch
     else:
-        first = np.broadcast_to(np.arange(N), (B, N))
+        k0 = min(init_size, N)
+        P = np.where(excluded, -np.inf, S)
+        if k0 < N:
+            first = np.argpartition(-P, k0 - 1, axis=1)[:, :k0]
+        else:
+            first = np.broadcast_to(np.arange(N), (B, N))
+        upper = np.zeros((B, N), dtype=bool)
+        sums = np.zeros((B, Z.shape[1]))
     states = []
     for b in range(B):
         idx = first[b][~excluded[b, first[b]]].astype(np.int64)
         # rows of H: the exemplar, then the negated working negatives; the working dual's Q = H H^T
         H = np.vstack([Xb[b : b + 1].astype(np.float64), -Z[idx].astype(np.float64)])
+        # negatives fixed at the upper bound c_neg: aggregated, w_U = -c_neg * sum of their rows
+        wU = -c_neg * sums[b]
         states.append({
             "idx": idx, "H": H, "Q": H @ H.T, "C": np.r_[c_pos, np.full(idx.size, c_neg)], "v": np.zeros(idx.size + 1),
-            "g": np.ones(idx.size + 1),
-            # negatives fixed at the upper bound c_neg: aggregated, w_U = -c_neg * sum of their rows
-            "upper": np.zeros(N, dtype=bool), "wU": np.zeros(Z.shape[1]),
+            "g": 1.0 - H @ wU, "upper": upper[b].copy(), "wU": wU,
         })
     active = np.arange(B)
     rounds = 0
@@ -287,67 +419,17 @@ def _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_
             break
         # one product checks the optimality conditions over all negatives
         slack = 1.0 + out[active] @ Z.T
-        still = []
+        plans = []
         for r, b in enumerate(active):
-            st = states[b]
-            row = slack[r]
-            row[excluded[b]] = -np.inf
-            # every move below keeps w as it is, so the gradients of the rows that stay are unchanged
-            v, g, C = st["v"], st["g"], st["C"]
-            k = np.arange(v.size)
-            to_upper = (k > 0) & (v >= C) & (g > tol)
-            drop = (k > 0) & (v <= 0.0) & (g < -tol)
-            if to_upper.any():
-                st["upper"][st["idx"][to_upper[1:]]] = True
-                st["wU"] += c_neg * st["H"][to_upper].sum(axis=0)
-            if to_upper.any() or drop.any():
-                _take(st, np.flatnonzero(~(to_upper | drop)))
-            # at the bound but no longer violating: back to the working set, at c_neg
-            back = np.flatnonzero(st["upper"] & (row < -tol))
-            if back.size > max_add:  # bounded like the additions: the working QP stays small
-                back = back[np.argpartition(row[back], max_add - 1)[:max_add]]
-            row[st["idx"]] = -np.inf
-            row[st["upper"]] = -np.inf
-            viol = np.flatnonzero(row > tol)
-            if viol.size == 0 and back.size == 0:
-                continue
-            if viol.size > max_add:
-                if rounds <= _GUESS_ROUNDS:
-                    # too many to add one by one: guess that the most violating ones end at the bound
-                    # (a wrong guess shows up in the next check as "back" and is undone), and let the
-                    # max_add nearest the margin into the working set
-                    order = np.argsort(row[viol])
-                    guess, viol = viol[order[max_add:]], viol[order[:max_add]]
-                    st["upper"][guess] = True
-                    dw = -c_neg * _row_sum(Z, guess)
-                    st["wU"] += dw
-                    st["g"] -= st["H"] @ dw  # this move changes w: the working gradients follow
-                    out[b] = st["v"] @ st["H"] + st["wU"]
-                else:
-                    viol = viol[np.argpartition(-row[viol], max_add - 1)[:max_add]]
-            if back.size:
-                st["upper"][back] = False
-                st["wU"] += c_neg * _row_sum(Z, back)
-            new = np.concatenate([back, viol])
-            Hn = -Z[new].astype(np.float64)
-            cross = Hn @ st["H"].T
-            Q = st["Q"]
-            m, kk = Q.shape[0], new.size
-            grown = np.empty((m + kk, m + kk))
-            grown[:m, :m] = Q
-            grown[m:, :m] = cross
-            grown[:m, m:] = cross.T
-            grown[m:, m:] = Hn @ Hn.T
-            st["Q"] = grown
-            st["H"] = np.vstack([st["H"], Hn])
-            st["idx"] = np.concatenate([st["idx"], new])
-            st["C"] = np.concatenate([st["C"], np.full(kk, c_neg)])
-            st["v"] = np.concatenate([st["v"], np.full(back.size, c_neg), np.zeros(viol.size)])
-            # the gradient of a negative's dual variable is its hinge slack 1 + z.w
-            full = 1.0 + (out[b].astype(np.float64) @ Z[new].T.astype(np.float64))
-            st["g"] = np.concatenate([st["g"], full])
-            still.append(b)
-        active = np.asarray(still, dtype=np.int64)
+            plan = _plan_round(states[b], slack[r], excluded[b], c_neg, tol, max_add, rounds)
+            if plan is not None:
+                plans.append((b, plan))
+        if plans:
+            # the bound sums move by sum(guess) - sum(back) for each exemplar: one product for the whole batch
+            delta = _signed_row_sums(Z, [(p["guess"], p["back"]) for _, p in plans])
+            for (b, plan), dsum in zip(plans, delta):
+                _grow(states[b], Z, plan, dsum, c_neg, out[b])
+        active = np.asarray([b for b, _ in plans], dtype=np.int64)
     for st in states:
         totals["support"] += int(np.count_nonzero(st["v"][1:])) + int(st["upper"].sum())
         totals["working"] += st["idx"].size
