@@ -12,7 +12,8 @@ _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); req
 
 
 def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, workers: int,
-         max_upload_mb: float, iterations: int) -> None:
+         max_upload_mb: float, iterations: int, nprobe: int | None = None, batch_window_ms: float = 1.0,
+         max_batch: int = 64, batch_workers: int = 2) -> None:
     import uvicorn
 
     from ..serve import create_app
@@ -21,7 +22,9 @@ def _run(store: str, host: str, port: int, token: str | None, models_dir: str | 
         raise CLIError(f"{store}: no such FeatureStore folder")
     try:
         app = create_app(store, models_dir=models_dir, token=token or None, host=host, workers=workers,
-                         max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations)
+                         max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations,
+                         nprobe=nprobe, batch_window_ms=batch_window_ms, max_batch=max_batch,
+                         batch_workers=batch_workers)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     shown = f"[{host}]" if ":" in host else host
@@ -38,9 +41,18 @@ def serve(
     workers: int = typer.Option(2, "--workers", min=1, max=32, help="Threads for training jobs."),
     max_upload_mb: float = typer.Option(8.0, "--max-upload-mb", min=0.01, max=1024, help="Largest accepted image upload."),
     iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=100, help="Negative Bootstrap iterations per concept."),
+    nprobe: int | None = typer.Option(None, "--nprobe", min=1, help="Approximate Hamming index (hardneg hash index "
+                                      "--nlist): lists scanned per query (default: the one saved with the index)."),
+    batch_window_ms: float = typer.Option(1.0, "--batch-window-ms", min=0, max=1000, help="Micro-batching: wait this "
+                                          "long for concurrent Hamming queries to search them in one call."),
+    max_batch: int = typer.Option(64, "--max-batch", min=1, max=4096, help="Most Hamming queries per search call "
+                                  "(1: no batching)."),
+    batch_workers: int = typer.Option(2, "--batch-workers", min=1, max=64, help="Hamming batches searched at the "
+                                      "same time (threads)."),
 ):
     """Serve query by example, concept search with relevance feedback, and the web page."""
-    _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations)
+    _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
+         batch_workers)
 
 
 def serve_demo(

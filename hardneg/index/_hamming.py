@@ -170,8 +170,9 @@ class HammingIndex:
         k = check_k(k, len(self))
         q = _check_codes(query_codes, self.n_bytes, "query_codes")
         if self.approximate:
-            self._index.nprobe = min(self.nlist, self.nprobe if nprobe is None else check_positive_int(nprobe, "nprobe"))
-            dist, rows = self._index.search(q, k)
+            probe = min(self.nlist, self.nprobe if nprobe is None else check_positive_int(nprobe, "nprobe"))
+            # per-call parameters, not the index's nprobe: concurrent searches may ask for different ones
+            dist, rows = self._index.search(q, k, params=faiss.SearchParametersIVF(nprobe=probe))
             missing = rows < 0
             if missing.any():
                 dist[missing] = self.n_bits + 1

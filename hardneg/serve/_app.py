@@ -53,7 +53,8 @@ class UploadLimit:
 def create_app(store_path, *, models_dir=None, token: str | None = None, host: str = "127.0.0.1",
                max_upload_bytes: int = 8 << 20, max_image_pixels: int = 40_000_000, workers: int = 2,
                concept_iterations: int = 10, concept_bins: int = 100, concept_positives: int = 100,
-               memory_bytes: int = 2 << 30) -> FastAPI:
+               memory_bytes: int = 2 << 30, nprobe: int | None = None, batch_window_ms: float = 1.0,
+               max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1) -> FastAPI:
     """Build the search service over a FeatureStore.
 
     Parameters
@@ -71,6 +72,16 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
         and the most tagged items used as positives (a random subset, as in the CLI).
     memory_bytes : a dense store up to this size is held in memory (queries, concept
         training and scans skip Zarr decoding); larger or sparse stores are read in chunks.
+    nprobe : lists scanned per query by an approximate (IVF) Hamming index (default:
+        the one saved with it); a query can still ask for its own, or for ``exact``.
+    batch_window_ms, max_batch : micro-batching of Hamming queries: concurrent ones
+        arriving within the window (or while a batch is being searched) are searched
+        together, at most ``max_batch`` per FAISS call; ``max_batch=1`` searches each
+        query alone. ``batch_workers`` batches are searched at the same time (threads).
+    search_threads : FAISS (OpenMP) threads per search call, set for the whole process
+        (None: leave FAISS's default). One by default: the batches run one at a time
+        and, on a small shared machine, OpenMP threads that wait for a busy core
+        made one search of 1M codes 40x slower (``benchmarks/serve_load.py``).
 
     Examples
     --------
@@ -94,9 +105,22 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     settings = Settings(host=host, token=token, max_upload_bytes=int(max_upload_bytes),
                         max_image_pixels=int(max_image_pixels), workers=int(workers),
                         concept_iterations=int(concept_iterations), concept_bins=int(concept_bins),
-                        concept_positives=int(concept_positives), memory_bytes=int(memory_bytes))
+                        concept_positives=int(concept_positives), memory_bytes=int(memory_bytes),
+                        nprobe=None if nprobe is None else int(nprobe), batch_window_s=float(batch_window_ms) / 1000,
+                        max_batch=int(max_batch), batch_workers=int(batch_workers))
+    if search_threads is not None:
+        if search_threads < 1:
+            raise ValueError(f"search_threads: expected a positive integer or None, got {search_threads}")
+        import faiss
+
+        faiss.omp_set_num_threads(int(search_threads))
     if settings.max_upload_bytes < 1 or settings.max_image_pixels < 1:
         raise ValueError("max_upload_bytes and max_image_pixels must be positive")
+    if settings.nprobe is not None and settings.nprobe < 1:
+        raise ValueError(f"nprobe: expected a positive integer, got {settings.nprobe}")
+    if not 0 <= settings.batch_window_s <= 1 or settings.max_batch < 1 or settings.batch_workers < 1:
+        raise ValueError(f"batch_window_ms={batch_window_ms}, max_batch={max_batch}, batch_workers={batch_workers}: "
+                         "expected 0-1000 ms, >= 1 and >= 1")
     state = ServeState(store_path, models_dir, settings)
 
     @asynccontextmanager

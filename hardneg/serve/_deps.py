@@ -10,7 +10,7 @@ from ._errors import ServeError
 from ._state import ServeState
 
 
-def get_state(request: Request) -> ServeState:
+async def get_state(request: Request) -> ServeState:  # async: no thread-pool hop per request
     return request.app.state.serve
 
 

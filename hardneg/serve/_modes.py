@@ -10,6 +10,7 @@ routers or the other modes.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ class SearchMode:
     name = ""
     title = ""
     score_label = "score"
+    batched = False  # True: ``search(X, k, exact=, nprobe=)`` ranks many queries at once (micro-batching)
 
     @classmethod
     def open(cls, store, models_dir: Path, *, matrix=None):  # pragma: no cover - interface
@@ -46,6 +48,10 @@ class SearchMode:
 
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "score": self.score_label}
+
+    def search_label(self, exact: bool = False, nprobe: int | None = None) -> str:
+        """Which search served a query (reported in the response): exhaustive unless a mode says otherwise."""
+        return "exact"
 
 
 MODES: dict[str, type[SearchMode]] = {}
@@ -70,15 +76,28 @@ def _id_rows(store, ids) -> np.ndarray:
 
 @register_mode
 class HammingMode(SearchMode):
-    """Hamming ranking of hash codes (TSVM hashing or any hasher): ``hasher.npz`` + ``hamming.index``."""
+    """Hamming ranking of hash codes (TSVM hashing or any hasher): ``hasher.npz`` + ``hamming.index``.
+
+    The index is exhaustive (FAISS ``IndexBinaryFlat``) or approximate (an IVF
+    index saved by ``hardneg hash index --nlist``): an approximate one scans
+    ``nprobe`` lists per query (the index's, the service's ``--nprobe``, or the
+    query's), and an exhaustive scan of the same codes stays available per
+    query (``exact``; its flat index is built from the IVF codes on first use).
+    :meth:`search` takes many queries at once, which is what the service's
+    micro-batching calls.
+    """
 
     name = "hamming"
     title = "Hamming (hash codes)"
     score_label = "-hamming distance"
     HASHER, INDEX = "hasher.npz", "hamming.index"
+    batched = True
 
     def __init__(self, hasher, index, rows):
         self.hasher, self.index, self.rows = hasher, index, rows
+        self.nprobe = index.nprobe if index.approximate else None
+        self._exact = None if index.approximate else index
+        self._exact_lock = threading.Lock()
 
     @classmethod
     def open(cls, store, models_dir: Path, *, matrix=None):
@@ -96,13 +115,56 @@ class HammingMode(SearchMode):
         rows = _id_rows(store, index.ids)
         hasher.transform(np.zeros((1, store.dim), np.float32))  # warm up (lazy imports) before serving
         out = cls(hasher, index, rows)
-        out.title = f"Hamming ({type(hasher).__name__}, {index.n_bits} bits)"
+        ivf = f", IVF {index.nlist} lists" if index.approximate else ""
+        out.title = f"Hamming ({type(hasher).__name__}, {index.n_bits} bits{ivf})"
         return out
 
+    @property
+    def approximate(self) -> bool:
+        return self.index.approximate
+
+    def set_nprobe(self, nprobe: int) -> None:
+        """The service's default lists scanned per query (approximate index only)."""
+        if not self.approximate:
+            raise ValueError("nprobe: the Hamming index is exhaustive (build one with --nlist for approximate search)")
+        if isinstance(nprobe, bool) or not isinstance(nprobe, (int, np.integer)) or nprobe < 1:
+            raise ValueError(f"nprobe: expected a positive integer, got {nprobe!r}")
+        self.nprobe = int(min(nprobe, self.index.nlist))
+
+    def exact_index(self):
+        """The exhaustive index (for an approximate one: a flat copy of its codes, built once)."""
+        if self._exact is None:
+            with self._exact_lock:
+                if self._exact is None:
+                    from hardneg.index import HammingIndex
+
+                    flat = HammingIndex(self.index.n_bits, self.index.meta)
+                    flat.add(self.index.codes(), self.index.ids)
+                    self._exact = flat
+        return self._exact
+
+    def search_label(self, exact: bool = False, nprobe: int | None = None) -> str:
+        """Which search a query with these settings gets: ``exact`` or ``ivf nprobe=P/NLIST``."""
+        if exact or not self.approximate:
+            return "exact"
+        return f"ivf nprobe={min(nprobe or self.nprobe, self.index.nlist)}/{self.index.nlist}"
+
+    def search(self, X, k: int, *, exact: bool = False, nprobe: int | None = None):
+        """Many queries at once: ``(rows (n, k) int64, scores (n, k) float64)``,
+        store rows best first; places an approximate search left empty hold row -1."""
+        codes = self.hasher.transform(np.atleast_2d(X))
+        if exact or not self.approximate:
+            index = self.exact_index()
+            r, d = index.rank(codes, min(k, len(index)))
+        else:
+            r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=nprobe or self.nprobe)
+        rows = np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
+        return rows, -d.astype(np.float64)
+
     def rank(self, x, k):
-        codes = self.hasher.transform(x[None, :])
-        r, d = self.index.rank(codes, min(k, len(self.index)))
-        return self.rows[r[0]], -d[0].astype(np.float64)
+        rows, scores = self.search(x[None, :], k)
+        keep = rows[0] >= 0
+        return rows[0][keep], scores[0][keep]
 
 
 @register_mode

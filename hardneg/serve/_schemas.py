@@ -50,13 +50,20 @@ class ExampleQuery(BaseModel):
     id: str = Field(description="Id of a stored item to use as the query.")
     mode: str = "hamming"
     k: int = Field(24, description="Number of results (1 to 1000).")
+    exact: bool = Field(False, description="Hamming mode with an approximate (IVF) index: scan every code instead.")
+    nprobe: int | None = Field(None, ge=1, description="Hamming mode with an approximate (IVF) index: lists scanned "
+                                                       "for this query (default: the service's).")
 
 
 class SearchResponse(BaseModel):
     mode: str
     k: int
+    search: str = Field("exact", description="The search that served the query: 'exact' (exhaustive) or "
+                                             "'ivf nprobe=P/NLIST' (approximate, P of NLIST lists scanned).")
     results: list[Item]
-    timings: dict[str, float] = Field(description="Seconds per step.")
+    timings: dict[str, float] = Field(description="Seconds per step (read_s / extract_s, search_s: the whole "
+                                                  "batch's search, queue_s: waited for it), and batch_size (queries "
+                                                  "searched together), nprobe (approximate search only).")
 
 
 class ConceptRequest(BaseModel):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._batch import MicroBatcher
 from ._errors import ServeError
 from ._images import ImageQuery, Thumbnails
 from ._jobs import JobManager
@@ -54,6 +55,10 @@ class Settings:
     concept_bins: int = 100
     concept_positives: int = 100
     memory_bytes: int = 2 << 30
+    nprobe: int | None = None
+    batch_window_s: float = 0.001
+    max_batch: int = 64
+    batch_workers: int = 2
 
     @property
     def token_required(self) -> bool:
@@ -83,6 +88,18 @@ class ServeState:
         if not self.store.is_sparse and len(ids) * self.store.dim * 4 <= self.settings.memory_bytes and len(ids):
             self.matrix = np.ascontiguousarray(self.store.to_numpy(), dtype=np.float32)
         self.modes = open_modes(self.store, self.models_dir, self.matrix)
+        if self.settings.nprobe is not None:
+            ham = self.modes.get("hamming")
+            if ham is None or not getattr(ham, "approximate", False):
+                logger.warning("nprobe=%d ignored: no approximate Hamming index here", self.settings.nprobe)
+            else:
+                ham.set_nprobe(self.settings.nprobe)
+        # concurrent queries of batched modes share one search call (max_batch=1: each query alone)
+        self.batcher = None
+        if self.settings.max_batch > 1:
+            self.batcher = MicroBatcher(self._search_batch, window_s=self.settings.batch_window_s,
+                                        max_batch=self.settings.max_batch, workers=self.settings.batch_workers,
+                                        name="hardneg-search")
         self.registry = ModelRegistry(self.models_dir)
         self.jobs = JobManager(self.settings.workers)
         self.thumbs = Thumbnails(self.store, self.settings.thumbnail_size, max_pixels=self.settings.max_image_pixels)
@@ -135,6 +152,14 @@ class ServeState:
         """What concept training and scanning read: the in-memory rows, or the store."""
         return self.store if self.matrix is None else self.matrix
 
+    def _search_batch(self, key, vectors: list) -> list:
+        """The micro-batcher's call: queries sharing (mode, k, exact, nprobe), searched at once."""
+        mode_name, k, exact, nprobe = key
+        rows, scores = self.modes[mode_name].search(np.stack(vectors), k, exact=exact, nprobe=nprobe)
+        return list(zip(rows, scores))
+
     def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
         self.jobs.shutdown()
         self.store.close()

@@ -1,11 +1,24 @@
-"""Query by example: a stored item or an uploaded image, ranked by one search mode."""
+"""Query by example: a stored item or an uploaded image, ranked by one search mode.
+
+The endpoints are ``async``: a Hamming query (any mode with ``batched``) waits
+on the service's micro-batcher (:mod:`hardneg.serve._batch`), which searches
+the queries that arrive together in one FAISS call in its own thread; other
+modes, and every blocking step (a store read, decoding and extracting an
+upload), run in the thread pool, never on the event loop. The response is
+encoded once with the standard JSON encoder (the response model still
+documents it).
+"""
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 from fastapi import APIRouter, Depends, File, Form, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 
+from .._batch import BatcherClosed
 from .._deps import get_state
 from .._errors import ServeError
 from .._images import decode_upload
@@ -16,14 +29,41 @@ router = APIRouter(prefix="/api", tags=["query by example"])
 _ERR = {404: {"model": Message}, 413: {"model": Message}, 422: {"model": Message}, 503: {"model": Message}}
 
 
-def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict) -> SearchResponse:
+def _check_options(mode, mode_name: str, nprobe: int | None) -> None:
+    if nprobe is not None and not getattr(mode, "approximate", False):
+        raise ServeError(422, f"nprobe: search mode {mode_name!r} has no approximate index here")
+
+
+async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, exact: bool = False,
+                nprobe: int | None = None) -> JSONResponse:
     mode = state.mode(mode_name)
     k = state.check_k(k)
+    _check_options(mode, mode_name, nprobe)
     t = time.perf_counter()
-    rows, scores = mode.rank(x, k)
-    timings["search_s"] = time.perf_counter() - t
-    return SearchResponse(mode=mode_name, k=k, results=[state.item(int(r), s) for r, s in zip(rows, scores)],
-                          timings=timings)
+    if mode.batched:
+        if state.batcher is not None:
+            try:
+                (rows, scores), info = await state.batcher.submit((mode_name, k, bool(exact), nprobe), x)
+            except BatcherClosed as exc:
+                raise ServeError(503, str(exc)) from None
+            timings.update(search_s=info["batch_s"], queue_s=info["queue_s"], batch_size=info["batch_size"])
+        else:
+            rows, scores = await run_in_threadpool(mode.search, x[None, :], k, exact=bool(exact), nprobe=nprobe)
+            rows, scores = rows[0], scores[0]
+            timings.update(search_s=time.perf_counter() - t, batch_size=1.0)
+        keep = rows >= 0  # an approximate search can find fewer than k
+        rows, scores = rows[keep], scores[keep]
+        label = mode.search_label(bool(exact), nprobe)
+        if label.startswith("ivf"):
+            timings["nprobe"] = float(min(nprobe or mode.nprobe, mode.index.nlist))
+    else:
+        rows, scores = await run_in_threadpool(mode.rank, x, k)
+        timings["search_s"] = time.perf_counter() - t
+        label = mode.search_label()
+    body = {"mode": mode_name, "k": k, "search": label,
+            "results": [state.item(r, s) for r, s in zip(rows.tolist(), np.asarray(scores, np.float64).tolist())],
+            "timings": timings}
+    return JSONResponse(body)
 
 
 @router.get("/modes", response_model=list[ModeInfo], summary="Search modes available for this store")
@@ -33,27 +73,34 @@ def modes(state: ServeState = Depends(get_state)):
 
 @router.post("/search/example", response_model=SearchResponse, responses=_ERR,
              summary="Rank the store by similarity to a stored item")
-def search_example(q: ExampleQuery, state: ServeState = Depends(get_state)):
-    state.mode(q.mode)
+async def search_example(q: ExampleQuery, state: ServeState = Depends(get_state)):
+    mode = state.mode(q.mode)
     state.check_k(q.k)
+    _check_options(mode, q.mode, q.nprobe)
     t = time.perf_counter()
-    x = state.vector(state.row(q.id))
-    return _rank(state, q.mode, x, q.k, {"read_s": time.perf_counter() - t})
+    row = state.row(q.id)
+    x = state.matrix[row] if state.matrix is not None else await run_in_threadpool(state.vector, row)
+    return await _rank(state, q.mode, x, q.k, {"read_s": time.perf_counter() - t}, exact=q.exact, nprobe=q.nprobe)
 
 
 @router.post("/search/upload", response_model=SearchResponse, responses=_ERR,
              summary="Rank the store by similarity to an uploaded image (extracted with the store's extractor)")
-def search_upload(file: UploadFile = File(..., description="An image file."), mode: str = Form("hamming"),
-                  k: int = Form(24), state: ServeState = Depends(get_state)):
-    state.mode(mode)
+async def search_upload(file: UploadFile = File(..., description="An image file."), mode: str = Form("hamming"),
+                        k: int = Form(24), exact: bool = Form(False), nprobe: int | None = Form(None, ge=1),
+                        state: ServeState = Depends(get_state)):
+    m = state.mode(mode)
     state.check_k(k)
+    _check_options(m, mode, nprobe)
     limit = state.settings.max_upload_bytes
-    data = file.file.read(limit + 1)
+    data = await file.read(limit + 1)
     if len(data) > limit:
         raise ServeError(413, f"upload: larger than the limit of {limit:,} bytes")
     if not state.image_query.available:
         raise ServeError(422, f"upload: {state.image_query.reason}")
     t = time.perf_counter()
-    rgb = decode_upload(data, state.settings.max_image_pixels)
-    x = state.image_query.transform(rgb)
-    return _rank(state, mode, x, k, {"extract_s": time.perf_counter() - t})
+
+    def extract():
+        return state.image_query.transform(decode_upload(data, state.settings.max_image_pixels))
+
+    x = await run_in_threadpool(extract)
+    return await _rank(state, mode, x, k, {"extract_s": time.perf_counter() - t}, exact=exact, nprobe=nprobe)
