@@ -62,14 +62,21 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=500)
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--diffs", type=Path, default=None,
+                    help="write `mutmut show` of every surviving mutant to this file")
+    ap.add_argument("--keep", action="store_true", help="keep the working copy (its path is printed)")
     args = ap.parse_args()
     mutmut = shutil.which("mutmut", path=str(Path(sys.executable).parent))
     if mutmut is None:
         sys.exit('mutmut is not installed: .venv/bin/pip install -e ".[mutation]"')
 
     work = Path(tempfile.mkdtemp(prefix="hardneg-mutation-"))
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    # tracked files plus untracked ones git does not ignore (new tests not yet added)
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     for f in files:
+        if not (ROOT / f).is_file():  # deleted in the working tree but still tracked
+            continue
         (work / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / f, work / f)
     t0 = time.perf_counter()
@@ -107,7 +114,16 @@ def main() -> None:
     for r in rows:
         print(f"| {r['folder']} | {r['checked']} | {r['killed']} | {r['kill_rate']} | {r['ci95'][0]}-{r['ci95'][1]} |")
     print(f"{len(names)} mutants, {len(sample)} sampled, {seconds:.0f} s; {path}")
-    shutil.rmtree(work, ignore_errors=True)
+    if args.diffs is not None:
+        with open(args.diffs, "w") as fh:
+            for name in sorted(survivors):
+                shown = subprocess.run([mutmut, "show", name], cwd=work, capture_output=True, text=True).stdout
+                fh.write(f"### {name}: {status.get(name)}\n{shown}\n")
+        print(f"survivor diffs: {args.diffs}")
+    if args.keep:
+        print(f"working copy kept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

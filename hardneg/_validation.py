@@ -368,3 +368,8 @@ def check_memory(n_bytes: float, what: str, hint: str = "") -> None:
             f"{what} needs about {_human(n_bytes)} of memory but only {_human(avail)} is available"
             + (f"; {hint}" if hint else "")
         )
+
+
+def is_store(obj) -> bool:
+    """Whether ``obj`` reads like a :class:`hardneg.store.FeatureStore` (duck-typed: no import of the store)."""
+    return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")

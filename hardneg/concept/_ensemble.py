@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from hardneg._validation import check_positive_int, check_random_state
+from hardneg._validation import check_positive_int, check_random_state, is_store
 from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 
@@ -73,10 +73,6 @@ def _exclusions(exclude_tags, related_tags) -> list[str]:
     return out
 
 
-def _is_store(obj) -> bool:
-    return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")
-
-
 def _second_argument_is_pool(X, second) -> bool:
     """The dispatch rule of :meth:`HIKEnsembleConcept.fit` (see its docstring).
 
@@ -84,7 +80,7 @@ def _second_argument_is_pool(X, second) -> bool:
     pool must have X's width, so such a column cannot be one); a FeatureStore,
     a sparse matrix or any other 2-D array is a pool.
     """
-    if _is_store(second) or sp.issparse(second):
+    if is_store(second) or sp.issparse(second):
         return True
     shape = _shape(second)
     if shape is None or len(shape) < 2:

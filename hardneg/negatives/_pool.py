@@ -12,13 +12,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from hardneg._validation import check_matrix
+from hardneg._validation import check_matrix, is_store
 
 __all__ = ["NegativePool"]
-
-
-def _is_store(obj) -> bool:
-    return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")
 
 
 class NegativePool:
@@ -45,7 +41,7 @@ class NegativePool:
     """
 
     def __init__(self, data, *, tags=None, exclude_tags=None, rows=None):
-        self.is_store = _is_store(data)
+        self.is_store = is_store(data)
         if self.is_store:
             self._store = data
             self.n_rows, self.dim = len(data), data.dim

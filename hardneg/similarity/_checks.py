@@ -15,13 +15,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_matrix
+from .._validation import check_matrix, is_store
 
 __all__ = ["check_bow", "check_triplets", "resolve_rows", "triplet_loss"]
-
-
-def _is_store(X) -> bool:
-    return hasattr(X, "is_sparse") and hasattr(X, "take") and hasattr(X, "iter_chunks")
 
 
 def check_bow(X, name: str = "X", *, n_features: int | None = None) -> sp.csr_matrix:
@@ -74,7 +70,7 @@ def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X")
     A sparse FeatureStore is read only at the rows the triplets use (the
     triplets are renumbered into that block); a dense store is refused.
     """
-    if _is_store(X):
+    if is_store(X):
         if not X.is_sparse:
             raise TypeError(f"{name}: the store {str(getattr(X, 'path', ''))!r} is in the dense layout; similarity learning needs a sparse (CSR) store")
         t = check_triplets(triplets, len(X))

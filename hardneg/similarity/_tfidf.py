@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import DiagonalSimilarity, _register
-from ._checks import _is_store, check_bow
+from .._validation import is_store
+from ._checks import check_bow
 
 __all__ = ["TfidfCosine"]
 
@@ -35,7 +36,7 @@ class TfidfCosine(DiagonalSimilarity):
         self.random_state = random_state
 
     def fit(self, X, triplets=None, y=None):
-        if _is_store(X):
+        if is_store(X):
             if not X.is_sparse:
                 raise TypeError(f"X: the store {str(X.path)!r} is in the dense layout; TF-IDF needs a sparse (CSR) store")
             df = np.zeros(X.dim, np.int64)
