@@ -299,14 +299,14 @@ class TSVMHashing(BaseHasher):
             take = max(1, int(round(self.subsample * members.size)))
             rows.append(rng.choice(members, take, replace=False))
         rows = np.unique(np.concatenate(rows))
-        # multi-label: a sample keeps only its labels among the tree's classes
-        Xs, Ys = X[rows], Y[rows][:, subset]
+        Xs, Ys = X[rows], Y[rows]
+        # the hierarchy over the tree's classes (multi-label: a sample keeps only its labels among them)
         D = convex_hull_distances(
-            Xs, Ys, method=self.hull_method, C=self.hull_C, max_per_class=self.max_per_class, random_state=rng
+            Xs, Ys[:, subset], method=self.hull_method, C=self.hull_C, max_per_class=self.max_per_class,
+            random_state=rng,
         )
         nodes = np.zeros((m - 1, n_classes), dtype=np.int8)
         nodes[:, subset] = build_hierarchy(class_similarity(D))
-        Ys = Y[rows]
         W = np.zeros((nodes.shape[0], X.shape[1]))
         b = np.zeros(nodes.shape[0])
         for k, row in enumerate(nodes):

@@ -53,6 +53,10 @@ class SearchMode:
         """Which search served a query (reported in the response): exhaustive unless a mode says otherwise."""
         return "exact"
 
+    def probes(self, exact: bool = False, nprobe: int | None = None) -> int | None:
+        """Lists an approximate search scans for a query with these settings; None for an exhaustive one."""
+        return None
+
 
 MODES: dict[str, type[SearchMode]] = {}
 
@@ -143,21 +147,28 @@ class HammingMode(SearchMode):
                     self._exact = flat
         return self._exact
 
+    def probes(self, exact: bool = False, nprobe: int | None = None) -> int | None:
+        """Lists scanned for a query with these settings (the query's, else the service's, at most
+        all of them); None when the query gets the exhaustive scan."""
+        if exact or not self.approximate:
+            return None
+        return min(nprobe or self.nprobe, self.index.nlist)
+
     def search_label(self, exact: bool = False, nprobe: int | None = None) -> str:
         """Which search a query with these settings gets: ``exact`` or ``ivf nprobe=P/NLIST``."""
-        if exact or not self.approximate:
-            return "exact"
-        return f"ivf nprobe={min(nprobe or self.nprobe, self.index.nlist)}/{self.index.nlist}"
+        p = self.probes(exact, nprobe)
+        return "exact" if p is None else f"ivf nprobe={p}/{self.index.nlist}"
 
     def search(self, X, k: int, *, exact: bool = False, nprobe: int | None = None):
         """Many queries at once: ``(rows (n, k) int64, scores (n, k) float64)``,
         store rows best first; places an approximate search left empty hold row -1."""
         codes = self.hasher.transform(np.atleast_2d(X))
-        if exact or not self.approximate:
+        p = self.probes(exact, nprobe)
+        if p is None:
             index = self.exact_index()
             r, d = index.rank(codes, min(k, len(index)))
         else:
-            r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=nprobe or self.nprobe)
+            r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=p)
         rows = np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
         return rows, -d.astype(np.float64)
 

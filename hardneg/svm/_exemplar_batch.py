@@ -203,10 +203,10 @@ def fit_exemplar_svms_batch(
     random_state : ignored
         The solver is deterministic; accepted so every solver takes it.
     warm_start : {"subsample", None}
-        ``"subsample"`` (default): first solve Eq. (1) on every
-        ``subsample``-th negative with ``alpha_neg`` scaled up by the same
-        factor (the same solver, recursively, down to a few thousand
-        negatives), then start the full problem from that solution: its
+        ``"subsample"`` (default, with 8,000 negatives or more): first solve
+        Eq. (1) on every 8th negative with ``alpha_neg`` scaled up by the
+        same factor (the same solver, recursively while 8,000 or more
+        remain), then start the full problem from that solution: its
         negatives with ``1 + z.w0 > 0`` start at the bound, the ones nearest
         the margin in the working set. Only the starting point changes; the
         stopping rule (KKT over all of ``Z`` to ``tol``) is the same, so the
@@ -289,7 +289,7 @@ def _signed_row_sums(Z, pairs) -> np.ndarray:
     out = np.zeros((len(pairs), Z.shape[1]))
     big = [k for k, (p, m) in enumerate(pairs) if p.size + m.size >= 64]
     for k, (p, m) in enumerate(pairs):
-        if k in big or (p.size + m.size) == 0:
+        if not 0 < p.size + m.size < 64:  # none to sum, or summed by the product below
             continue
         out[k] = Z[p].sum(axis=0, dtype=np.float64) - Z[m].sum(axis=0, dtype=np.float64)
     if big:

@@ -54,8 +54,9 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
         keep = rows >= 0  # an approximate search can find fewer than k
         rows, scores = rows[keep], scores[keep]
         label = mode.search_label(bool(exact), nprobe)
-        if label.startswith("ivf"):
-            timings["nprobe"] = float(min(nprobe or mode.nprobe, mode.index.nlist))
+        probes = mode.probes(bool(exact), nprobe)
+        if probes is not None:
+            timings["nprobe"] = float(probes)
     else:
         rows, scores = await run_in_threadpool(mode.rank, x, k)
         timings["search_s"] = time.perf_counter() - t
