@@ -116,6 +116,17 @@ def test_cli_train_index_search(tmp_path):
     assert res.exit_code != 0
 
 
+@pytest.mark.parametrize("solver, param, expected", [("ada", "eta", 0.25), ("tg", "eta", 0.25), ("da", "gamma", 4.0)])
+def test_cli_eta_reaches_every_solver(tmp_path, solver, param, expected):
+    X, y = np.asarray(_data(n=60)[0].todense()), np.arange(60) % 3
+    with FeatureStore.create(tmp_path / "bow.store", dim=X.shape[1], sparse=True) as store:
+        store.append(sp.csr_matrix(X), labels=y)
+    res = CliRunner().invoke(_cli(), ["similarity", "train", str(tmp_path / "bow.store"), "-o", str(tmp_path / "m.npz"), "-s", solver,
+                                      "--eta", "0.25", "--n-positives", "3", "--n-negatives", "5"])
+    assert res.exit_code == 0, res.output
+    assert load_similarity(tmp_path / "m.npz").get_params()[param] == pytest.approx(expected)  # S-DA: γ = 1/η
+
+
 def test_cli_refuses_dense_store(tmp_path):
     with FeatureStore.create(tmp_path / "d.store", dim=4) as store:
         store.append(np.eye(4), labels=[0, 0, 1, 1])

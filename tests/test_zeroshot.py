@@ -261,6 +261,19 @@ def test_tune_holds_out_training_classes():
     assert hasattr(clf, "W_A_")
 
 
+def test_tune_skips_a_diverging_candidate_and_refuses_when_all_diverge():
+    from hardneg.zeroshot import TrainingDivergedError, class_holdout_search
+
+    X, y, attrs = _toy(n_classes=10)
+    X = X * 1e3  # unstandardized and large: lr = 1e6 overflows within an epoch
+    est = ZeroShotClassifier(n_epochs=2, m=8, standardize=False, random_state=0)
+    best, results = class_holdout_search(est, {"lr": [1e6, 1e-6]}, X, y, attrs, random_state=0)
+    assert best == {"lr": 1e-6}
+    assert results[0]["diverged"] and np.isnan(results[0]["accuracy"])
+    with pytest.raises(TrainingDivergedError, match="all 1 candidates"):
+        class_holdout_search(est, {"lr": [1e6]}, X, y, attrs, random_state=0)
+
+
 def test_search_in_a_feature_store(tmp_path):
     from hardneg.store import FeatureStore
 

@@ -33,7 +33,7 @@ from ._prox import ADA, DELTA, ETA, LAM, N_PARAMS, W0, soft
 __all__ = ["SolisADA"]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def ada_weight(j, S, g, p):
     """Eq. (22) for word ``j``."""
     t = g[0]
@@ -43,7 +43,7 @@ def ada_weight(j, S, g, p):
     return soft(p[W0] - p[ETA] * S[0, j] * inv_h, p[ETA] * t * p[LAM] * inv_h)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def ada_update(j, v, S, g, p):
     """Eq. (21): accumulate g = -v and g² (and refresh the cached 1 / H_jj)."""
     S[0, j] -= v
@@ -65,6 +65,8 @@ class SolisADA(SolisBase):
         TF-IDF, l2-normalized rows (similarities at most 1) η = 1 leaves few
         violated and learns little; 0.03-0.3 was chosen on held-out triplets
         (benchmarks/similarity_solis.py). Choose it jointly with ``lam``.
+        Default 0.1: the value held-out selection chose most often (every
+        candidate trained on the full stream; benchmarks/similarity_solis.py).
     delta : float
         δ > 0 of ``H_t``.
     w_init : float
@@ -88,7 +90,7 @@ class SolisADA(SolisBase):
     _nonneg_rows = (1,)  # G_t, a sum of squares
     _inv_h_row = 2
 
-    def __init__(self, lam: float = 1e-4, eta: float = 1.0, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
         self.lam = lam
         self.eta = eta
         self.delta = delta

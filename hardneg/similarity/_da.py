@@ -30,7 +30,7 @@ from ._prox import DA, GAMMA, LAM, N_PARAMS, RHO, W0, soft
 __all__ = ["SolisDA"]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def da_weight(j, S, g, p):
     """Eq. (16) for word ``j`` from ``G_j`` and ``t``."""
     t = g[0]
@@ -40,7 +40,7 @@ def da_weight(j, S, g, p):
     return soft(p[W0] - c * S[0, j] / t, c * p[LAM] + p[RHO])  # (√t/γ) λ_t = √t λ/γ + ρ
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def da_update(j, v, S, g, p):
     """Eq. (15): accumulate g = -v."""
     S[0, j] -= v
@@ -55,7 +55,8 @@ class SolisDA(SolisBase):
     lam : float
         l1 strength λ.
     gamma : float
-        Scale γ of the proximal term ``(γ/√t) ½||w - w_1||²``.
+        Scale γ of the proximal term ``(γ/√t) ½||w - w_1||²``; 1/γ plays the
+        role of a step size. Default 10 (= 1/0.1, the η the other solvers default to).
     rho : float
         Extra sparsity ρ early on: ``λ_t = λ + γρ/√t``.
     w_init : float
@@ -76,7 +77,7 @@ class SolisDA(SolisBase):
     _kind = DA
     _n_state = 1
 
-    def __init__(self, lam: float = 1e-4, gamma: float = 1.0, rho: float = 0.0, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+    def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
         self.lam = lam
         self.gamma = gamma
         self.rho = rho

@@ -31,32 +31,7 @@ from ._da import da_update, da_weight
 from ._prox import ADA, AFB, DA, ETA, LAM, TG
 from ._tg import tg_update, tg_weight
 
-__all__ = ["finalize", "run_stream"]
-
-
-@numba.njit(cache=True)
-def _weight(kind, j, S, g, p):
-    if kind == TG:
-        return tg_weight(j, S, g, p)
-    if kind == DA:
-        return da_weight(j, S, g, p)
-    if kind == AFB:
-        return afb_weight(j, S, g, p)
-    if kind == ADA:
-        return ada_weight(j, S, g, p)
-    return 0.0
-
-
-@numba.njit(cache=True)
-def _update(kind, j, v, S, g, p):
-    if kind == TG:
-        tg_update(j, v, S, g, p)
-    elif kind == DA:
-        da_update(j, v, S, g, p)
-    elif kind == AFB:
-        afb_update(j, v, S, g, p)
-    else:
-        ada_update(j, v, S, g, p)
+__all__ = ["stream", "weights"]
 
 
 @numba.njit(cache=True)
@@ -81,33 +56,50 @@ def gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals):
     return nt
 
 
-@numba.njit(cache=True, nogil=True)
-def run_stream(kind, indptr, indices, data, triplets, S, g, p, scratch, touched, vals):
-    """Process the triplets in order; return the number of updates."""
-    n_updates = 0
-    for r in range(triplets.shape[0]):
-        a = triplets[r, 0]
-        pos = triplets[r, 1]
-        neg = triplets[r, 2]
-        nt = gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals)
-        margin = 0.0
-        for q in range(nt):
-            margin += _weight(kind, touched[q], S, g, p) * vals[q]
-        if 1.0 - margin > 0.0:
-            g[0] += 1.0
-            if kind == TG:
-                g[1] += p[ETA] * p[LAM]  # Eq. (11): the threshold owed by every word this step
+def _make_kernels(weight, update, tg_clock: bool):
+    """The pass and the read-out, compiled for one solver.
+
+    ``weight`` / ``update`` are that solver's per-word functions (inlined);
+    ``tg_clock`` is a compile-time constant. One specialized loop per solver,
+    rather than one loop that branches on the solver at every word, measured
+    2-3x faster per triplet (the branches kept Numba from inlining and
+    optimizing the per-word work)."""
+
+    @numba.njit(cache=True, nogil=True)
+    def run_stream(indptr, indices, data, triplets, S, g, p, scratch, touched, vals):
+        """Process the triplets in order; return the number of updates."""
+        p = (p[0], p[1], p[2], p[3], p[4], p[5], p[6])  # scalars: stores into S cannot alias them
+        n_updates = 0
+        for r in range(triplets.shape[0]):
+            nt = gather_v(triplets[r, 0], triplets[r, 1], triplets[r, 2], indptr, indices, data, scratch, touched, vals)
+            margin = 0.0
             for q in range(nt):
-                _update(kind, touched[q], vals[q], S, g, p)
-            n_updates += 1
-    return n_updates
+                margin += weight(touched[q], S, g, p) * vals[q]
+            if 1.0 - margin > 0.0:
+                g[0] += 1.0
+                if tg_clock:
+                    g[1] += p[ETA] * p[LAM]  # Eq. (11): the threshold owed by every word this step
+                for q in range(nt):
+                    update(touched[q], vals[q], S, g, p)
+                n_updates += 1
+        return n_updates
+
+    @numba.njit(cache=True, nogil=True)
+    def finalize(S, g, p, out):
+        """Bring every weight up to date (pay all owed truncation) into ``out``."""
+        p = (p[0], p[1], p[2], p[3], p[4], p[5], p[6])
+        for j in range(out.shape[0]):
+            out[j] = weight(j, S, g, p)
+
+    return run_stream, finalize
 
 
-@numba.njit(cache=True, nogil=True)
-def finalize(kind, S, g, p, out):
-    """Bring every weight up to date (pay all owed truncation) into ``out``."""
-    for j in range(out.shape[0]):
-        out[j] = _weight(kind, j, S, g, p)
+_KERNELS = {
+    TG: _make_kernels(tg_weight, tg_update, True),
+    DA: _make_kernels(da_weight, da_update, False),
+    AFB: _make_kernels(afb_weight, afb_update, False),
+    ADA: _make_kernels(ada_weight, ada_update, False),
+}
 
 
 def csr_buffers(X):
@@ -123,10 +115,10 @@ def csr_buffers(X):
 def stream(kind: int, X, triplets, state, glob, params) -> int:
     """Run :func:`run_stream` on a checked CSR ``X`` and ``(n, 3)`` int64 triplets."""
     indptr, indices, data, scratch, touched, vals = csr_buffers(X)
-    return int(run_stream(kind, indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
+    return int(_KERNELS[kind][0](indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
 
 
 def weights(kind: int, state, glob, params) -> np.ndarray:
     out = np.empty(state.shape[1], np.float64)
-    finalize(kind, state, glob, params, out)
+    _KERNELS[kind][1](state, glob, params, out)
     return out

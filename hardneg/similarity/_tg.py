@@ -28,7 +28,7 @@ from ._prox import ETA, LAM, N_PARAMS, TG, THETA, W0, soft
 __all__ = ["SolisTG"]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def tg_weight(j, S, g, p):
     """``w_j`` after paying the truncation owed since its last update."""
     w = S[0, j]
@@ -41,7 +41,7 @@ def tg_weight(j, S, g, p):
     return w
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def tg_update(j, v, S, g, p):
     """Eq. (12) with g = -v, then the truncation T of Eq. (11)."""
     w = S[0, j] + p[ETA] * v
@@ -60,7 +60,9 @@ class SolisTG(SolisBase):
     lam : float
         l1 strength; the gravity per update is ``eta * lam``.
     eta : float
-        Learning rate.
+        Learning rate η (see :class:`SolisADA` on its scale).
+        Default 0.1: the value held-out selection chose most often (every
+        candidate trained on the full stream; benchmarks/similarity_solis.py).
     theta : float
         Truncate only weights with ``|w| <= theta`` (``inf``: always).
     w_init : float
@@ -85,7 +87,7 @@ class SolisTG(SolisBase):
     _nonneg_rows = (1,)
     _clock_rows = ((1, 1),)  # the accumulated gravity at the last update, at most the total
 
-    def __init__(self, lam: float = 1e-4, eta: float = 1.0, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+    def __init__(self, lam: float = 1e-4, eta: float = 0.1, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
         self.lam = lam
         self.eta = eta
         self.theta = theta

@@ -22,7 +22,7 @@ Examples
 """
 
 from hardneg.zeroshot._attributes import as_attribute_table
-from hardneg.zeroshot._classifier import ZeroShotClassifier, load_zero_shot
+from hardneg.zeroshot._classifier import TrainingDivergedError, ZeroShotClassifier, load_zero_shot
 from hardneg.zeroshot._dap import DAP
 from hardneg.zeroshot._eszsl import ESZSL
 from hardneg.zeroshot._evaluate import zero_shot_scores
@@ -38,6 +38,7 @@ __all__ = [
     "DAP",
     "ESZSL",
     "SAMPLERS",
+    "TrainingDivergedError",
     "CorrelationSampler",
     "NegativeSampler",
     "RandomSampler",

@@ -24,7 +24,11 @@ from ._common import candidate_table, training_targets
 from ._sampler_base import NegativeSampler
 from ._samplers import SAMPLERS, make_sampler
 
-__all__ = ["ZeroShotClassifier", "load_zero_shot"]
+__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "load_zero_shot"]
+
+
+class TrainingDivergedError(ValueError):
+    """SGD's loss became infinite or NaN (the step ``lr`` is too large for the features' scale)."""
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +256,7 @@ class ZeroShotClassifier(BaseEstimator):
                 opt.step()
                 total += float(loss.detach()) * b.shape[0]
             if not math.isfinite(total):
-                raise ValueError(f"training diverged at epoch {epoch} (loss is not finite); lower lr (now {self.lr})")
+                raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss is not finite); lower lr (now {self.lr})")
             self._store(W_X, b_X, W_A, tau)
             h = self.history_
             h["loss"].append(total / n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
@@ -81,7 +82,7 @@ class DAP(BaseEstimator):
         check_is_fitted(self)
         X = validate_X(self, X, reset=False, min_rows=0).astype(np.float64)
         z = ((X - self.mean_) / self.scale_) @ self.coef_.T + self.intercept_
-        return np.clip(1.0 / (1.0 + np.exp(-z)), _EPS, 1 - _EPS)
+        return np.clip(expit(z), _EPS, 1 - _EPS)  # expit: no overflow warning for large |z|
 
     def decision_function(self, X, class_attributes=None) -> np.ndarray:
         """Log-posterior (up to a constant) of every candidate class (larger is better)."""

@@ -12,6 +12,7 @@ from hardneg._validation import check_labels, check_random_state
 from hardneg.eval import mean_per_class_accuracy
 
 from ._attributes import as_attribute_table, check_sample_attributes, class_means, lookup
+from ._classifier import TrainingDivergedError
 
 __all__ = ["class_holdout_search", "class_holdout_split"]
 
@@ -39,6 +40,10 @@ def class_holdout_search(estimator, param_grid, X, y, class_attributes=None, *, 
     The estimator (ZeroShotClassifier, ESZSL or DAP) is fitted on the images of
     80% of the training classes and scored by mean per-class accuracy on the
     images of the other 20%, predicting among those classes only.
+
+    A candidate whose training diverges (e.g. too large an ``lr`` for the
+    features' scale) is recorded with accuracy NaN and ``"diverged": True``
+    and cannot be chosen; if every candidate diverges, the search raises.
 
     Returns
     -------
@@ -75,9 +80,17 @@ def class_holdout_search(estimator, param_grid, X, y, class_attributes=None, *, 
     results = []
     for params in ParameterGrid(param_grid):
         model = clone(estimator).set_params(**params)
-        model.fit(X[tr], y[tr], *fit_args, **fit_kw)
+        try:
+            model.fit(X[tr], y[tr], *fit_args, **fit_kw)
+        except TrainingDivergedError as exc:
+            logger.info("%s: %s", params, exc)
+            results.append({"params": params, "accuracy": float("nan"), "diverged": True})
+            continue
         acc = mean_per_class_accuracy(y[va], model.predict(X[va], class_attributes=val_table))
         logger.debug("%s: %.4f", params, acc)
         results.append({"params": params, "accuracy": acc})
-    best = max(results, key=lambda r: r["accuracy"])
+    finite = [r for r in results if not r.get("diverged")]
+    if not finite:
+        raise TrainingDivergedError(f"training diverged for all {len(results)} candidates of the grid; lower lr")
+    best = max(finite, key=lambda r: r["accuracy"])
     return dict(best["params"]), results
