@@ -53,3 +53,41 @@ def test_extract_dataset_keeps_labels_and_split(tmp_path, capsys):
     sums = store.to_numpy().sum(axis=1)
     # l1 histograms; the one blank (all-black) face has no descriptor and stays all-zero.
     assert np.all((np.abs(sums - 1) < 1e-5) | (sums == 0)) and (sums > 0).sum() >= 195
+
+
+def test_extract_dataset_tree_vocabulary_writes_sparse_rows_of_tree_words(tmp_path, capsys):
+    """``--tree-branching``: the words are a vocabulary tree's leaves, saved with the store, and
+    each row counts the leaves its descriptors reach by greedy descent (10,000 words: sparse CSR)."""
+    import scipy.sparse as sp
+
+    from hardneg.datasets import load
+    from hardneg.features import Codebook, DenseSift
+
+    out = tmp_path / "digits-tree"
+    assert main(["extract", "dataset", "digits", "--out", str(out), "--features", "dsift", "--n-words", "10000",
+                 "--tree-branching", "100", "--sift-size", "32", "--step", "4", "--fit-images", "500"]) == 0
+    store = FeatureStore.open(out)
+    assert store.is_sparse and store.dim == 10000 and len(store) == 1797
+    cb = Codebook.load(out / "codebook.npz")
+    assert cb.tree_branching == 100 and cb.tree_ is not None and cb.tree_.depth == 2
+    images = load("digits").images[:20]
+    images = np.clip(np.rint(images * (255.0 / 16.0)), 0, 255).astype(np.uint8)  # as the command scales digits
+    sets = DenseSift(step=4, bin_sizes=(4, 6), resize_to=32).describe(list(images))
+    rows = sp.csr_matrix(store.take(np.arange(20)))
+    for r, desc in enumerate(sets):
+        words, counts = np.unique(cb.tree_.predict(desc), return_counts=True)
+        assert rows[r].indices.tolist() == words.tolist()
+        np.testing.assert_allclose(rows[r].data, counts / counts.sum(), rtol=1e-6)  # l1 term frequencies
+
+
+def test_extract_tree_branching_choice_and_errors(tmp_path, capsys):
+    from hardneg.cli.extract import _tree_branching
+
+    # automatic: a tree with branching 10 above 16,384 words when n_words is a power of 10; else flat k-means
+    assert [_tree_branching(n, None) for n in (1024, 10_000, 100_000, 1_000_000, 50_000)] == [None, None, 10, 10, None]
+    assert _tree_branching(100, 10) == 10 and _tree_branching(100_000, 0) is None
+    code = main(["extract", "dataset", "digits", "--out", str(tmp_path / "s"), "-f", "dsift", "--n-words", "1000", "--tree-branching", "3"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "--tree-branching 3" in err and "power" in err
+    assert not (tmp_path / "s").exists()  # refused before any work
+    assert main(["extract", "dataset", "digits", "--out", str(tmp_path / "s"), "-f", "dsift", "--tree-branching", "1"]) == 2

@@ -22,7 +22,7 @@ class Features(str, Enum):
 
 
 def _extractor(features: Features, *, input_size: int, l2: bool, threads: int | None, model: str | None, n_words: int,
-               tfidf: bool, sparse: bool | None, step: int, seed: int, trust_model: bool = False):
+               tfidf: bool, sparse: bool | None, step: int, seed: int, trust_model: bool = False, tree_branching: int | None = None):
     from ..features import BagOfWords, DenseSift, EfficientNetLite0, TorchExtractor
 
     if features == Features.cnn:
@@ -32,6 +32,7 @@ def _extractor(features: Features, *, input_size: int, l2: bool, threads: int | 
         return EfficientNetLite0(input_size=input_size, l2_normalize=l2, num_threads=threads)
     return BagOfWords(
         DenseSift(step=step), n_words=n_words, weighting="tfidf" if tfidf else "tf", normalize="l1", sparse=sparse, random_state=seed,
+        tree_branching=tree_branching,
     )
 
 
@@ -54,6 +55,40 @@ _OPT_SEED = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Seed of the co
 # An input side past this costs GBs per batch for no gain (EfficientNet-Lite0's native side is 224).
 _MAX_INPUT_SIZE = 2048
 _MAX_WORDS = 2**21  # = hardneg.features MAX_WORDS: k-means past that runs for days
+_TREE_FROM = 16384  # = hardneg.features._codebook._HNSW_FROM: beyond, flat k-means costs hours; a vocabulary tree minutes
+_OPT_TREE = typer.Option(
+    None, "--tree-branching", min=0, max=1024,
+    help="dsift: learn the words as a vocabulary tree with this branching (--n-words must be a power of it); 0: flat k-means. "
+    f"Default: a tree with branching 10 when --n-words is above {_TREE_FROM:,} and a power of 10 (10^5, 10^6), else flat k-means.",
+)
+
+
+def _tree_branching(n_words: int, tree_branching: int | None) -> int | None:
+    """The vocabulary-tree branching to use (None: flat k-means), checked before any work.
+
+    >>> _tree_branching(100_000, None), _tree_branching(1024, None), _tree_branching(100, 10), _tree_branching(100_000, 0)
+    (10, None, 10, None)
+    """
+    from ..features._vocab_tree import tree_depth
+
+    if tree_branching == 0:
+        return None
+    if tree_branching is None:
+        if n_words <= _TREE_FROM:
+            return None
+        try:
+            tree_depth(n_words, 10)
+        except ValueError:
+            return None  # not a power of 10: flat k-means, as before
+        return 10
+    if tree_branching < 2:
+        raise CLIError(f"--tree-branching: 0 (flat k-means) or at least 2, got {tree_branching}")
+    try:
+        tree_depth(n_words, tree_branching)
+    except ValueError:
+        raise CLIError(f"--tree-branching {tree_branching}: --n-words must be a power of it (e.g. {tree_branching ** 2:,} or "
+                       f"{tree_branching ** 3:,}), got {n_words:,}") from None
+    return tree_branching
 
 
 def _check_input_size(features: Features, input_size: int, model: str | None = None) -> None:
@@ -93,6 +128,7 @@ def images(
     tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
     step: int = typer.Option(8, "--step", min=1, help="Dense-SIFT grid step in pixels."),
     n_fit_images: int = typer.Option(1000, "--fit-images", min=1, help="Images sampled to learn the codebook."),
+    tree_branching: int = _OPT_TREE,
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Images per committed batch."),
     threads: int = _OPT_THREADS,
     seed: int = _OPT_SEED,
@@ -108,6 +144,7 @@ def images(
     if model is not None and not trust_model:
         raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
     _check_input_size(features, input_size, model)
+    tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     sources = list(sources or [])
     if not sources and list_file is None:
@@ -140,7 +177,7 @@ def images(
     items = resolve_images(paths, ids=ids)
     tags, labels, class_names = _tags_and_labels(items, tags_from_folders, tags_csv, labels_csv, labels_from_folders)
     extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
-                           tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model)
+                           tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model, tree_branching=tree)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
         # with --workers / --scheduler the batches after the first are extracted on the cluster
         run = extract_to_store if runner.client is None else partial(extract_images, runner=runner, model=model, trust_model=trust_model)
@@ -211,6 +248,11 @@ def dataset(
         help="Dense SIFT: resize images to this square side first (at least 16: a descriptor with 4-pixel bins spans 16 pixels).",
     ),
     step: int = typer.Option(4, "--step", min=1, help="Dense-SIFT grid step in pixels (after resizing)."),
+    n_fit_images: int = typer.Option(
+        1000, "--fit-images", min=1,
+        help="Images sampled to learn the codebook (dsift); a tree needs at least --n-words descriptors among them.",
+    ),
+    tree_branching: int = _OPT_TREE,
     batch_size: int = typer.Option(256, "--batch-size", min=1, help="Images per committed batch."),
     threads: int = _OPT_THREADS,
     seed: int = _OPT_SEED,
@@ -221,6 +263,7 @@ def dataset(
     from ..features import BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
 
     _check_input_size(features, input_size)
+    tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     ds = load(name)
     if ds.images is None:
@@ -234,11 +277,11 @@ def dataset(
         extractor = EfficientNetLite0(input_size=input_size, l2_normalize=l2, resize="stretch", num_threads=threads)
     else:
         extractor = BagOfWords(DenseSift(step=step, bin_sizes=(4, 6), resize_to=resize_to), n_words=n_words,
-                               weighting="tfidf" if tfidf else "tf", random_state=seed)
+                               weighting="tfidf" if tfidf else "tf", random_state=seed, tree_branching=tree)
     with task_progress(f"extracting {name} ({features.value})", len(ds.images)) as advance:
         summary = extract_to_store(
             images, out, extractor, labels=ds.y, split=None if ds.split is None else list(ds.split),
-            batch_size=batch_size, overwrite=overwrite, random_state=seed, progress=advance,
+            batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
             attrs={"dataset": name, "class_names": list(ds.class_names or [])},
         )
     _report(summary)
