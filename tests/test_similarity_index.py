@@ -62,6 +62,17 @@ def test_sparse_weights_shrink_the_posting_lists():
     assert sparse.n_postings == X[:, 1::2].nnz < dense.n_postings == X.nnz
 
 
+def test_rank_fills_with_zero_score_ties_in_row_order():
+    # 3 of 8 items share a word with the query; k = 6 asks for 3 zero-score items too: the lowest rows,
+    # after the scored ones (best first, equal scores by row)
+    X = sp.csr_matrix(np.array([[0, 1.0], [1, 0], [0, 1.0], [0, 2.0], [1, 0], [1, 0], [0, 1.0], [1, 0]]))
+    index = InvertedIndex(np.array([0.0, 1.0]), idf=None, l2=False)
+    index.add(X)
+    rows, scores = index.rank(sp.csr_matrix(np.array([[0, 1.0]])), 6)
+    assert rows.tolist() == [[3, 0, 2, 6, 1, 4]]
+    np.testing.assert_allclose(scores, [[2, 1, 1, 1, 0, 0]])
+
+
 def test_inverted_index_bad_input(tmp_path):
     X, _ = _data()
     index = InvertedIndex(np.ones(X.shape[1]))

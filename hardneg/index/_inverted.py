@@ -174,8 +174,11 @@ class InvertedIndex:
             s[:] = 0.0
             _accumulate(Q.indices[lo:hi].astype(np.int64), Q.data[lo:hi].astype(np.float64), indptr, indices, data, s)
             kth = np.partition(s, n - k)[n - k]
-            cand = np.flatnonzero(s >= kth)  # every item tied with the k-th, so ties break by row
-            order = np.lexsort((cand, -s[cand]))[:k]
+            above = np.flatnonzero(s > kth)
+            # the ties with the k-th fill the rest in row order (flatnonzero is sorted): with sparse
+            # weights most items score 0, and sorting all of those ties per query cost more than the walk
+            cand = np.concatenate([above, np.flatnonzero(s == kth)[: k - above.size]])
+            order = np.lexsort((cand, -s[cand]))
             rows[r], out[r] = cand[order], s[cand[order]]
         return rows, out
 
