@@ -47,15 +47,19 @@ def heldout_map(model, X, triplets) -> float:
     """
     t = check_triplets(triplets, getattr(X, "shape", (None,))[0])
     ap = []
+    # np.unique sorts the pairs by anchor: each anchor's pairs are one slice (no per-anchor scan of all pairs)
     pos_pairs = np.unique(t[:, :2], axis=0)
     neg_pairs = np.unique(t[:, [0, 2]], axis=0)
     s_pos = model.score_pairs(X, pos_pairs)
     s_neg = model.score_pairs(X, neg_pairs)
-    for a in np.unique(t[:, 0]):
-        sp_ = s_pos[pos_pairs[:, 0] == a]
-        pos_rows = pos_pairs[pos_pairs[:, 0] == a, 1]
-        keep = ~np.isin(neg_pairs[:, 1], pos_rows) & (neg_pairs[:, 0] == a)
-        sn = s_neg[keep]
+    anchors = np.unique(t[:, 0])
+    p_lo, p_hi = np.searchsorted(pos_pairs[:, 0], anchors, "left"), np.searchsorted(pos_pairs[:, 0], anchors, "right")
+    n_lo, n_hi = np.searchsorted(neg_pairs[:, 0], anchors, "left"), np.searchsorted(neg_pairs[:, 0], anchors, "right")
+    for i in range(anchors.size):
+        sp_ = s_pos[p_lo[i]:p_hi[i]]
+        pos_rows = pos_pairs[p_lo[i]:p_hi[i], 1]
+        keep = ~np.isin(neg_pairs[n_lo[i]:n_hi[i], 1], pos_rows)
+        sn = s_neg[n_lo[i]:n_hi[i]][keep]
         # rank of each positive: 1 + negatives scoring >= it + positives scoring strictly above it
         sp_sorted = np.sort(sp_)[::-1]
         n_neg_ge = sn.size - np.searchsorted(np.sort(sn), sp_sorted, side="left")
