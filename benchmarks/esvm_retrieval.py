@@ -18,8 +18,8 @@ Usage: .venv/bin/python benchmarks/esvm_retrieval.py [N] [--features pixels|cnn]
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -30,19 +30,13 @@ from sklearn.neighbors import KNeighborsClassifier, NearestCentroid
 from hardneg.datasets import load_fashion_mnist
 from hardneg.encoding import ESVMEncoder
 
-_ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
-FEATURES = sys.argv[sys.argv.index("--features") + 1] if "--features" in sys.argv else "pixels"
-_ARGS = [a for a in _ARGS if a != FEATURES]
-N = int(_ARGS[0]) if _ARGS else 2000
 M, NQ, T = 2000, 200, 2000
 
 
-def _features(ds):
+def _features(ds, features):
     """Rows aligned with ``ds``: raw pixels, or the CNN store's 1280-d features."""
-    if FEATURES == "pixels":
+    if features == "pixels":
         return ds.X.astype(np.float32)
-    if FEATURES != "cnn":
-        raise SystemExit(f"--features: expected pixels or cnn, got {FEATURES!r}")
     from hardneg.features import fashion_mnist_store_path
     from hardneg.store import FeatureStore
 
@@ -62,8 +56,13 @@ def mean_ap(q_codes, db_codes, q_rows, y_db):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("N", type=int, nargs="?", default=2000, help="negatives in the pool")
+    ap.add_argument("--features", choices=["pixels", "cnn"], default="pixels")
+    args = ap.parse_args()
+    N, FEATURES = args.N, args.features
     ds = load_fashion_mnist()
-    X = _features(ds)
+    X = _features(ds, FEATURES)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     rng = np.random.default_rng(0)
     train = rng.permutation(np.flatnonzero(ds.split == "train"))

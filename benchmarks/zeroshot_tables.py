@@ -86,7 +86,7 @@ def _cnn_features(dataset, ds):
     return np.load(path)
 
 
-def _features(kind, dataset, ds, train, cnn):
+def _features(kind, ds, train, cnn):
     """The feature matrix of one split: PCA-64 fitted on its training rows, or the CNN features."""
     if kind == "cnn":
         return cnn
@@ -142,7 +142,7 @@ def main():
     # Section 3: (lam, mu, m) by grid search holding out 20% (here 2 of 7) of the training classes,
     # once per protocol on split 0 (random sampler, n = 1)
     seen, unseen, train, test_seen, test_unseen = _split(ds.y, 0)
-    X = _features(args.features, args.dataset, ds, train, cnn)
+    X = _features(args.features, ds, train, cnn)
     grid = {"lam": [0.1, 1.0, 10.0], "mu": [1e-4, 1e-2], "m": [16, 64]}
     if args.features == "cnn":
         # 1280 standardized dimensions instead of 64: lr·||x||² is 20x larger, and lr = 0.01 diverges
@@ -161,7 +161,7 @@ def main():
     tuned = tuned_by.get("pixels", next(iter(tuned_by.values())))
     # Table 2: accuracy vs n, split 0, per-image protocol
     seen, unseen, train, test_seen, test_unseen = _split(ds.y, 0)
-    X = _features(args.features, args.dataset, ds, train, cnn)
+    X = _features(args.features, ds, train, cnn)
     ut = (unseen, protos_all[unseen])
     for sampler in ("random", "uncertainty", "correlation"):
         for n in args.table2_n:
@@ -177,7 +177,7 @@ def main():
         acc = {}
         for run in range(args.runs):
             seen, unseen, train, test_seen, test_unseen = _split(ds.y, run)
-            X = _features(args.features, args.dataset, ds, train, cnn)
+            X = _features(args.features, ds, train, cnn)
             cls_attr = tables[protocol]
             ut = (unseen, cls_attr[unseen])
             test = test_seen | test_unseen

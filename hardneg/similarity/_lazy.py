@@ -28,7 +28,7 @@ import numpy as np
 from ._ada import ada_update, ada_weight
 from ._afb import afb_update, afb_weight
 from ._da import da_update, da_weight
-from ._prox import ADA, AFB, DA, ETA, LAM, TG
+from ._prox import ADA, AFB, DA, ETA, LAM, TG, as_scalars
 from ._tg import tg_update, tg_weight
 
 __all__ = ["stream", "weights"]
@@ -68,7 +68,7 @@ def _make_kernels(weight, update, tg_clock: bool):
     @numba.njit(cache=True, nogil=True)
     def run_stream(indptr, indices, data, triplets, S, g, p, scratch, touched, vals):
         """Process the triplets in order; return the number of updates."""
-        p = (p[0], p[1], p[2], p[3], p[4], p[5], p[6])  # scalars: stores into S cannot alias them
+        p = as_scalars(p)
         n_updates = 0
         for r in range(triplets.shape[0]):
             nt = gather_v(triplets[r, 0], triplets[r, 1], triplets[r, 2], indptr, indices, data, scratch, touched, vals)
@@ -87,7 +87,7 @@ def _make_kernels(weight, update, tg_clock: bool):
     @numba.njit(cache=True, nogil=True)
     def finalize(S, g, p, out):
         """Bring every weight up to date (pay all owed truncation) into ``out``."""
-        p = (p[0], p[1], p[2], p[3], p[4], p[5], p[6])
+        p = as_scalars(p)
         for j in range(out.shape[0]):
             out[j] = weight(j, S, g, p)
 

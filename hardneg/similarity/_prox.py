@@ -12,6 +12,13 @@ N_PARAMS = 7
 
 
 @numba.njit(cache=True, inline="always")
+def as_scalars(p):
+    """The ``N_PARAMS`` parameters as a tuple: in a kernel, stores into the state arrays cannot
+    alias scalars, so they stay in registers instead of being reloaded after every store."""
+    return (p[0], p[1], p[2], p[3], p[4], p[5], p[6])
+
+
+@numba.njit(cache=True, inline="always")
 def soft(u, thr):
     """Soft threshold ``sign(u) * max(|u| - thr, 0)``: the l1 proximal step."""
     if u > thr:
