@@ -140,3 +140,37 @@ def test_batch_solver_warm_start_gives_the_cold_start_result_with_many_bound_neg
     fw = exemplar_objective(warm, X, Z, **kw)
     fc = exemplar_objective(cold, X, Z, **kw)
     np.testing.assert_allclose(fw, fc, rtol=1e-7)
+
+
+def test_threads_solve_the_same_problem_and_each_count_is_deterministic():
+    # cold start and warm start (N >= 2,400: one subsample level); 9 exemplars over 2 threads: uneven parts
+    rng = np.random.default_rng(8)
+    Z = np.abs(rng.normal(size=(2600, 16)))
+    X = np.abs(rng.normal(size=(9, 16)))
+    kw = dict(lam=0.1, alpha_pos=1.0, alpha_neg=1e-3)
+    one = fit_exemplar_svms_batch(X, Z, tol=1e-8, n_threads=1, batch_size=4, **kw)
+    two = fit_exemplar_svms_batch(X, Z, tol=1e-8, n_threads=2, batch_size=4, **kw)
+    np.testing.assert_array_equal(two, fit_exemplar_svms_batch(X, Z, tol=1e-8, n_threads=2, batch_size=4, **kw))
+    np.testing.assert_allclose(exemplar_objective(two, X, Z, **kw), exemplar_objective(one, X, Z, **kw), rtol=1e-7)
+    np.testing.assert_allclose(two, one, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_n_threads_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="^n_threads: must be a positive integer or None"):
+        fit_exemplar_svms_batch(np.ones((1, 3)), np.ones((5, 3)), n_threads=bad)
+
+
+def test_working_set_gram_grows_to_the_product_of_its_rows():
+    from hardneg.svm import _exemplar_qp as qp
+
+    rng = np.random.default_rng(9)
+    Z = rng.normal(size=(30, 7))
+    x = rng.normal(size=7)
+    old = np.array([3, 11, 20, 25])
+    H = np.vstack([x, -Z[old]])
+    keep = np.array([0, 2, 4])  # row 0 (the exemplar) and working rows 11 and 25
+    new = np.array([5, 29])
+    grown = qp.grow_gram(H @ H.T, keep, x, Z, old[keep[1:] - 1], new)
+    H2 = np.vstack([x, -Z[[11, 25, 5, 29]]])
+    np.testing.assert_allclose(grown, H2 @ H2.T, rtol=1e-12)
