@@ -19,12 +19,19 @@ app = typer.Typer(
 class Features(str, Enum):
     cnn = "cnn"
     dsift = "dsift"
+    vlad = "vlad"
+
+
+#: --n-words when not given: 1,024 words for a bag of words, 64 for VLAD (64 x 128 = 8,192-d, Zepeda & Pérez)
+_DEFAULT_WORDS = {"dsift": 1024, "vlad": 64}
 
 
 def _extractor(features: Features, *, input_size: int, l2: bool, threads: int | None, model: str | None, n_words: int,
                tfidf: bool, sparse: bool | None, step: int, seed: int, trust_model: bool = False, tree_branching: int | None = None):
-    from ..features import BagOfWords, DenseSift, EfficientNetLite0, TorchExtractor
+    from ..features import VLAD, BagOfWords, DenseSift, EfficientNetLite0, TorchExtractor
 
+    if features == Features.vlad:
+        return VLAD(DenseSift(step=step), n_words=n_words, random_state=seed)
     if features == Features.cnn:
         if model is not None:
             return TorchExtractor(model, input_size=input_size, l2_normalize=l2, num_threads=threads, name=Path(model).name,
@@ -49,7 +56,10 @@ def _report(summary) -> None:
             console.print(f"  {item_id}: {reason}", highlight=False, soft_wrap=True)
 
 
-_OPT_FEATURES = typer.Option(Features.cnn, "--features", "-f", help="cnn: EfficientNet-Lite0 1280-d; dsift: dense-SIFT bag of visual words.")
+_OPT_FEATURES = typer.Option(
+    Features.cnn, "--features", "-f",
+    help="cnn: EfficientNet-Lite0 1280-d; dsift: dense-SIFT bag of visual words; vlad: dense-SIFT VLAD (--n-words x 128).",
+)
 _OPT_THREADS = typer.Option(None, "--threads", min=1, help="Torch threads for the CNN (default: torch's own).")
 _OPT_SEED = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Seed of the codebook sample and k-means.")
 # An input side past this costs GBs per batch for no gain (EfficientNet-Lite0's native side is 224).
@@ -124,7 +134,10 @@ def images(
     trust_model: bool = typer.Option(
         False, "--trust-model", help="Allow --model FILE to load: you trust the file as you would a program."
     ),
-    n_words: int = typer.Option(1024, "--n-words", min=2, max=_MAX_WORDS, help="Visual words (dsift); above 4,096 the store is sparse CSR."),
+    n_words: int = typer.Option(
+        None, "--n-words", min=2, max=_MAX_WORDS,
+        help="Visual words: dsift (default 1,024; above 4,096 the store is sparse CSR) or vlad (default 64).",
+    ),
     tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
     step: int = typer.Option(8, "--step", min=1, help="Dense-SIFT grid step in pixels."),
     n_fit_images: int = typer.Option(1000, "--fit-images", min=1, help="Images sampled to learn the codebook."),
@@ -144,6 +157,7 @@ def images(
     if model is not None and not trust_model:
         raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
     _check_input_size(features, input_size, model)
+    n_words = n_words or _DEFAULT_WORDS.get(features.value, 1024)
     tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     sources = list(sources or [])
@@ -241,7 +255,7 @@ def dataset(
     features: Features = _OPT_FEATURES,
     input_size: int = typer.Option(96, "--input-size", help="CNN input side, a multiple of 32 (small dataset images are upscaled)."),
     l2: bool = typer.Option(False, "--l2", help="l2-normalize CNN features."),
-    n_words: int = typer.Option(1024, "--n-words", min=2, max=_MAX_WORDS, help="Visual words (dsift)."),
+    n_words: int = typer.Option(None, "--n-words", min=2, max=_MAX_WORDS, help="Visual words: dsift (default 1,024) or vlad (default 64)."),
     tfidf: bool = typer.Option(False, "--tfidf", help="TF-IDF weighting of visual words."),
     resize_to: int = typer.Option(
         64, "--sift-size", min=16, max=1024,
@@ -260,9 +274,10 @@ def dataset(
 ):
     """Extract features of a built-in dataset's images, with its labels and split."""
     from ..datasets import load
-    from ..features import BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
+    from ..features import VLAD, BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
 
     _check_input_size(features, input_size)
+    n_words = n_words or _DEFAULT_WORDS.get(features.value, 1024)
     tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     ds = load(name)
@@ -275,6 +290,8 @@ def dataset(
         images = np.clip(np.rint(images.astype(np.float64) * (255.0 / top)), 0, 255).astype(np.uint8)
     if features == Features.cnn:
         extractor = EfficientNetLite0(input_size=input_size, l2_normalize=l2, resize="stretch", num_threads=threads)
+    elif features == Features.vlad:
+        extractor = VLAD(DenseSift(step=step, bin_sizes=(4, 6), resize_to=resize_to), n_words=n_words, random_state=seed)
     else:
         extractor = BagOfWords(DenseSift(step=step, bin_sizes=(4, 6), resize_to=resize_to), n_words=n_words,
                                weighting="tfidf" if tfidf else "tf", random_state=seed, tree_branching=tree)
@@ -299,7 +316,8 @@ def fashion_mnist(
     """Build (or finish) the cached Fashion-MNIST store: all 70,000 images, labels, train/test split.
 
     cnn: EfficientNet-Lite0 at 96x96, 1280-d (store `fashion-mnist-cnn`);
-    dsift: 1,024-word dense-SIFT l1 histograms (store `fashion-mnist-dsift1024`).
+    dsift: 1,024-word dense-SIFT l1 histograms (store `fashion-mnist-dsift1024`);
+    vlad: VLAD-64 over the same dense SIFT, 8,192-d (store `fashion-mnist-vlad64`).
     """
     from ..features import build_fashion_mnist_store, fashion_mnist_store_path
 

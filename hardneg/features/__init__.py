@@ -9,6 +9,8 @@ Two extractors, one pipeline:
   multi-scale grid, quantized by a FAISS k-means :class:`Codebook` into
   l1-normalized histograms (1,024 words, dense) or sparse CSR vectors
   (10K-100K words), optionally TF-IDF weighted.
+- :class:`VLAD` over the same descriptors and codebook: residual sums per
+  word, power-, intra- and l2-normalized (64 words x 128 = 8,192-d).
 - :func:`extract_to_store` runs an extractor over a folder, a list of paths
   or an image array into a :class:`~hardneg.store.FeatureStore`, batched and
   resumable, skipping and listing unreadable files.
@@ -32,6 +34,7 @@ from ._fashion import (
     load_fashion_mnist_features,
     stores_dir,
 )
+from ._vlad import VLAD, vlad
 from ._vocab_tree import VocabularyTree
 from ._images import IMAGE_EXTENSIONS, ImageItem, ImageReadError, list_image_files, read_image, resolve_images, to_gray, to_rgb
 
@@ -50,6 +53,7 @@ __all__ = [
     "TFLITE_MEAN",
     "TFLITE_STD",
     "TorchExtractor",
+    "VLAD",
     "VocabularyTree",
     "build_fashion_mnist_store",
     "extract_to_store",
@@ -64,4 +68,5 @@ __all__ = [
     "stores_dir",
     "to_gray",
     "to_rgb",
+    "vlad",
 ]

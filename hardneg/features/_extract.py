@@ -99,6 +99,7 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
     from ._cnn import EfficientNetLite0, TorchExtractor
     from ._codebook import BagOfWords
     from ._dsift import DenseSift
+    from ._vlad import VLAD
 
     cfg = store.attrs.get("extractor")
     if not isinstance(cfg, dict):
@@ -113,13 +114,16 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
                     raise ValueError(f"{store.path}: made with the torch model {cfg.get('model')!r}; give its file (--model FILE --trust-model)")
                 ext = TorchExtractor(model, input_size=cfg["input_size"], mean=cfg["mean"], std=cfg["std"], l2_normalize=cfg["l2_normalize"],
                                      resize=cfg["resize"], num_threads=num_threads, name=cfg.get("model"), trust_model=trust_model)
-        elif kind == "bow":
+        elif kind in ("bow", "vlad"):
             d = cfg["descriptor"]
             if d.get("descriptor") != "dense-sift":
                 raise ValueError(f"{store.path}: made with the descriptor {d.get('descriptor')!r}, which cannot be rebuilt from the store")
             sift = DenseSift(step=d["step"], bin_sizes=tuple(d["bin_sizes"]), max_side=d["max_side"], resize_to=d["resize_to"],
                              drop_flat=d["drop_flat"], root_sift=d["root_sift"])
-            ext = BagOfWords(sift, n_words=cfg["n_words"], weighting=cfg["weighting"], normalize=cfg["normalize"], sparse=cfg["sparse"])
+            if kind == "bow":
+                ext = BagOfWords(sift, n_words=cfg["n_words"], weighting=cfg["weighting"], normalize=cfg["normalize"], sparse=cfg["sparse"])
+            else:
+                ext = VLAD(sift, n_words=cfg["n_words"], power=cfg["power"], intra=cfg["intra"])
             ext.load_state(store.path)
         else:
             raise ValueError(f"{store.path}: unknown extractor {kind!r} in the store's settings")
