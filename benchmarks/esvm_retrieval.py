@@ -10,16 +10,21 @@ validation set of other training images; the defaults were chosen there (on pixe
 
 ``--features cnn``: the same protocol on the 1280-d EfficientNet-Lite0 features of the
 cached 70k Fashion-MNIST store (`hardneg extract fashion-mnist`), l2-normalized; results in
-``esvm_retrieval_cnn.json``. Dense-SIFT BoW and VLAD stores of Fashion-MNIST are not built
-here and are skipped.
+``esvm_retrieval_cnn.json``.
 
-Usage: .venv/bin/python benchmarks/esvm_retrieval.py [N] [--features pixels|cnn]
+``--features dsift`` / ``--features vlad``: a 1,024-word bag of words (l1 histograms, then l2) and
+VLAD-64 (8,192-d, power + intra + l2) over dense SIFT at 36 px (52 descriptors per image; the
+descriptors of all 70k images cached by ``benchmarks/similarity_solis_large.py``), codebooks by
+FAISS k-means on 200,000 descriptors of training images outside every set used below.
+
+Usage: .venv/bin/python benchmarks/esvm_retrieval.py [N] [--features pixels|cnn|dsift|vlad]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -27,16 +32,36 @@ import numpy as np
 from sklearn.metrics import average_precision_score
 from sklearn.neighbors import KNeighborsClassifier, NearestCentroid
 
-from hardneg.datasets import load_fashion_mnist
-from hardneg.encoding import ESVMEncoder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `benchmarks` importable
+from hardneg.datasets import load_fashion_mnist  # noqa: E402
+from hardneg.encoding import ESVMEncoder  # noqa: E402
 
 M, NQ, T = 2000, 200, 2000
+FEATURES = {
+    "pixels": "Fashion-MNIST raw pixels, l2",
+    "cnn": "Fashion-MNIST EfficientNet-Lite0 1280-d (96x96), l2",
+    "dsift": "Fashion-MNIST dense-SIFT (36 px) bag of words, 1,024 words, l1 histograms then l2",
+    "vlad": "Fashion-MNIST dense-SIFT (36 px) VLAD-64, 8,192-d, power + intra + l2",
+}
 
 
-def _features(ds, features):
-    """Rows aligned with ``ds``: raw pixels, or the CNN store's 1280-d features."""
+def _features(ds, features, rows, codebook_rows):
+    """Rows aligned with ``ds`` (only ``rows`` are computed for dense SIFT): pixels, CNN, BoW-1K or VLAD-64."""
     if features == "pixels":
         return ds.X.astype(np.float32)
+    if features in ("dsift", "vlad"):
+        from benchmarks.similarity_solis_large import Setup, descriptors
+        from hardneg.features import Codebook, vlad
+
+        desc, lengths, _ = descriptors(Setup(quick=False))
+        starts = np.r_[0, np.cumsum(lengths)]
+        sets = [desc[starts[i] : starts[i + 1]] for i in range(len(lengths))]
+        sample = np.vstack([sets[i] for i in codebook_rows]).astype(np.float32)
+        cb = Codebook(1024 if features == "dsift" else 64, max_descriptors=200_000, random_state=0).fit([sample])
+        X = np.zeros((len(lengths), cb.n_words if features == "dsift" else 64 * desc.shape[1]), np.float32)  # untouched rows stay unallocated
+        chosen = [sets[i] for i in rows]
+        X[rows] = cb.histograms(chosen, normalize="l1") if features == "dsift" else vlad(chosen, cb)
+        return X
     from hardneg.features import fashion_mnist_store_path
     from hardneg.store import FeatureStore
 
@@ -58,20 +83,20 @@ def mean_ap(q_codes, db_codes, q_rows, y_db):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("N", type=int, nargs="?", default=2000, help="negatives in the pool")
-    ap.add_argument("--features", choices=["pixels", "cnn"], default="pixels")
+    ap.add_argument("--features", choices=list(FEATURES), default="pixels")
     args = ap.parse_args()
-    N, FEATURES = args.N, args.features
+    N, feature = args.N, args.features
     ds = load_fashion_mnist()
-    X = _features(ds, FEATURES)
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
     rng = np.random.default_rng(0)
     train = rng.permutation(np.flatnonzero(ds.split == "train"))
     test = rng.permutation(np.flatnonzero(ds.split == "test"))[:M]
+    used = np.sort(np.r_[train[: max(N, 5000) + T + 1000], test])  # every row read below (the grid's 5,000-negative pool included)
+    X = _features(ds, feature, used, train[-5000:])
+    X[used] /= np.linalg.norm(X[used], axis=1, keepdims=True)
     pool, fit_rows = X[train[:N]], train[N : N + T]
     db, y_db, q_rows = X[test], ds.y[test], np.arange(NQ)
-    results = {"setup": {"N": N, "database": M, "queries": NQ, "train_for_knn": T, "features": "Fashion-MNIST raw pixels, l2" if FEATURES == "pixels"
-                         else "Fashion-MNIST EfficientNet-Lite0 1280-d (96x96), l2",
-                         "note": "scaled down; dense-SIFT/VLAD stores not built here, skipped",
+    results = {"setup": {"N": N, "database": M, "queries": NQ, "train_for_knn": T, "features": FEATURES[feature],
+                         "note": "scaled down",
                          "params": {k: v for k, v in ESVMEncoder().get_params().items() if k in ("lam", "alpha_pos", "alpha_neg")}}, "rows": []}
 
     def add(name, db_codes, tr_codes, asym=None, seconds=None):
@@ -109,7 +134,7 @@ def main():
     results["sensitivity_validation"] = grid
     results["base_val_mAP"] = mean_ap(Xv[:NQ], Xv, np.arange(NQ), yv)
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
-    Path(f"benchmarks/results/esvm_retrieval{'' if FEATURES == 'pixels' else '_' + FEATURES}.json").write_text(json.dumps(results, indent=1))
+    Path(f"benchmarks/results/esvm_retrieval{'' if feature == 'pixels' else '_' + feature}.json").write_text(json.dumps(results, indent=1))
     print("\n| encoding | mAP sym | mAP asym | kNN acc | NCM acc |\n|---|---|---|---|---|")
     for r in results["rows"]:
         asym = f"{r['mAP_asymmetric']:.3f}" if "mAP_asymmetric" in r else "—"
