@@ -31,6 +31,7 @@ import logging
 import warnings
 from numbers import Real
 
+import numba
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
@@ -111,12 +112,21 @@ def exclusion_mask(X, Z, S, exclude, *, drop_duplicates: bool = True, z_sq=None)
         x_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         if z_sq is None:
             z_sq = np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
-        # ||x - z||^2 from the product the solver needs anyway; rounding scales with the norms
-        d2 = x_sq[:, None] + z_sq[None, :] - 2.0 * S
-        scale = np.maximum(x_sq[:, None], z_sq[None, :])
-        eps = DUPLICATE_RTOL if S.dtype == np.float64 else 1e-4
-        mask |= d2 <= eps * scale
+        _mark_duplicates(S, x_sq, z_sq, DUPLICATE_RTOL if S.dtype == np.float64 else 1e-4, mask)
     return mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _mark_duplicates(S, x_sq, z_sq, eps, mask):  # pragma: no cover - compiled
+    """``mask[b, j] |= ||x_b - z_j||^2 <= eps * max(||x_b||^2, ||z_j||^2)``, the distance from the product ``S``.
+
+    One fused pass (no (n, N) float64 temporaries); rounding scales with the norms, hence the relative bound.
+    """
+    for b in range(S.shape[0]):
+        xb = x_sq[b]
+        for j in range(S.shape[1]):
+            if xb + z_sq[j] - 2.0 * S[b, j] <= eps * max(xb, z_sq[j]):
+                mask[b, j] = True
 
 
 def exemplar_objective(W, X, Z, *, lam, alpha_pos, alpha_neg, exclude=None, drop_duplicates: bool = True) -> np.ndarray:
