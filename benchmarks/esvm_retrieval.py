@@ -37,6 +37,11 @@ from hardneg.datasets import load_fashion_mnist  # noqa: E402
 from hardneg.encoding import ESVMEncoder  # noqa: E402
 
 M, NQ, T = 2000, 200, 2000
+# the sensitivity grid (n_negatives, lam, alpha_neg); pools past N are training rows outside the kNN and validation rows
+GRID = [(2000, 1.0, 1e-5), (2000, 1.0, 1e-4), (2000, 1.0, 1e-3), (2000, 0.1, 1e-4), (1000, 1.0, 1e-4), (5000, 1.0, 1e-4)]
+# the 20K and 60K pools (57,000: every training image outside the kNN and validation rows); pixels and CNN only
+# (dense-SIFT features are computed only for the rows a run reads)
+LARGE_POOLS = [(20000, 1.0, 1e-4), (20000, 0.1, 1e-4), (57000, 1.0, 1e-4), (57000, 0.1, 1e-4)]
 FEATURES = {
     "pixels": "Fashion-MNIST raw pixels, l2",
     "cnn": "Fashion-MNIST EfficientNet-Lite0 1280-d (96x96), l2",
@@ -90,7 +95,8 @@ def main():
     rng = np.random.default_rng(0)
     train = rng.permutation(np.flatnonzero(ds.split == "train"))
     test = rng.permutation(np.flatnonzero(ds.split == "test"))[:M]
-    used = np.sort(np.r_[train[: max(N, 5000) + T + 1000], test])  # every row read below (the grid's 5,000-negative pool included)
+    largest = max(g[0] for g in GRID + (LARGE_POOLS if feature in ("pixels", "cnn") else []))
+    used = np.sort(np.r_[train[: max(N, largest) + T + 1000], test])  # every row read below (the grid's pools included)
     X = _features(ds, feature, used, train[-5000:])
     X[used] /= np.linalg.norm(X[used], axis=1, keepdims=True)
     pool, fit_rows = X[train[:N]], train[N : N + T]
@@ -121,8 +127,7 @@ def main():
     val = train[N + T : N + T + 1000]
     Xv, yv = X[val], ds.y[val]
     grid = []
-    for n_neg, lam, a_neg in [(2000, 1.0, 1e-5), (2000, 1.0, 1e-4), (2000, 1.0, 1e-3), (2000, 0.1, 1e-4),
-                              (1000, 1.0, 1e-4), (5000, 1.0, 1e-4)]:
+    for n_neg, lam, a_neg in GRID + (LARGE_POOLS if feature in ("pixels", "cnn") else []):
         t = time.perf_counter()
         rows = train[:n_neg] if n_neg <= N else np.r_[train[:N], train[N + T + 1000 : N + T + 1000 + n_neg - N]]
         enc = ESVMEncoder(lam=lam, alpha_neg=a_neg, n_negatives=n_neg, random_state=0).fit(X[rows])

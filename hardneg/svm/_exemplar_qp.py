@@ -207,11 +207,11 @@ def mine(slack, excluded, upper, idx, v, g, C, Q, wU, w, x, Z, c_neg, tol, max_a
     bound set ``upper``, or to 0). Then every other negative is checked:
     a negative at 0 with ``slack > tol`` violates, one at the bound with
     ``slack < -tol`` should come back. At most ``max_add`` of each join the
-    working set (at their current value, so ``w`` does not move). Beyond
-    that, while ``guess`` is set, the farther half of the rest is guessed
-    directly: violators to the bound, returning ones to 0 (a damped step: a
-    wrong guess shows up in the next check and is undone). Without
-    ``guess``, the ``max_add`` most violating of each join.
+    working set (at their current value, so ``w`` does not move): of the
+    returning ones, the farthest from the margin; of the violators, while
+    ``guess`` is set, the nearest the margin, and the farther half of the
+    rest is guessed to sit at the bound (a damped step: a wrong guess shows
+    up in the next check and is undone); without ``guess``, the most violating.
 
     Returns ``(optimal, idx, v, g, C, Q)``: ``optimal`` when no negative
     violates (the arrays are then the settled working set); ``w`` and
@@ -232,24 +232,8 @@ def mine(slack, excluded, upper, idx, v, g, C, Q, wU, w, x, Z, c_neg, tol, max_a
             keep[mk] = i + 1
         slack[j] = np.nan  # decided above: not a candidate below
     keep = keep[: 1 + mk]
-    nv = 0
-    nb = 0
-    for j in range(N):
-        if excluded[j]:
-            continue
-        s = slack[j]
-        if upper[j]:
-            if s < -tol:
-                nb += 1
-        elif s > tol:
-            nv += 1
-    kept = np.empty(mk, np.int64)
-    for a in range(mk):
-        kept[a] = idx[keep[1 + a] - 1]
-    if nv == 0 and nb == 0:
-        return True, kept, v[keep].copy(), g[keep].copy(), C[keep].copy(), grow_gram(Q, keep, x, Z, kept, kept[:0])
-    viol = np.empty(nv, np.int64)
-    back = np.empty(nb, np.int64)
+    viol = np.empty(N, np.int64)
+    back = np.empty(N, np.int64)
     nv = 0
     nb = 0
     for j in range(N):
@@ -263,6 +247,12 @@ def mine(slack, excluded, upper, idx, v, g, C, Q, wU, w, x, Z, c_neg, tol, max_a
         elif s > tol:
             viol[nv] = j
             nv += 1
+    viol, back = viol[:nv], back[:nb]
+    kept = np.empty(mk, np.int64)
+    for a in range(mk):
+        kept[a] = idx[keep[1 + a] - 1]
+    if nv == 0 and nb == 0:
+        return True, kept, v[keep].copy(), g[keep].copy(), C[keep].copy(), grow_gram(Q, keep, x, Z, kept, kept[:0])
     if nv > max_add:
         order = np.argsort(slack[viol])  # nearest the margin first
         if guess:
