@@ -41,7 +41,9 @@ M, NQ, T = 2000, 200, 2000
 GRID = [(2000, 1.0, 1e-5), (2000, 1.0, 1e-4), (2000, 1.0, 1e-3), (2000, 0.1, 1e-4), (1000, 1.0, 1e-4), (5000, 1.0, 1e-4)]
 # the issue's 20K and 60K pools (57,000: every training image outside the kNN and validation rows); pixels and CNN only
 # (dense-SIFT features are computed only for the rows a run reads)
-LARGE_POOLS = [(20000, 1.0, 1e-4), (20000, 0.1, 1e-4), (57000, 1.0, 1e-4), (57000, 0.1, 1e-4)]
+# "auto": alpha_neg = 2 lam / n (the negatives' total weight alpha_neg n / lam = 2, the encoder's default)
+LARGE_POOLS = [(20000, 1.0, 1e-4), (20000, 0.1, 1e-4), (57000, 1.0, 1e-4), (57000, 0.1, 1e-4),
+               (1000, 0.1, "auto"), (5000, 0.1, "auto"), (20000, 0.1, "auto"), (57000, 0.1, "auto")]
 FEATURES = {
     "pixels": "Fashion-MNIST raw pixels, l2",
     "cnn": "Fashion-MNIST EfficientNet-Lite0 1280-d (96x96), l2",
@@ -132,7 +134,7 @@ def main():
         rows = train[:n_neg] if n_neg <= N else np.r_[train[:N], train[N + T + 1000 : N + T + 1000 + n_neg - N]]
         enc = ESVMEncoder(lam=lam, alpha_neg=a_neg, n_negatives=n_neg, random_state=0).fit(X[rows])
         codes = enc.transform(Xv, n_recursions=1)
-        g = {"n_negatives": n_neg, "lam": lam, "alpha_pos": 1.0, "alpha_neg": a_neg,
+        g = {"n_negatives": n_neg, "lam": lam, "alpha_pos": 1.0, "alpha_neg": enc.alpha_neg_, "total_weight": enc.alpha_neg_ * n_neg / lam,
              "val_mAP_symmetric": mean_ap(codes[:NQ], codes, np.arange(NQ), yv), "seconds": time.perf_counter() - t}
         grid.append(g)
         print(g, flush=True)
@@ -144,9 +146,9 @@ def main():
     for r in results["rows"]:
         asym = f"{r['mAP_asymmetric']:.3f}" if "mAP_asymmetric" in r else "—"
         print(f"| {r['encoding']} | {r['mAP_symmetric']:.3f} | {asym} | {r['knn_acc']:.3f} | {r['ncm_acc']:.3f} |")
-    print(f"\n| N | λ | α₋ (α₊ = 1) | validation mAP (base {results['base_val_mAP']:.3f}) |\n|---|---|---|---|")
+    print(f"\n| N | λ | α₋ (α₊ = 1) | α₋ N / λ | validation mAP (base {results['base_val_mAP']:.3f}) |\n|---|---|---|---|---|")
     for g in grid:
-        print(f"| {g['n_negatives']} | {g['lam']:g} | {g['alpha_neg']:g} | {g['val_mAP_symmetric']:.3f} |")
+        print(f"| {g['n_negatives']} | {g['lam']:g} | {g['alpha_neg']:.3g} | {g['total_weight']:g} | {g['val_mAP_symmetric']:.3f} |")
 
 
 if __name__ == "__main__":

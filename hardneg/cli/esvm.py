@@ -21,7 +21,9 @@ def fit(
     solver: str = typer.Option("batch", "--solver", help="batch (exact), sgd, liblinear (slow baseline) or lda (whitened LDA, an extra)."),
     lam: float = typer.Option(0.1, "--lam", help="λ of Eq. (1)."),
     alpha_pos: float = typer.Option(1.0, "--alpha-pos", help="α₊ of Eq. (1)."),
-    alpha_neg: float = typer.Option(1e-4, "--alpha-neg", help="α₋ of Eq. (1)."),
+    alpha_neg: float = typer.Option(
+        None, "--alpha-neg", help="α₋ of Eq. (1); default: 2 λ / pool size (the negatives' total weight α₋ N / λ = 2)."
+    ),
     min_negatives: int = typer.Option(200, "--min-negatives", help="Smallest pool accepted."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ):
@@ -40,7 +42,7 @@ def fit(
     block = store.take(rows)
     X = block.toarray() if hasattr(block, "toarray") else block
     enc = ESVMEncoder(
-        n_recursions=n_recursions, solver=solver, lam=lam, alpha_pos=alpha_pos, alpha_neg=alpha_neg,
+        n_recursions=n_recursions, solver=solver, lam=lam, alpha_pos=alpha_pos, alpha_neg="auto" if alpha_neg is None else alpha_neg,
         n_negatives=max(n_negatives, min_negatives), min_negatives=min_negatives, random_state=seed,
     )
     with task_progress("encoding the negatives pool", X.shape[0] * (n_recursions - 1) or None) as advance:

@@ -80,13 +80,21 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         scikit-learn ``LinearSVC`` per exemplar (slow baseline); ``"lda"``:
         whitened LDA, ``w ∝ Σ⁻¹(x − μ_N)`` (Hariharan et al. 2012), an extra
         that is not an SVM.
-    lam, alpha_pos, alpha_neg : float
-        Eq. (1)'s regularization and positive/negative hinge weights. Only
-        the ratios ``alpha / lam`` change the encoding. Defaults (0.1, 1,
-        1e-4): the best retrieval mAP of a small grid on a validation split
-        of Fashion-MNIST training images (``benchmarks/esvm_retrieval.py``).
-        A much larger ``alpha_neg / lam`` lets the negative part shared by
-        every ``w`` swamp the exemplar's own; a larger one is also slower.
+    lam, alpha_pos : float
+        Eq. (1)'s regularization and positive hinge weight.
+    alpha_neg : float or "auto"
+        Eq. (1)'s weight of each negative's hinge. What matters is the
+        negatives' total weight relative to the regularization,
+        ``alpha_neg * n_pool / lam``: ``"auto"`` (default) sets it to 2,
+        ``alpha_neg = 2 * lam / n_pool``. On Fashion-MNIST CNN features every
+        grid point with total weight 2 (2K-57K negatives, ``lam`` 0.1 or 1)
+        gives the grid's best validation mAP, and lower or higher totals
+        give less; on pixels the best point is total 2 as well
+        (``benchmarks/esvm_retrieval.py``). A fixed ``alpha_neg`` makes the negative part, the same for every
+        ``w``, grow with the pool and swamp the exemplar's own (on CNN
+        features ``1e-4`` at 20K negatives and ``lam = 0.1``, total weight
+        20, falls below the base features). The previous default was 1e-4
+        (the auto value for 2,000 negatives).
     n_negatives : int
         Size of the random pool drawn from the rows given to ``fit``.
     min_negatives : int
@@ -107,6 +115,8 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         ``N^0`` (the sampled negatives) and the encoded pools ``N^1 ..``.
     pool_rows_ : ndarray or None
         Rows of the fit input drawn into the pool (None: all of them).
+    alpha_neg_ : float
+        The ``alpha_neg`` in use (``"auto"`` resolved for the pool's size).
     lda_mean_, lda_precision_ : ndarray, only for ``solver="lda"``
         Per level, ``μ`` and ``Σ⁻¹`` of the pool.
     n_features_in_ : int
@@ -128,7 +138,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         "solver": [StrOptions(set(SOLVERS))],
         "lam": [Interval(Real, 0, None, closed="neither")],
         "alpha_pos": [Interval(Real, 0, None, closed="neither")],
-        "alpha_neg": [Interval(Real, 0, None, closed="neither")],
+        "alpha_neg": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "n_negatives": [Interval(Integral, 1, 10_000_000, closed="both")],
         "min_negatives": [Interval(Integral, 1, 10_000_000, closed="both")],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -143,7 +153,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         solver="batch",
         lam=0.1,
         alpha_pos=1.0,
-        alpha_neg=1e-4,
+        alpha_neg="auto",
         n_negatives=20_000,
         min_negatives=200,
         tol=1e-3,
@@ -185,10 +195,15 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         _check_no_zero_rows(X, "X (negatives)")
         self.pool_rows_ = rows
         self.pools_ = [np.ascontiguousarray(X, dtype=np.float32)]
+        self.alpha_neg_ = self._alpha_neg(X.shape[0])
         self.lda_mean_, self.lda_precision_ = [], []
         self._seed = int(rng.integers(0, 2**31 - 1))
         self._extend_pools(self.n_recursions, progress)
         return self
+
+    def _alpha_neg(self, n_pool: int) -> float:
+        """The ``alpha_neg`` used: the given value, or ``2 * lam / n_pool`` for ``"auto"``."""
+        return 2.0 * self.lam / n_pool if isinstance(self.alpha_neg, str) else float(self.alpha_neg)
 
     def _pool_input(self, X, rng):
         from ..store import FeatureStore
@@ -236,7 +251,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
             return _normalize(lda_encode(X, self.lda_mean_[k], self.lda_precision_[k]))
         options = {"tol": self.tol, "batch_size": self.batch_size}
         W = fit_exemplar_svms(
-            X, self.pools_[k], solver=self.solver, lam=self.lam, alpha_pos=self.alpha_pos, alpha_neg=self.alpha_neg,
+            X, self.pools_[k], solver=self.solver, lam=self.lam, alpha_pos=self.alpha_pos, alpha_neg=self.alpha_neg_,
             exclude=exclude, progress=progress, random_state=self._seed + k,
             **(options if self.solver != "liblinear" else {}),
         )
@@ -357,6 +372,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
             raise ValueError(f"seed {seed!r} is not an integer")
         enc._seed = seed
         enc.pools_ = pools
+        enc.alpha_neg_ = enc._alpha_neg(pools[0].shape[0])
         enc.pool_rows_ = None
         enc.n_features_in_ = d
         return enc
