@@ -174,3 +174,32 @@ def test_working_set_gram_grows_to_the_product_of_its_rows():
     grown = qp.grow_gram(H @ H.T, keep, x, Z, old[keep[1:] - 1], new)
     H2 = np.vstack([x, -Z[[11, 25, 5, 29]]])
     np.testing.assert_allclose(grown, H2 @ H2.T, rtol=1e-12)
+
+
+def test_when_every_negative_violates_the_solution_is_the_closed_form():
+    # Features in a narrow positive cone (like pooled CNN features) with a small total negative weight
+    # T = alpha_neg N / lam: every negative ends at the bound, beta puts x on its margin (x.w = 1), so
+    # w = beta x - s with s = (alpha_neg / lam) sum(z) and beta = (1 + x.s) / ||x||^2, derived by hand.
+    rng = np.random.default_rng(11)
+    Z = 1.0 + 0.2 * np.abs(rng.normal(size=(3000, 20)))
+    X = 1.0 + 0.2 * np.abs(rng.normal(size=(5, 20)))
+    lam, T = 0.1, 2.0
+    kw = dict(lam=lam, alpha_pos=1.0, alpha_neg=T * lam / Z.shape[0])
+    W = fit_exemplar_svms_batch(X, Z, tol=1e-9, **kw)
+    s = (kw["alpha_neg"] / lam) * Z.sum(axis=0)
+    beta = (1.0 + X @ s) / np.einsum("ij,ij->i", X, X)
+    assert np.all(beta < kw["alpha_pos"] / lam)  # the positive is not at its bound
+    closed = beta[:, None] * X - s
+    assert (1.0 + closed @ Z.T).min() > 0  # the closed form's KKT conditions: every negative violates
+    np.testing.assert_allclose(W, closed, rtol=1e-7, atol=1e-9)
+
+
+def test_bound_sum_from_either_side_equals_the_masked_sum():
+    from hardneg.svm import _exemplar_qp as qp
+
+    rng = np.random.default_rng(12)
+    Z = rng.normal(size=(50, 4))
+    total = Z.sum(axis=0)
+    for frac in (0.05, 0.5, 0.95):
+        upper = rng.random(50) < frac
+        np.testing.assert_allclose(qp.bound_sum(Z, upper, total), Z[upper].sum(axis=0), rtol=1e-12, atol=1e-12)

@@ -188,6 +188,7 @@ def fit_exemplar_svms_batch(
                               tol=tol, init_size=init_size, max_add=max_add, max_rounds=max_rounds, max_epochs=max_epochs,
                               batch_size=batch_size, n_threads=n_threads)
     z_sq = np.einsum("ij,ij->i", Z, Z, dtype=np.float64)
+    z_total = Z.sum(axis=0, dtype=np.float64)
     W = np.empty_like(X)
     totals = {"rounds": 0, "support": 0, "working": 0}
     with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
@@ -196,7 +197,7 @@ def fit_exemplar_svms_batch(
             Xb = X[lo:hi]
             S = Xb @ Z.T  # x.z for every pair: the first working sets and the duplicates
             excluded = exclusion_mask(Xb, Z, S, exclude[lo:hi], drop_duplicates=drop_duplicates, z_sq=z_sq)
-            _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, W[lo:hi],
+            _solve_batch(Xb, Z, z_total, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, W[lo:hi],
                          totals, None if W0 is None else W0[lo:hi], pool, n_threads)
             if progress is not None:
                 progress(hi - lo)
@@ -230,6 +231,21 @@ class _Exemplar:
         qp.refresh(x, Z, self.idx, self.v, self.wU, self.w, self.g)
 
 
+def _bound_sums(Z, upper, z_total) -> np.ndarray:
+    """``upper @ Z`` (float64): one product for the rows with many negatives on each side, a sum of the
+    smaller side for the others (e.g. all but a few at the bound, as with a small total negative weight)."""
+    N = Z.shape[0]
+    counts = upper.sum(axis=1)
+    lopsided = np.minimum(counts, N - counts) < N // 16
+    sums = np.empty((upper.shape[0], Z.shape[1]))
+    for b in np.flatnonzero(lopsided):
+        sums[b] = qp.bound_sum(Z, upper[b], z_total)
+    if not lopsided.all():
+        rest = np.flatnonzero(~lopsided)
+        sums[rest] = upper[rest].astype(Z.dtype) @ Z
+    return sums
+
+
 def _each(pool, k, fn, items) -> list:
     """``[fn(i) for i in items]``, on the pool's threads when there is one (the compiled parts release the GIL).
 
@@ -246,7 +262,8 @@ def _each(pool, k, fn, items) -> list:
     return out
 
 
-def _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, out, totals, W0, pool, n_threads):
+def _solve_batch(Xb, Z, z_total, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_rounds, max_epochs, out, totals, W0, pool,
+                 n_threads):
     B, N = S.shape
     k0 = min(init_size, N)
     if W0 is not None:
@@ -256,7 +273,7 @@ def _solve_batch(Xb, Z, S, excluded, c_pos, c_neg, tol, init_size, max_add, max_
         first = np.argpartition(dist, k0 - 1, axis=1)[:, :k0] if k0 < N else np.broadcast_to(np.arange(N), (B, N))
         upper = (S0 > 0.0) & ~excluded
         np.put_along_axis(upper, first, False, axis=1)
-        sums = (upper.astype(Z.dtype) @ Z).astype(np.float64)  # one product for the batch
+        sums = _bound_sums(Z, upper, z_total)
     else:
         P = np.where(excluded, -np.inf, S)
         first = np.argpartition(-P, k0 - 1, axis=1)[:, :k0] if k0 < N else np.broadcast_to(np.arange(N), (B, N))

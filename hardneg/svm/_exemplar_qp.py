@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["dual_cd", "grow_gram", "mine", "refresh", "solve_qp"]
+__all__ = ["bound_sum", "dual_cd", "grow_gram", "mine", "refresh", "solve_qp"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -188,6 +188,22 @@ def grow_gram(Q, keep, x, Z, kept, new):  # pragma: no cover, no mutate block - 
         for b in range(M):
             out[1 + mk + a, b] = cross[a, b]
             out[b, 1 + mk + a] = cross[a, b]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def bound_sum(Z, upper, total):  # pragma: no cover - compiled
+    """``sum(Z[upper])`` (float64) from the smaller side: the rows in ``upper``, or ``total`` minus the rows outside it."""
+    n_in = 0
+    for j in range(upper.size):
+        n_in += upper[j]
+    out = np.zeros(Z.shape[1]) if 2 * n_in <= upper.size else total.copy()
+    scale = 1.0 if 2 * n_in <= upper.size else -1.0
+    for j in range(upper.size):
+        if upper[j] == (scale > 0.0):
+            z = Z[j]
+            for d in range(out.size):
+                out[d] += scale * z[d]
     return out
 
 
