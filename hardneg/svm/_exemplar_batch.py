@@ -33,9 +33,9 @@ working set.
 Warm start (``warm_start="subsample"``, the default): with 2,400 negatives or
 more, the same solver first runs on every 8th negative with ``alpha_neg``
 scaled by 8 (recursively), and the full problem starts from that solution:
-negatives with ``1 + z.w0 > 0`` start at the bound (one product for the
-batch gives their sum), the ``init_size`` nearest the margin form the
-working set. Only the starting point changes; wrong starting guesses are
+negatives with ``1 + z.w0 > 0`` start at the bound (their sum: one product
+for the batch, or the smaller side summed when nearly all or nearly none
+are at the bound), the ``init_size`` nearest the margin form the working set. Only the starting point changes; wrong starting guesses are
 undone by the checks below.
 
 Cost. Per exemplar and round, the batch's products over ``Z`` are BLAS
