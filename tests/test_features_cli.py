@@ -78,6 +78,17 @@ def test_extract_dataset_tree_vocabulary_writes_sparse_rows_of_tree_words(tmp_pa
         words, counts = np.unique(cb.tree_.predict(desc), return_counts=True)
         assert rows[r].indices.tolist() == words.tolist()
         np.testing.assert_allclose(rows[r].data, counts / counts.sum(), rtol=1e-6)  # l1 term frequencies
+    # the branching is one of the store's settings: resuming with another is refused, naming it; the same resumes
+    capsys.readouterr()
+    assert main(["extract", "dataset", "digits", "--out", str(out), "--features", "dsift", "--n-words", "10000",
+                 "--tree-branching", "10", "--sift-size", "32", "--step", "4", "--fit-images", "500"]) == 2
+    assert "tree_branching" in capsys.readouterr().err
+    assert main(["extract", "dataset", "digits", "--out", str(out), "--features", "dsift", "--n-words", "10000",
+                 "--tree-branching", "100", "--sift-size", "32", "--step", "4", "--fit-images", "500"]) == 0
+    assert "0 added, 1,797 already there" in capsys.readouterr().out
+    from hardneg.features._extract import extractor_from_store
+
+    assert extractor_from_store(store).tree_branching == 100
 
 
 def test_extract_tree_branching_choice_and_errors(tmp_path, capsys):

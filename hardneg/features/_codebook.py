@@ -370,7 +370,7 @@ class BagOfWords:
         return int(self.n_words)
 
     def config(self) -> dict:
-        return {
+        cfg = {
             "extractor": "bow",
             "descriptor": self.descriptor.config(),
             "n_words": int(self.n_words),
@@ -378,6 +378,9 @@ class BagOfWords:
             "normalize": self.normalize,
             "sparse": bool(self.sparse),
         }
+        if self.tree_branching is not None:  # recorded only for trees: flat stores keep the settings they were made with
+            cfg["tree_branching"] = int(self.tree_branching)
+        return cfg
 
     def is_fitted(self) -> bool:
         return self.codebook is not None and hasattr(self.codebook, "centroids_")

@@ -121,7 +121,8 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
             sift = DenseSift(step=d["step"], bin_sizes=tuple(d["bin_sizes"]), max_side=d["max_side"], resize_to=d["resize_to"],
                              drop_flat=d["drop_flat"], root_sift=d["root_sift"])
             if kind == "bow":
-                ext = BagOfWords(sift, n_words=cfg["n_words"], weighting=cfg["weighting"], normalize=cfg["normalize"], sparse=cfg["sparse"])
+                ext = BagOfWords(sift, n_words=cfg["n_words"], weighting=cfg["weighting"], normalize=cfg["normalize"], sparse=cfg["sparse"],
+                                 tree_branching=cfg.get("tree_branching"))
             else:
                 ext = VLAD(sift, n_words=cfg["n_words"], power=cfg["power"], intra=cfg["intra"])
             ext.load_state(store.path)
