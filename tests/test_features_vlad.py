@@ -103,3 +103,13 @@ def test_cli_extract_dataset_vlad(tmp_path, capsys):
     store = FeatureStore.open(out)
     assert len(store) == 1797 and store.dim == 4 * 128
     assert store.attrs["extractor"]["extractor"] == "vlad" and store.attrs["extractor"]["n_words"] == 4
+
+
+@pytest.mark.parametrize("flag", [["--tfidf"], ["--tree-branching", "4"]])
+def test_cli_refuses_bag_of_words_options_for_vlad(tmp_path, capsys, flag):
+    from hardneg.cli.main import main
+
+    assert main(["extract", "dataset", "digits", "--features", "vlad", "--out", str(tmp_path / "v"), *flag]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and flag[0] in err and "not to vlad" in err
+    assert not (tmp_path / "v").exists()

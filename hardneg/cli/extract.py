@@ -73,6 +73,15 @@ _OPT_TREE = typer.Option(
 )
 
 
+def _words_for(features: Features, n_words: int | None, tfidf: bool, tree_branching: int | None) -> int:
+    """``--n-words`` or its default for ``features``; the bag-of-words-only options refused for VLAD."""
+    if features == Features.vlad:
+        for flag, given in (("--tfidf", tfidf), ("--tree-branching", tree_branching is not None)):
+            if given:
+                raise CLIError(f"{flag} applies to --features dsift (a bag of words), not to vlad")
+    return n_words or _DEFAULT_WORDS.get(features.value, 1024)
+
+
 def _tree_branching(n_words: int, tree_branching: int | None) -> int | None:
     """The vocabulary-tree branching to use (None: flat k-means), checked before any work.
 
@@ -157,7 +166,7 @@ def images(
     if model is not None and not trust_model:
         raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
     _check_input_size(features, input_size, model)
-    n_words = n_words or _DEFAULT_WORDS.get(features.value, 1024)
+    n_words = _words_for(features, n_words, tfidf, tree_branching)
     tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     sources = list(sources or [])
@@ -277,7 +286,7 @@ def dataset(
     from ..features import VLAD, BagOfWords, DenseSift, EfficientNetLite0, extract_to_store
 
     _check_input_size(features, input_size)
-    n_words = n_words or _DEFAULT_WORDS.get(features.value, 1024)
+    n_words = _words_for(features, n_words, tfidf, tree_branching)
     tree = _tree_branching(n_words, tree_branching) if features == Features.dsift else None
     check_output_dir(out, "--out")
     ds = load(name)
