@@ -141,7 +141,8 @@ def main():
     results["sensitivity_validation"] = grid
     results["base_val_mAP"] = mean_ap(Xv[:NQ], Xv, np.arange(NQ), yv)
     Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
-    Path(f"benchmarks/results/esvm_retrieval{'' if feature == 'pixels' else '_' + feature}.json").write_text(json.dumps(results, indent=1))
+    name = f"esvm_retrieval{'' if feature == 'pixels' else '_' + feature}{'' if N == 2000 else f'_N{N}'}.json"
+    Path("benchmarks/results", name).write_text(json.dumps(results, indent=1))
     print("\n| encoding | mAP sym | mAP asym | kNN acc | NCM acc |\n|---|---|---|---|---|")
     for r in results["rows"]:
         asym = f"{r['mAP_asymmetric']:.3f}" if "mAP_asymmetric" in r else "—"
