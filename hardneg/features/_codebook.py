@@ -396,13 +396,18 @@ class BagOfWords:
             raise ValueError("codebook: size mismatch")
         return self
 
-    def transform(self, images):
-        """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``."""
+    def _fitted_codebook(self) -> Codebook:
+        """The codebook, checked: fitted, and of ``n_words`` words."""
         if not self.is_fitted():
-            raise ValueError("BagOfWords has no codebook: call fit_images() or pass codebook=")
+            raise ValueError(f"{type(self).__name__} has no codebook: call fit_images() or pass codebook=")
         if self.codebook.centroids_.shape[0] != self.n_words:
             raise ValueError(f"codebook: has {self.codebook.centroids_.shape[0]} words, expected n_words={self.n_words}")
-        return self.codebook.histograms(self.descriptor.describe(images), weighting=self.weighting, normalize=self.normalize, sparse=self.sparse)
+        return self.codebook
+
+    def transform(self, images):
+        """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``."""
+        return self._fitted_codebook().histograms(self.descriptor.describe(images), weighting=self.weighting, normalize=self.normalize,
+                                                  sparse=self.sparse)
 
     def save_state(self, folder) -> None:
         """Save the codebook inside the store folder, next to the vectors."""

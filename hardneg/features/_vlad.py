@@ -31,6 +31,12 @@ from ._codebook import BagOfWords, Codebook
 __all__ = ["VLAD", "vlad"]
 
 
+def _check_power(power) -> float:
+    if isinstance(power, bool) or not isinstance(power, Real) or not 0 < power <= 1:
+        raise ValueError(f"power: expected a number in (0, 1], got {power!r}")
+    return float(power)
+
+
 def vlad(descriptor_sets, codebook: Codebook, *, power: float = 0.5, intra: bool = True) -> np.ndarray:
     """VLAD vectors ``(n_images, K * d)`` float32 of ``descriptor_sets`` (one ``(m, d)`` array per image).
 
@@ -44,8 +50,7 @@ def vlad(descriptor_sets, codebook: Codebook, *, power: float = 0.5, intra: bool
     >>> v.shape, bool(np.isclose(np.linalg.norm(v), 1.0))
     ((1, 4), True)
     """
-    if isinstance(power, bool) or not isinstance(power, Real) or not 0 < power <= 1:
-        raise ValueError(f"power: expected a number in (0, 1], got {power!r}")
+    _check_power(power)
     C = codebook.centroids_
     K, d = C.shape
     sets = [np.asarray(s, np.float32) for s in descriptor_sets]
@@ -107,9 +112,7 @@ class VLAD(BagOfWords):
                  max_descriptors: int | None = None, random_state=None, codebook: Codebook | None = None):
         super().__init__(descriptor, n_words=n_words, weighting="tf", normalize=None, sparse=False, n_iter=n_iter,
                          max_descriptors=max_descriptors, random_state=random_state, codebook=codebook)
-        if isinstance(power, bool) or not isinstance(power, Real) or not 0 < power <= 1:
-            raise ValueError(f"power: expected a number in (0, 1], got {power!r}")
-        self.power = float(power)
+        self.power = _check_power(power)
         self.intra = bool(intra)
 
     @property
@@ -122,8 +125,4 @@ class VLAD(BagOfWords):
 
     def transform(self, images):
         """VLAD vectors ``(n, n_words * d)``, float32, unit l2 norm (zero for an image without descriptors)."""
-        if not self.is_fitted():
-            raise ValueError("VLAD has no codebook: call fit_images() or pass codebook=")
-        if self.codebook.centroids_.shape[0] != self.n_words:
-            raise ValueError(f"codebook: has {self.codebook.centroids_.shape[0]} words, expected n_words={self.n_words}")
-        return vlad(self.descriptor.describe(images), self.codebook, power=self.power, intra=self.intra)
+        return vlad(self.descriptor.describe(images), self._fitted_codebook(), power=self.power, intra=self.intra)

@@ -60,7 +60,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import _exemplar_qp as qp
 from ._exemplar import check_exclude, check_exemplar_inputs, check_exemplar_params, exclusion_mask
@@ -246,15 +246,22 @@ def _bound_sums(Z, upper, z_total) -> np.ndarray:
     return sums
 
 
+#: The process's thread pools (BLAS among them), found at the first threaded round.
+_BLAS = None
+
+
 def _each(pool, k, fn, items) -> list:
     """``[fn(i) for i in items]``, on the pool's threads when there is one (the compiled parts release the GIL).
 
     Each of the ``k`` threads takes every ``k``-th item (costs vary along a batch); BLAS runs
     single-threaded meanwhile, so its threads do not compete with the pool's.
     """
+    global _BLAS
     if pool is None or len(items) < 2:
         return [fn(i) for i in items]
-    with threadpool_limits(limits=1, user_api="blas"):
+    if _BLAS is None:  # finding the loaded BLAS libraries costs ~0.4 ms: once, not twice per round
+        _BLAS = ThreadpoolController()
+    with _BLAS.limit(limits=1, user_api="blas"):
         parts = list(pool.map(lambda t: [fn(i) for i in items[t::k]], range(k)))
     out = [None] * len(items)
     for t, part in enumerate(parts):
