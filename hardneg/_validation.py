@@ -262,6 +262,18 @@ def check_binary_target(estimator, y, n_samples: int, name: str = "y"):
     return y, classes
 
 
+def check_finite_scores(scores, what: str = "scores") -> None:
+    """Refuse to rank on NaN or infinite scores: they sort to one end and look like results.
+
+    A damaged feature (or model) makes them; the ranking would print e.g.
+    ``-3.4e38`` as a score. Raises ValueError naming how many are bad.
+    """
+    scores = np.asarray(scores)
+    if scores.size and not np.isfinite(scores).all():
+        bad = int(scores.size - np.isfinite(scores).sum())
+        raise ValueError(f"{what}: {bad} of {scores.size} are NaN or infinite; the features or the model hold non-finite values, so no ranking is given")
+
+
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}: expected an integer, got {value!r}")

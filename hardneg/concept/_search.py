@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from hardneg._validation import check_k, check_matrix, check_positive_int
+from hardneg._validation import check_finite_scores, check_k, check_matrix, check_positive_int
 
 __all__ = ["SearchResult", "search"]
 
@@ -22,6 +22,7 @@ class SearchResult:
 
 
 def _merge_topk(best_rows, best_scores, rows, scores, k):
+    check_finite_scores(scores)
     rows = np.concatenate([best_rows, rows])
     scores = np.concatenate([best_scores, scores])
     if scores.size > k:

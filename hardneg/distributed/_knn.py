@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from .._validation import check_k, check_positive_int
+from .._validation import check_finite_scores, check_k, check_positive_int
 from ._partition import dense, iter_partition, open_store, partitions, store_url
 from ._runner import Runner
 from ._topk import TopK, merge_topk
@@ -38,6 +38,9 @@ def knn_partition(part, *, store: str, queries: np.ndarray, metric: str, k: int,
         kk = min(k, X.shape[0])
         dist, found = ix.search(queries, kk)
         scores = -dist.astype(np.float64) if metric == "l2" else dist.astype(np.float64)
+        check_finite_scores(scores, "kNN scores")
+        if (found < 0).any():  # FAISS marks results it could not rank (NaN distances) with -1
+            raise ValueError("kNN scores: some neighbours could not be ranked (non-finite distances); the features or the queries hold non-finite values")
         part_best = TopK(idx[found], scores, k, idx.size)
         # FAISS orders ties arbitrarily: merge_topk re-sorts by (score, row)
         best = merge_topk(best, part_best)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_finite_scores
+
 __all__ = ["TopK", "merge_topk", "topk_of"]
 
 
@@ -45,6 +47,7 @@ def _best(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.
 def topk_of(rows: np.ndarray, scores: np.ndarray, k: int, n_scanned: int | None = None) -> TopK:
     """The top-k of a block: ``rows`` (m,), ``scores`` (n_queries, m) or (m,)."""
     scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    check_finite_scores(scores)
     rows = np.asarray(rows, dtype=np.int64)
     pairs = [_best(rows, s, k) for s in scores]
     width = min(k, rows.size)

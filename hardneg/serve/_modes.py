@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hardneg._validation import check_finite_scores
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["MODES", "CosineMode", "HammingMode", "InvertedMode", "SearchMode", "register_mode"]
@@ -211,6 +213,7 @@ class CosineMode(SearchMode):
     def rank(self, x, k):
         nq = float(np.linalg.norm(x))
         s = self._scores(np.asarray(x, np.float32) / (nq if nq > 0 else 1.0))
+        check_finite_scores(s)
         k = min(k, s.size)
         top = np.argpartition(-s, k - 1)[:k]
         top = top[np.lexsort((top, -s[top]))]  # best first, ties by row
