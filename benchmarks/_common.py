@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,23 +16,67 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _git_commit() -> dict:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": head or None, "dirty": bool(dirty)}
+
+
+def _versions() -> dict:
+    """Versions of the libraries whose speed or numbers a result depends on (those installed)."""
+    out = {"python": platform.python_version()}
+    for name in ("numpy", "scipy", "sklearn", "numba", "faiss", "torch", "onnxruntime", "zarr", "pyarrow", "hardneg"):
+        try:
+            out[name] = importlib.metadata.version({"sklearn": "scikit-learn", "faiss": "faiss-cpu"}.get(name, name))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def machine_info() -> dict:
+    """Where and when a result was measured: recorded in every result file."""
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
     return {
-        "date": datetime.date.today().isoformat(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "load_average_1_5_15_min": load,
+        "versions": _versions(),
     }
 
 
 def write_results(name: str, payload: dict) -> Path:
+    """Write ``benchmarks/results/<name>.json`` with the command line, commit and machine.
+
+    Every benchmark writes through here, so each figure quoted in the README
+    or the docs can be traced to the command that produced it.
+    """
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2))
+    record = {"command": ["python", *sys.argv], **_git_commit(), "machine": machine_info(), **payload}
+    tmp.write_text(json.dumps(record, indent=2, default=_jsonable))
     os.replace(tmp, path)
     return path
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:

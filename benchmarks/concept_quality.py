@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling  # noqa: E402
 from hardneg.demo_concept import noisy_tags  # noqa: E402
@@ -195,9 +197,9 @@ def main(argv=None):
             previous = json.loads(RESULTS.read_text())
             for feat, res in previous.get("results", {}).items():
                 out["results"].setdefault(feat, res)
-        RESULTS.write_text(json.dumps(out, indent=1))
+        write_results("concept_quality", out)
     else:
-        (RESULTS.parent / "concept_quality_quick.json").write_text(json.dumps(out, indent=1))
+        write_results("concept_quality_quick", out)
     print("| features | |B+| | tag noise | T | classes | method | mAP | P@20 |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import shutil
@@ -30,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 from hardneg.concept import NegativeBootstrap, search  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
@@ -143,10 +144,9 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     if args.quick:
-        (RESULTS.parent / "concept_speed_quick.json").write_text(json.dumps(out, indent=1))
+        write_results("concept_speed_quick", out)
     else:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(out, indent=1))
+        write_results("concept_speed", out)
     s, tr, sc = out["scoring"], out["training"], out["store_scan"]
     print("| measurement | value |")
     print("|---|---|")

@@ -23,16 +23,17 @@ Usage: .venv/bin/python benchmarks/esvm_retrieval.py [N] [--features pixels|cnn|
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
 from sklearn.metrics import average_precision_score
 from sklearn.neighbors import KNeighborsClassifier, NearestCentroid
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `benchmarks` importable
+from benchmarks._common import write_results  # noqa: E402
 from hardneg.datasets import load_fashion_mnist  # noqa: E402
 from hardneg.encoding import ESVMEncoder  # noqa: E402
 
@@ -140,9 +141,8 @@ def main():
         print(g, flush=True)
     results["sensitivity_validation"] = grid
     results["base_val_mAP"] = mean_ap(Xv[:NQ], Xv, np.arange(NQ), yv)
-    Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
-    name = f"esvm_retrieval{'' if feature == 'pixels' else '_' + feature}{'' if N == 2000 else f'_N{N}'}.json"
-    Path("benchmarks/results", name).write_text(json.dumps(results, indent=1))
+    name = f"esvm_retrieval{'' if feature == 'pixels' else '_' + feature}{'' if N == 2000 else f'_N{N}'}"
+    write_results(name, results)
     print("\n| encoding | mAP sym | mAP asym | kNN acc | NCM acc |\n|---|---|---|---|---|")
     for r in results["rows"]:
         asym = f"{r['mAP_asymmetric']:.3f}" if "mAP_asymmetric" in r else "—"

@@ -13,13 +13,15 @@ one-thread rows for a ratio per core).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 from threadpoolctl import threadpool_limits
 
 from hardneg.datasets import load_fashion_mnist
@@ -88,9 +90,7 @@ def main():
     rows.append({"solver": "lda (extra), 1 thread", "threads": 1, "exemplars_per_s": 1 / dt, "speedup_vs_liblinear": t_lib / dt, "median_objective_gap_vs_liblinear": None})
     feats = "Fashion-MNIST CNN (EfficientNet-Lite0), l2-normalized" if CNN else "Fashion-MNIST raw pixels, l2-normalized"
     out = {"N": N, "D": int(Z.shape[1]), "features": feats, "params": KW, "rows": rows, "machine_cores": cores}
-    Path("benchmarks/results").mkdir(parents=True, exist_ok=True)
-    name = "esvm_speed_cnn.json" if CNN else "esvm_speed.json"
-    Path("benchmarks/results", name).write_text(json.dumps(out, indent=1))
+    write_results("esvm_speed_cnn" if CNN else "esvm_speed", out)
     print(f"| solver (N={N}, D={Z.shape[1]}) | α₋ | exemplars/s | × LinearSVC | objective gap |\n|---|---|---|---|---|")
     for r in rows:
         gap = "—" if r["median_objective_gap_vs_liblinear"] is None else f"{r['median_objective_gap_vs_liblinear']:+.1e}"

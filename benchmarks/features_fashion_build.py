@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import tempfile
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 
 def main() -> None:
@@ -60,8 +63,7 @@ def main() -> None:
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
         },
     }
-    out = Path(__file__).parent / "results" / f"features_fashion_build_{args.features}{'_quick' if args.quick else ''}.json"
-    out.write_text(json.dumps(result, indent=1))
+    write_results(f"features_fashion_build_{args.features}{'_quick' if args.quick else ''}", result)
     print("| store | images added | seconds | images/s |\n|---|---|---|---|")
     print(f"| {path.name} | {summary.n_added} | {result['seconds']} | {result['images_per_s']} |")
 

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 
 def main():
@@ -64,8 +67,7 @@ def main():
         "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count(), "torch_threads": args.threads, "numpy": np.__version__,
                     "torch": torch.__version__, "load_avg": os.getloadavg(), "date": datetime.datetime.now().isoformat(timespec="seconds")},
     }
-    out = Path(__file__).parent / "results" / ("features_fashion_input_size_quick.json" if args.quick else "features_fashion_input_size.json")
-    out.write_text(json.dumps(result, indent=1))
+    write_results("features_fashion_input_size_quick" if args.quick else "features_fashion_input_size", result)
     print(result["protocol"])
     print("| input size | images/s | speed vs 224 | hours for 70k | mAP |\n|---|---|---|---|---|")
     for r in rows:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 
 def ranked_labels(Q, D, db_labels, chunk=100):
@@ -89,8 +92,7 @@ def main():
         "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count(), "numpy": np.__version__,
                     "load_avg": os.getloadavg(), "date": datetime.datetime.now().isoformat(timespec="seconds")},
     }
-    out = Path(__file__).parent / "results" / ("features_fashion_retrieval_quick.json" if args.quick else "features_fashion_retrieval.json")
-    out.write_text(json.dumps(result, indent=1))
+    write_results("features_fashion_retrieval_quick" if args.quick else "features_fashion_retrieval", result)
     print(result["protocol"])
     print("| features | dim | mAP | mAP@100 | P@10 | search time vs pixels |\n|---|---|---|---|---|---|")
     for r in rows:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import time
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
 
 
 def photos():
@@ -97,8 +100,7 @@ def main():
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
         },
     }
-    out = Path(__file__).parent / "results" / ("features_throughput_quick.json" if args.quick else "features_throughput.json")
-    out.write_text(json.dumps(result, indent=1))
+    write_results("features_throughput_quick" if args.quick else "features_throughput", result)
     print("| extractor | data | images | images/s | speed vs CNN@224 |\n|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['extractor']} | {r['data']} | {r['n_images']} | {r['images_per_s']} | {r['speed_vs_cnn224']}x |")

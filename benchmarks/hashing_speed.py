@@ -19,15 +19,20 @@ import datetime
 import json
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 import faiss
 import numpy as np
+
 from sklearn.svm import LinearSVC
 
-from hardneg.hashing import TSVMHashing
-from hardneg.index import HammingIndex
-from hardneg.svm import RampTSVM
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._common import write_results  # noqa: E402
+from hardneg.hashing import TSVMHashing  # noqa: E402
+from hardneg.index import HammingIndex  # noqa: E402
+from hardneg.svm import RampTSVM  # noqa: E402
 
 
 def best_time(fn, repeats):
@@ -121,8 +126,7 @@ def main():
                 out["search"].append(row)
                 print("search", row, flush=True)
 
-    with open(os.path.join(os.path.dirname(__file__), "results", name), "w") as fh:
-        json.dump(out, fh, indent=2)
+    write_results(name.removesuffix(".json"), out)
     print("\n| measure | ours | baseline | ratio |\n|---|---|---|---|")
     if "node" in out:
         nd = out["node"]
