@@ -123,13 +123,25 @@ def _check_input_size(features: Features, input_size: int, model: str | None = N
 @app.command("images")
 @cluster_options
 def images(
-    sources: list[str] = typer.Argument(None, help="Image folders or files. Ids are paths relative to each folder."),
+    sources: list[str] = typer.Argument(
+        None,
+        help="Image folders or files. Ids are paths relative to each folder given (photos/cats/x.jpg -> cats/x.jpg), whichever "
+        "folders are listed, so a rerun with more folders adds only the new images; the same id from two folders is refused.",
+    ),
     out: str = typer.Option(..., "--out", "-o", help="Store folder to create or resume."),
     features: Features = _OPT_FEATURES,
     list_file: str = typer.Option(None, "--list", help="Text file with one image path per line (relative to the file's folder)."),
-    labels_from_folders: bool = typer.Option(False, "--labels-from-folders", help="Label each image by its first sub-folder."),
+    labels_from_folders: bool = typer.Option(
+        False, "--labels-from-folders",
+        help="Label each image by its first sub-folder. The store records the class names; a rerun numbers new ones after them.",
+    ),
     tags_from_folders: bool = typer.Option(
-        False, "--tags-from-folders", help="Tag each image with its first sub-folder (cats/x.jpg -> cats): what `concept train -c` uses."
+        False, "--tags-from-folders",
+        help="Tag each image with every folder level of its id (animals/mammals/x.png -> animals, mammals): what "
+        "`concept train -c` uses. --folder-tag-levels 1: the first sub-folder only.",
+    ),
+    folder_tag_levels: int = typer.Option(
+        0, "--folder-tag-levels", min=0, help="With --tags-from-folders: tag with the first N folder levels only (0, the default: every level).",
     ),
     tags_csv: str = typer.Option(None, "--tags-csv", help="CSV of id,tags rows (tags separated by ';'; ids as stored, e.g. cats/x.jpg)."),
     labels_csv: str = typer.Option(None, "--labels-csv", help="CSV of id,label rows (a class name or number per image)."),
@@ -161,7 +173,8 @@ def images(
     from functools import partial
 
     from ..distributed._extract import extract_images
-    from ..features import extract_to_store, list_image_files, resolve_images
+    from ..features import extract_to_store, resolve_images
+    from ..features._extract import check_unique_ids, images_from_folders
 
     if model is not None and not trust_model:
         raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
@@ -172,20 +185,11 @@ def images(
     sources = list(sources or [])
     if not sources and list_file is None:
         raise CLIError("give image folders/files or --list FILE")
-    paths: list[str] = []
-    ids: list[str] = []
     for src in sources:
-        p = Path(src)
-        if p.is_dir():
-            files = list_image_files(p)
-            paths += [str(f) for f in files]
-            prefix = "" if len(sources) == 1 else p.name.rstrip("/") + "/"
-            ids += [prefix + f.relative_to(p).as_posix() for f in files]
-        elif p.exists():
-            paths.append(str(p))
-            ids.append(p.as_posix())
-        else:
+        if not Path(src).exists():
             raise CLIError(f"{src}: no such file or folder")
+    # ids: relative to each folder, whichever folders are listed (a rerun with more folders finds the stored ones)
+    paths, ids = images_from_folders(sources)
     if list_file is not None:
         lf = Path(list_file)
         if not lf.is_file():
@@ -197,8 +201,9 @@ def images(
                 ids.append(line)
     if not paths:
         raise CLIError("no image files found in the given sources")
+    check_unique_ids(ids, paths)
     items = resolve_images(paths, ids=ids)
-    tags, labels, class_names = _tags_and_labels(items, tags_from_folders, tags_csv, labels_csv, labels_from_folders)
+    tags, labels = _tags_and_labels(items, tags_from_folders, tags_csv, labels_csv, labels_from_folders, folder_tag_levels)
     extractor = _extractor(features, input_size=input_size, l2=l2, threads=threads, model=model, n_words=n_words,
                            tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model, tree_branching=tree)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
@@ -207,7 +212,6 @@ def images(
         summary = run(
             paths, out, extractor, ids=ids, labels=labels, tags=tags,
             batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
-            attrs=None if class_names is None else {"class_names": class_names},
         )
     _report(summary)
     if summary.n_already and (tags is not None or labels is not None):
@@ -216,20 +220,24 @@ def images(
                       highlight=False, soft_wrap=True)
 
 
-def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, labels_csv: str | None, labels_from_folders: bool):
-    """Per-image tags and labels from the folder names and the CSV files (checked before any work)."""
-    from ..features import folder_labels
+def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, labels_csv: str | None, labels_from_folders: bool,
+                     folder_tag_levels: int = 0):
+    """Per-image tags and labels from the folder names and the CSV files (checked before any work).
+
+    Labels by name (folders, a CSV of names) go to the store as names: it numbers them by the
+    class names it records, so a rerun never re-numbers them; numeric CSV labels go as numbers.
+    """
+    from ..features._extract import folder_tags
     from ._common import read_id_csv, split_tags
 
     if labels_from_folders and labels_csv:
         raise CLIError("--labels-csv: give it or --labels-from-folders, not both")
     ids = [it.id for it in items]
-    tags = labels = class_names = None
+    tags = labels = None
     if tags_from_folders:
-        tops = [i.split("/", 1)[0] if "/" in i else None for i in ids]
-        if not any(tops):
+        tags = folder_tags(ids, folder_tag_levels or None)
+        if not any(tags):
             raise CLIError("--tags-from-folders: no image lies in a sub-folder of the given folder(s)")
-        tags = [[t] if t else [] for t in tops]
     if tags_csv:
         rows = read_id_csv(tags_csv, "--tags-csv")
         unknown = sorted(set(rows) - set(ids))
@@ -237,9 +245,17 @@ def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, label
             raise CLIError(f"--tags-csv {tags_csv}: {len(unknown)} id(s) match no image, e.g. {', '.join(unknown[:3])} (ids look like {ids[0]!r})")
         tags = tags or [[] for _ in ids]
         tags = [list(dict.fromkeys(t + split_tags(rows.get(i, "")))) for t, i in zip(tags, ids)]
+    if tags is not None:
+        from ..store._items import tag_list
+
+        for t, i in zip(tags, ids):
+            try:
+                tag_list(t, 0)
+            except ValueError as exc:
+                where = "--tags-csv" if tags_csv else "--tags-from-folders"
+                raise CLIError(f"{where}: image {i}: {str(exc).split(': ', 1)[-1].replace('row 0 holds', 'has')}") from None
     if labels_from_folders:
-        labels, class_names = folder_labels(items)
-        labels = labels.tolist()
+        labels = [i.split("/", 1)[0] if "/" in i else None for i in ids]
     elif labels_csv:
         rows = read_id_csv(labels_csv, "--labels-csv")
         unknown = sorted(set(rows) - set(ids))
@@ -251,10 +267,8 @@ def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, label
             if any(v < -1 for v in labels):
                 raise CLIError(f"--labels-csv {labels_csv}: class numbers are >= 0 (-1: unlabeled)")
         else:
-            class_names = sorted(values)
-            index = {n: k for k, n in enumerate(class_names)}
-            labels = [index[rows[i]] if i in rows else -1 for i in ids]
-    return tags, labels, class_names
+            labels = [rows.get(i) or None for i in ids]
+    return tags, labels
 
 
 @app.command("dataset")

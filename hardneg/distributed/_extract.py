@@ -5,10 +5,12 @@ the extractor rebuilt from the output store's own settings
 (:func:`hardneg.features.extractor_from_store`: same network, input size,
 codebook), so nothing but image paths travels to the workers; merge: the
 client appends each batch to the store in input order, one atomic commit per
-batch, exactly as :func:`hardneg.features.extract_to_store` does. The store
-is created (and a bag-of-words codebook learned) in process by
-``extract_to_store`` on the first batch; the rest runs on the cluster. A
-rerun skips the ids already in the store.
+batch, exactly as :func:`hardneg.features.extract_to_store` does. Both share
+one plan (``hardneg.features._extract._Extraction``): the same checks of ids
+against the store, the same class-name numbering, the same codebook sample.
+A new store is created (its codebook learned from every input) in process
+with the first batch that has a readable image; the rest runs on the
+cluster. A rerun skips the ids already in the store.
 
 Images must be files that every worker can read at the same path (a shared
 filesystem). CNN features on a worker are computed with one torch thread;
@@ -23,7 +25,7 @@ import functools
 import json
 import logging
 import os
-from pathlib import Path
+import time
 
 from ._runner import Runner
 
@@ -62,7 +64,8 @@ def extract_images(paths, out, extractor, *, ids=None, labels=None, tags=None, s
     """Extract image files into the store ``out`` on a cluster (or in process), batch by batch.
 
     Parameters are those of :func:`hardneg.features.extract_to_store`
-    (``paths``: a list of image files; ``ids`` default to the paths);
+    (``paths``: a list of image files; ``ids`` default to the paths), with
+    the same checks, id rules and class-name numbering (one shared plan);
     ``model`` / ``trust_model``: the torch model file of a ``--model`` store,
     opened by each worker.
 
@@ -70,64 +73,45 @@ def extract_images(paths, out, extractor, *, ids=None, labels=None, tags=None, s
     -------
     ExtractionSummary
     """
-    from ..features import extract_to_store
-    from ..features._extract import ExtractionSummary, stored_paths
-    from ..store import FeatureStore
+    from .._validation import check_positive_int
+    from ..features._extract import _Extraction
     from ._partition import store_url
 
+    t0 = time.perf_counter()
     runner = runner or Runner()
+    batch_size = check_positive_int(batch_size, "batch_size")
     paths = [str(p) for p in paths]
     ids = [str(i) for i in ids] if ids is not None else list(paths)
-    n = len(paths)
-    if len(ids) != n:
-        raise ValueError(f"ids: {len(ids)} ids for {n} images")
-    for name, v in (("labels", labels), ("tags", tags)):
-        if v is not None and len(v) != n:
-            raise ValueError(f"{name}: has {len(v)} entries for {n} images")
-    if split is not None and not isinstance(split, str) and len(split) != n:
-        raise ValueError(f"split: has {len(split)} entries for {n} images")
-    learns = hasattr(extractor, "fit_images")
-    if learns and not extractor.is_fitted() and (overwrite or not Path(out).exists()):
-        # as extract_to_store does: the codebook sample is drawn from every input, not the first batch
-        from .._validation import check_positive_int, check_random_state
-        from ..features._extract import _fit_sample
-        from ..features._images import resolve_images
-
-        rng = check_random_state(random_state)
-        extractor.fit_images(_fit_sample(resolve_images(paths, ids=ids), check_positive_int(n_fit_images, "n_fit_images"), rng),
-                             random_state=rng)
-    # The first batch in process: creates (or checks) the store, saves the settings and the codebook.
-    first = extract_to_store(paths[:batch_size], out, extractor, ids=ids[:batch_size],
-                             labels=None if labels is None else list(labels[:batch_size]),
-                             tags=None if tags is None else list(tags[:batch_size]),
-                             split=split if split is None or isinstance(split, str) else list(split[:batch_size]),
-                             batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
-    summary = ExtractionSummary(store_path=str(out), n_inputs=n, n_added=first.n_added, n_already=first.n_already,
-                                failed=list(first.failed))
-    if progress is not None:
-        progress(min(batch_size, n))
-    with FeatureStore.open(out, mode="a") as st:
-        present = set(st.ids().tolist())
-        todo = [(k, ids[k], paths[k]) for k in range(min(batch_size, n), n) if ids[k] not in present]
-        summary.n_already += n - min(batch_size, n) - len(todo)
-        if progress is not None and n - min(batch_size, n) - len(todo):
-            progress(n - min(batch_size, n) - len(todo))
+    if len(ids) != len(paths):
+        raise ValueError(f"ids: {len(ids)} ids for {len(paths)} images")
+    run = _Extraction(paths, out, extractor, ids=ids, root=None, labels=labels, tags=tags, split=split, overwrite=overwrite,
+                      recursive=True, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
+    try:
+        run.report_present(progress)
+        todo = run.todo
         batches = [todo[a : a + batch_size] for a in range(0, len(todo), batch_size)]
-        config = json.dumps(st.attrs.get("extractor"), sort_keys=True)
-        func = functools.partial(extract_partition, store=store_url(st.path), config=config,
-                                 model=None if model is None else os.path.abspath(model), trust_model=trust_model)
-        for batch, (kept, X, failed) in zip(batches, runner.map_ordered(func, batches)):
-            summary.failed.extend(failed)
-            if kept:
-                st.append(
-                    X,
-                    ids=[ids[k] for k in kept],
-                    paths=stored_paths([paths[k] for k in kept], st.path, st.attrs),
-                    labels=None if labels is None else [labels[k] for k in kept],
-                    tags=None if tags is None else [tags[k] for k in kept],
-                    split=split if split is None or isinstance(split, str) else [split[k] for k in kept],
-                )
-                summary.n_added += len(kept)
+        done = 0
+        # In process until the store exists (the first batch with a readable image creates it):
+        # workers rebuild the extractor from the store's settings and codebook.
+        while done < len(batches) and run.store is None:
+            run.extract_batch(batches[done])
             if progress is not None:
-                progress(len(batch))
-    return summary
+                progress(len(batches[done]))
+            done += 1
+        rest = batches[done:]
+        if rest:
+            st = run.store
+            config = json.dumps(st.attrs.get("extractor"), sort_keys=True)
+            func = functools.partial(extract_partition, store=store_url(st.path), config=config,
+                                     model=None if model is None else os.path.abspath(model), trust_model=trust_model)
+            work = [[(it.index, it.id, it.path) for it in batch] for batch in rest]
+            for batch, (kept, X, failed) in zip(rest, runner.map_ordered(func, work)):
+                run.summary.failed.extend(failed)
+                if kept:
+                    by_index = {it.index: it for it in batch}
+                    run.write([by_index[k] for k in kept], X)
+                if progress is not None:
+                    progress(len(batch))
+    finally:
+        run.close()
+    return run.finish(t0)

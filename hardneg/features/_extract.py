@@ -1,11 +1,20 @@
 """The extraction pipeline: images in, a FeatureStore out; batched and resumable.
 
-A run resolves its inputs to items with string ids (relative paths for
-files, row numbers for arrays), opens or creates the store, skips every id
-already in it, and extracts the rest batch by batch; each batch is one
-atomically committed append, so a killed run loses at most the batch in
-flight and a rerun picks up where it stopped. A file that cannot be
+A run resolves its inputs to items with string ids (for files the path
+relative to the folder each was found in, whichever other folders are
+listed; row numbers for arrays), opens the store or plans to create it,
+skips every id already in it, and extracts the rest batch by batch; each
+batch is one atomically committed append, so a killed run loses at most the
+batch in flight and a rerun picks up where it stopped. A file that cannot be
 decoded is skipped and listed in the returned summary; nothing else is lost.
+
+What a rerun may not change is refused before anything is written: a stored
+id given for another file (the same relative path under another folder), a
+stored file given under another id (another id root), other extractor
+settings. Class names are numbered by the list the store records
+(``attrs["class_names"]``): a rerun numbers new names after it and never
+re-numbers. A new store is created only with its first rows, so a run that
+fails before (a missing OpenCV or torch, no readable image) leaves none.
 
 An extractor is any object with ``dim``, ``sparse``, ``config()`` (a JSON
 dict saved in the store and compared on resume) and ``transform(images)``
@@ -20,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,14 +40,15 @@ import scipy.sparse as sp
 
 from .._validation import check_positive_int, check_random_state
 from ..store import FeatureStore
-from ._images import ImageItem, ImageReadError, resolve_images
+from ._images import ImageItem, ImageReadError, list_image_files, resolve_images
 
 logger = logging.getLogger(__name__)
 
 # attrs["image_paths"] of stores whose image paths are relative to the store folder.
 PATHS_RELATIVE_TO_STORE = "relative-to-store"
 
-__all__ = ["ExtractionSummary", "extract_to_store", "extractor_from_store", "folder_labels", "settings_difference", "stored_paths"]
+__all__ = ["ExtractionSummary", "check_extractor_available", "check_unique_ids", "extract_to_store", "extractor_from_store", "folder_labels",
+           "folder_tags", "images_from_folders", "settings_difference", "stored_paths"]
 
 
 @dataclass
@@ -197,6 +208,318 @@ def _fit_sample(items, n_fit_images, rng):
     return images
 
 
+def check_extractor_available(extractor) -> None:
+    """Load what ``extractor`` needs (OpenCV for dense SIFT, torch and the network for a CNN)
+    and raise its ImportError now, before an output store exists, rather than at the first batch."""
+    from ._dsift import DenseSift, _require_cv2
+
+    if isinstance(getattr(extractor, "descriptor", None), DenseSift) or isinstance(extractor, DenseSift):
+        _require_cv2()
+    if hasattr(extractor, "_load_model") and hasattr(type(extractor), "net"):
+        extractor.net  # noqa: B018 - loads torch and the weights once; the extractor keeps them for the run
+
+
+def _label_names(labels, items) -> tuple[list | None, list | None]:
+    """``(values, names)``: per-item labels as given (numbers), or per-item class names
+    (``"folders"``, or a sequence holding strings; None or "" for unlabeled)."""
+    if labels is None:
+        return None, None
+    if isinstance(labels, str):
+        if labels != "folders":
+            raise ValueError(f"labels: expected a sequence, 'folders' or None, got {labels!r}")
+        return None, [it.id.split("/", 1)[0] if "/" in it.id else None for it in items]
+    labels = _per_item(labels, len(items), "labels")
+    if any(isinstance(v, str) for v in labels):
+        bad = next((v for v in labels if v is not None and not isinstance(v, str)), None)
+        if bad is not None:
+            raise TypeError(f"labels: class names and numbers mixed (e.g. {bad!r}); give one kind")
+        return None, [v or None for v in labels]
+    return labels, None
+
+
+def _class_names(stored, given, names, store_labelled: bool) -> list | None:
+    """The store's class names after this run: the recorded ones keep their numbers, new ones
+    are numbered after them (sorted among themselves); never re-numbered."""
+    result = None if stored is None else list(stored)
+    if given is not None:
+        given = [str(n) for n in given]
+        if result is None:
+            result = given
+        else:
+            k = min(len(result), len(given))
+            if result[:k] != given[:k]:
+                raise ValueError(
+                    f"class_names: the store numbers its classes {result[:6]}, this run {given[:6]}; "
+                    f"give the labels as class names to have them mapped to the store's numbers"
+                )
+            result = result if len(result) >= len(given) else given
+    if names is not None:
+        if result is None:
+            if store_labelled:
+                raise ValueError("labels: the store's labels are class numbers without recorded names; give numbers, not names")
+            result = []
+        known = set(result)
+        result = result + sorted({n for n in names if n is not None and n not in known})
+    return result
+
+
+def _abspath(p) -> str:
+    # not realpath: that costs a stat per path component, seconds per 10,000 stored rows
+    return os.path.normpath(os.path.abspath(p))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_unique_ids(ids: Sequence[str], paths: Sequence) -> None:
+    """Refuse the same id for two files, naming both (ids relative to each of several folders can repeat)."""
+    first: dict[str, object] = {}
+    for i, p in zip(ids, paths):
+        if i in first:
+            raise ValueError(
+                f"ids: {i!r} comes from both {first[i]} and {p}: ids are paths relative to each folder given, "
+                f"so these folders cannot share a store; extract them into separate stores or rename one"
+            )
+        first[i] = p
+
+
+def images_from_folders(sources, *, recursive: bool = True) -> tuple[list[str], list[str]]:
+    """Image files under each source and their store ids: ``(paths, ids)``.
+
+    A folder's images get the path relative to *that* folder as id
+    (``photos/cats/x.jpg`` -> ``cats/x.jpg``), whichever other folders are
+    listed, so a rerun with more folders finds the ids already stored; a file
+    given on its own keeps its path as given. The same id from two sources
+    is refused (:class:`ValueError`, naming both files).
+
+    >>> images_from_folders([])
+    ([], [])
+    """
+    paths: list[str] = []
+    ids: list[str] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir():
+            files = list_image_files(p, recursive=recursive)
+            paths += [str(f) for f in files]
+            ids += [f.relative_to(p).as_posix() for f in files]
+        elif p.exists():
+            paths.append(str(p))
+            ids.append(p.as_posix())
+        else:
+            raise ValueError(f"sources: {src}: no such file or folder")
+    check_unique_ids(ids, paths)
+    return paths, ids
+
+
+def folder_tags(ids: Sequence[str], levels: int | None = None) -> list[list[str]]:
+    """Every folder of each id as a tag (``animals/mammals/x.png`` -> ``["animals", "mammals"]``),
+    or the first ``levels`` of them; ids at top level get no tag.
+
+    >>> folder_tags(["animals/mammals/x.png", "animals/y.png", "z.png"]), folder_tags(["a/b/x.png"], 1)
+    ([['animals', 'mammals'], ['animals'], []], [['a']])
+    """
+    out = []
+    for i in ids:
+        parts = [p for p in i.split("/")[:-1] if p not in ("", ".")]
+        out.append(list(dict.fromkeys(parts if not levels else parts[:levels])))
+    return out
+
+
+def _set_attrs(store, **updates) -> None:
+    # FeatureStore has no attrs setter; this is the atomic meta.json commit its appends and item edits use.
+    meta = dict(store._meta)
+    meta["attrs"] = {**meta.get("attrs", {}), **updates}
+    store._commit_meta(meta)
+
+
+class _Extraction:
+    """One extraction run, checked before anything is written; shared by :func:`extract_to_store`
+    and the distributed twin (:func:`hardneg.distributed.extract_images`), which differ only in
+    where batches are transformed.
+
+    It resolves the inputs to items, maps class names to the store's recorded numbers,
+    refuses ids that would change the meaning of stored ones, checks the extractor's settings
+    and availability, and learns a codebook when needed. A new store (or one that replaces an
+    old store with ``overwrite``) is created only when the first batch has rows to write, so a
+    run that fails before that leaves no empty store behind (and an old store in place).
+    """
+
+    def __init__(self, source, path, extractor, *, ids, root, labels, tags, split, overwrite, recursive, n_fit_images,
+                 random_state, attrs):
+        self.path = Path(path)
+        self.extractor = extractor
+        self.overwrite = overwrite
+        if ids is not None and isinstance(source, Sequence) and not isinstance(source, (str, np.ndarray)) and len(ids) == len(source):
+            check_unique_ids([str(i) for i in ids], source)
+        items = resolve_images(source, ids=ids, root=root, recursive=recursive)
+        if not items:
+            raise ValueError(f"source: no images found in {source!r}" if isinstance(source, (str, Path)) else "source: no images given")
+        self.items = items
+        self.summary = ExtractionSummary(store_path=str(self.path), n_inputs=len(items))
+        self.labels, names = _label_names(labels, items)
+        self.tags = _per_item(tags, len(items), "tags")
+        self.split = _per_item(split, len(items), "split")
+        attrs = dict(attrs or {})
+
+        self.store = None
+        self.created = False
+        self.new_attrs: dict = {}
+        learns = hasattr(extractor, "fit_images")
+        if self.path.exists() and not overwrite:
+            store = FeatureStore.open(self.path, mode="a")
+            try:
+                saved = store.attrs.get("extractor")
+                if saved is None or _canonical(saved) != _canonical(extractor.config()):
+                    raise ValueError(
+                        f"{self.path}: this store was built with other extractor settings ({settings_difference(saved, extractor.config())}); "
+                        f"rebuild it with overwrite=True (--overwrite on the command line), or extract into a new store"
+                    )
+                present = self._check_against(store)
+                if any(it.id not in present for it in items):
+                    check_extractor_available(extractor)
+                stored_names = store.attrs.get("class_names")
+                labelled = names is not None and stored_names is None and len(store) > 0 and bool((store.labels() >= 0).any())
+                class_names = _class_names(stored_names, attrs.get("class_names"), names, labelled)
+                if class_names is not None and class_names != stored_names:
+                    self.new_attrs["class_names"] = class_names
+                if learns:
+                    try:
+                        extractor.load_state(self.path)
+                    except ValueError:
+                        if len(store):
+                            raise
+                        # Killed between creating the store and saving the codebook: learn it again.
+                        if not extractor.is_fitted():
+                            self._fit(n_fit_images, random_state)
+                        extractor.save_state(self.path)
+            except BaseException:
+                store.close()
+                raise
+            self.store = store
+        else:
+            present = set()
+            check_extractor_available(extractor)  # before the codebook is learned and long before a store exists
+            class_names = _class_names(None, attrs.get("class_names"), names, False)
+            if class_names is not None:
+                attrs["class_names"] = class_names
+            if learns and not extractor.is_fitted():
+                self._fit(n_fit_images, random_state)
+            self.create_attrs = {"extractor": extractor.config(), "image_paths": PATHS_RELATIVE_TO_STORE, **attrs}
+        if names is not None:
+            index = {n: k for k, n in enumerate(class_names)}
+            self.labels = [-1 if n is None else index[n] for n in names]
+        self.todo = [it for it in items if it.id not in present]
+        self.summary.n_already = len(items) - len(self.todo)
+        logger.info("%s: %d inputs, %d already extracted, %d to do", self.path, len(items), self.summary.n_already, len(self.todo))
+
+    def _fit(self, n_fit_images, random_state) -> None:
+        rng = check_random_state(random_state)
+        self.extractor.fit_images(_fit_sample(self.items, check_positive_int(n_fit_images, "n_fit_images"), rng), random_state=rng)
+
+    def _check_against(self, store) -> set:
+        """The ids already stored; refuses a stored id given for another file that still exists
+        (another folder) and a stored file given under another id (another id root)."""
+        if not len(store):
+            return set()
+        table = store.items
+        stored_ids = table.column("id").to_pylist()
+        present = set(stored_ids)
+        if not any(it.path is not None for it in self.items):
+            return present
+        from ._images import resolve_stored_path
+
+        files = {}
+        for i, p in zip(stored_ids, table.column("path").to_pylist()):
+            files[i] = None if p is None else _abspath(resolve_stored_path(store, p))
+        by_file = {f: i for i, f in files.items() if f is not None}
+        for it in self.items:
+            if it.path is None:
+                continue
+            here = _abspath(it.path)
+            if it.id in present:
+                there = files[it.id]
+                if there is not None and there != here and os.path.exists(there) and not _same_file(there, here):
+                    raise ValueError(
+                        f"{it.id!r}: the store holds this id for {there}, this run gives {here}: ids are paths relative to each "
+                        f"folder given, so this would be another image under a stored id; give the folder(s) the store was built "
+                        f"from, or extract into a new store"
+                    )
+            elif here in by_file:
+                raise ValueError(
+                    f"{it.path}: already in the store as {by_file[here]!r}, this run would add it again as {it.id!r} (another id "
+                    f"root); ids are paths relative to each folder given: give the folder(s) the store was built from"
+                )
+        return present
+
+    def report_present(self, progress) -> None:
+        if progress is not None and self.summary.n_already:
+            progress(self.summary.n_already)
+
+    def write(self, good: Sequence[ImageItem], X) -> None:
+        """Append the rows of ``good``; creates the store on the first rows of a new one."""
+        if self.store is None:
+            store = FeatureStore.create(self.path, self.extractor.dim, sparse=self.extractor.sparse, overwrite=self.overwrite,
+                                        attrs=self.create_attrs)
+            self.store, self.created = store, True
+        try:
+            if self.created and hasattr(self.extractor, "fit_images") and not len(self.store):
+                self.extractor.save_state(self.path)
+            if self.new_attrs:
+                # before the rows that use the new class numbers: names without rows are harmless
+                _set_attrs(self.store, **self.new_attrs)
+                self.new_attrs = {}
+            rows = [it.index for it in good]
+            labels, tags, split = self.labels, self.tags, self.split
+            self.store.append(
+                X,
+                ids=[it.id for it in good],
+                paths=stored_paths([it.path for it in good], self.path, self.store.attrs),
+                labels=None if labels is None else [labels[r] for r in rows],
+                tags=None if tags is None else [tags[r] for r in rows],
+                split=split if split is None or isinstance(split, str) else [split[r] for r in rows],
+            )
+        except BaseException:
+            self._remove_if_empty()
+            raise
+        self.summary.n_added += len(good)
+
+    def _remove_if_empty(self) -> None:
+        if self.created and self.store is not None and not len(self.store):
+            self.store.close()
+            self.store = None
+            shutil.rmtree(self.path, ignore_errors=True)
+            logger.info("%s: removed the empty store this run created", self.path)
+
+    def extract_batch(self, batch: Sequence[ImageItem]) -> None:
+        """Read, transform and append one batch in this process."""
+        good, images = _load_batch(batch, self.summary)
+        if good:
+            X = _transform_isolating_failures(self.extractor, good, images, self.summary)
+            if X is not None:
+                self.write(*X)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def finish(self, t0: float) -> ExtractionSummary:
+        """Close the store; a new store that got no row is not left behind."""
+        self.close()
+        s = self.summary
+        s.seconds = time.perf_counter() - t0
+        if self.store is None and self.todo:
+            example = f" (e.g. {s.failed[0][0]}: {s.failed[0][1]})" if s.failed else ""
+            raise ValueError(f"{self.path}: none of the {len(self.todo)} inputs could be read{example}; no store written")
+        if s.failed:
+            logger.warning("%d inputs could not be read and were skipped", s.n_failed)
+        return s
+
+
 def extract_to_store(
     source,
     path,
@@ -222,26 +545,39 @@ def extract_to_store(
     source : folder, list of paths, image array (N, H, W[, C]) or list of arrays
         See :func:`hardneg.features.resolve_images`.
     path : str or Path
-        The store folder; created if missing, resumed if present (a resumed
-        bag-of-words run uses the codebook saved in the store).
+        The store folder; created (when the first batch has rows to write) if
+        missing, resumed if present (a resumed bag-of-words run uses the
+        codebook saved in the store).
     extractor : object
         e.g. :class:`EfficientNetLite0` or :class:`BagOfWords`.
     ids, root : optional
-        Item ids, or the folder that ids of listed paths are relative to.
-    labels : sequence of int, ``"folders"`` or None
-        One label per input; ``"folders"`` labels files by their first
-        sub-folder (class names saved in ``attrs["class_names"]``).
+        Item ids, or the folder that ids of listed paths are relative to. A
+        folder's ids are the paths relative to it. On resume, an id already
+        stored for another file (that still exists), or a stored file given
+        under another id, is refused before anything is written.
+    labels : sequence of int, sequence of str, ``"folders"`` or None
+        One label per input: class numbers, or class names (None or "" for
+        unlabeled); ``"folders"`` names each file's class by its first
+        sub-folder. Names are numbered by ``attrs["class_names"]`` in the
+        store: recorded names keep their numbers, new ones are numbered
+        after them, never re-numbered.
     tags, split : optional
         Per-input tags (lists of str) and split names (or one split for all).
     batch_size : int
         Images per committed batch.
     overwrite : bool
-        Replace an existing store instead of resuming it.
+        Replace an existing store instead of resuming it (the old one stays
+        until the first batch has rows to write).
+    recursive : bool
+        Whether a folder's sub-folders are searched too.
     n_fit_images : int
         For extractors that learn (bag of words): images sampled to learn
         the codebook when the store is new.
     random_state : int or None
         Seeds the codebook sample and k-means.
+    attrs : dict, optional
+        Saved with a new store; ``class_names`` (for numeric labels) may
+        extend the store's recorded ones on resume, not re-order them.
     progress : callable, optional
         Called with the number of inputs just handled (already-present
         ones are reported once at the start).
@@ -250,6 +586,14 @@ def extract_to_store(
     -------
     ExtractionSummary
         Counts and the list of skipped (unreadable) inputs.
+
+    Raises
+    ------
+    ImportError
+        The extractor's library (OpenCV, torch) is missing: raised before any output exists.
+    ValueError
+        Bad arguments, ids that would change stored ones, or (for a new
+        store) no readable input: then no store is left behind.
 
     Examples
     --------
@@ -262,84 +606,19 @@ def extract_to_store(
     (6, 0)
     """
     t0 = time.perf_counter()
-    path = Path(path)
     batch_size = check_positive_int(batch_size, "batch_size")
-    items = resolve_images(source, ids=ids, root=root, recursive=recursive)
-    if not items:
-        raise ValueError(f"source: no images found in {source!r}" if isinstance(source, (str, Path)) else "source: no images given")
-    summary = ExtractionSummary(store_path=str(path), n_inputs=len(items))
-
-    extra_attrs = dict(attrs or {})
-    if isinstance(labels, str):
-        if labels != "folders":
-            raise ValueError(f"labels: expected a sequence, 'folders' or None, got {labels!r}")
-        labels, class_names = folder_labels(items)
-        extra_attrs["class_names"] = class_names
-    labels = _per_item(labels, len(items), "labels")
-    tags = _per_item(tags, len(items), "tags")
-    split = _per_item(split, len(items), "split")
-
-    learns = hasattr(extractor, "fit_images")
-    if path.exists() and not overwrite:
-        store = FeatureStore.open(path, mode="a")
-        saved = store.attrs.get("extractor")
-        if saved is None or _canonical(saved) != _canonical(extractor.config()):
-            store.close()
-            raise ValueError(
-                f"{path}: this store was built with other extractor settings ({settings_difference(saved, extractor.config())}); "
-                f"rebuild it with overwrite=True (--overwrite on the command line), or extract into a new store"
-            )
-        if learns:
-            try:
-                extractor.load_state(path)
-            except ValueError:
-                if len(store):
-                    store.close()
-                    raise
-                # Killed between creating the store and saving the codebook: learn it again.
-                if not extractor.is_fitted():
-                    rng = check_random_state(random_state)
-                    extractor.fit_images(_fit_sample(items, check_positive_int(n_fit_images, "n_fit_images"), rng), random_state=rng)
-                extractor.save_state(path)
-    else:
-        if learns and not extractor.is_fitted():
-            rng = check_random_state(random_state)
-            extractor.fit_images(_fit_sample(items, check_positive_int(n_fit_images, "n_fit_images"), rng), random_state=rng)
-        store_attrs = {"extractor": extractor.config(), "image_paths": PATHS_RELATIVE_TO_STORE, **extra_attrs}
-        store = FeatureStore.create(path, extractor.dim, sparse=extractor.sparse, overwrite=overwrite, attrs=store_attrs)
-        if learns:
-            extractor.save_state(path)
-
-    with store:
-        present = set(store.ids().tolist()) if len(store) else set()
-        todo = [it for it in items if it.id not in present]
-        summary.n_already = len(items) - len(todo)
-        if progress is not None and summary.n_already:
-            progress(summary.n_already)
-        logger.info("%s: %d inputs, %d already extracted, %d to do", path, len(items), summary.n_already, len(todo))
-        for lo in range(0, len(todo), batch_size):
-            batch = todo[lo : lo + batch_size]
-            good, images = _load_batch(batch, summary)
-            if good:
-                X = _transform_isolating_failures(extractor, good, images, summary)
-                if X is not None:
-                    good = X[0]
-                    rows = [it.index for it in good]
-                    store.append(
-                        X[1],
-                        ids=[it.id for it in good],
-                        paths=stored_paths([it.path for it in good], path, store.attrs),
-                        labels=None if labels is None else [labels[r] for r in rows],
-                        tags=None if tags is None else [tags[r] for r in rows],
-                        split=split if split is None or isinstance(split, str) else [split[r] for r in rows],
-                    )
-                    summary.n_added += len(good)
+    run = _Extraction(source, path, extractor, ids=ids, root=root, labels=labels, tags=tags, split=split, overwrite=overwrite,
+                      recursive=recursive, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
+    try:
+        run.report_present(progress)
+        for lo in range(0, len(run.todo), batch_size):
+            batch = run.todo[lo : lo + batch_size]
+            run.extract_batch(batch)
             if progress is not None:
                 progress(len(batch))
-    summary.seconds = time.perf_counter() - t0
-    if summary.failed:
-        logger.warning("%d inputs could not be read and were skipped", summary.n_failed)
-    return summary
+    finally:
+        run.close()
+    return run.finish(t0)
 
 
 def _transform_isolating_failures(extractor, good, images, summary):
