@@ -46,6 +46,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from ._atomic import atomic_path
+from .exceptions import ModelFileError  # defined there (public), re-exported here
 
 __all__ = [
     "ArraySpec", "ModelFileError", "array_digest", "deserialize_faiss", "file_digest", "load_model", "model_kind", "save_model",
@@ -72,10 +73,6 @@ _READ_ERRORS = (
     OSError, EOFError, ValueError, KeyError, IndexError, OverflowError, RuntimeError, NotImplementedError,
     zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, struct.error, UnicodeDecodeError, SyntaxError,
 )
-
-
-class ModelFileError(ValueError):
-    """A model file is missing, corrupt, foreign or of an unsupported version."""
 
 
 @dataclass(frozen=True)
@@ -412,7 +409,9 @@ def load_model(path, kind: str, supported_versions, schema: dict | None = None) 
     with _archive(path) as archive:
         header = archive.read_header()
         if header.get("kind") != kind:
-            raise ModelFileError(f"{path}: holds a {header.get('kind')!r} model, expected {kind!r}")
+            raise ModelFileError(
+                f"{path}: holds a {header.get('kind')!r} model, expected {kind!r} (hardneg.load(path) reads any model file)"
+            )
         version = header.get("format_version")
         supported = tuple(supported_versions)
         if isinstance(version, bool) or version not in supported:

@@ -13,13 +13,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from hardneg.exceptions import CLIError  # defined there, re-exported here
 
 console = Console()  # results
 err_console = Console(stderr=True)  # progress and errors
-
-
-class CLIError(Exception):
-    """A user error: shown as one line, exit code 2."""
 
 
 # Exceptions that are the user's to fix (bad input, missing files, bad models):

@@ -32,6 +32,7 @@ import shutil
 import warnings
 from collections import Counter
 from pathlib import Path
+from hardneg.exceptions import WordNetUnavailable  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +53,6 @@ _LEXNAMES = (
 _CATEGORY = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
 
 _cache: dict[str, object] = {}
-
-
-class WordNetUnavailable(RuntimeError):
-    """WordNet files or nltk are missing; the message says what to install."""
 
 
 def _lexnames_text() -> str:

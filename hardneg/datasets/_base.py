@@ -7,18 +7,11 @@ import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
+from hardneg.exceptions import DatasetNotFoundError, DatasetDownloadError  # defined there, re-exported here
 
 __all__ = ["Dataset", "DatasetInfo", "DatasetNotFoundError", "DatasetDownloadError"]
 
 DATA_EXTRA = "hardneg[data]"
-
-
-class DatasetNotFoundError(FileNotFoundError):
-    """A dataset's files are not on this machine (the message says where we looked)."""
-
-
-class DatasetDownloadError(OSError):
-    """A download failed or a downloaded file did not match its checksum."""
 
 
 @dataclass(repr=False)

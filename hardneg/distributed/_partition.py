@@ -126,21 +126,28 @@ def open_store(path: str):
     return _open_store(path, _stamp(path, META))
 
 
+# what each job expects a model file to hold: kind -> (module, class)
+_MODEL_CLASSES = {
+    "concept": ("hardneg.concept._compressed", "CompressedConcept"),
+    "hasher": ("hardneg.hashing._base", "BaseHasher"),
+    "esvm": ("hardneg.encoding._esvm", "ESVMEncoder"),
+}
+
+
 @functools.lru_cache(maxsize=8)
 def _open_model(kind: str, path: str, stamp):
-    if kind == "concept":
-        from ..concept import load_concept
+    import importlib
 
-        return load_concept(path)
-    if kind == "hasher":
-        from ..hashing import load_hasher
+    from .. import load
+    from ..exceptions import ModelFileError
 
-        return load_hasher(path)
-    if kind == "esvm":
-        from ..encoding import load_esvm_encoder
-
-        return load_esvm_encoder(path)
-    raise ValueError(f"kind: expected 'concept', 'hasher' or 'esvm', got {kind!r}")
+    if kind not in _MODEL_CLASSES:
+        raise ValueError(f"kind: expected 'concept', 'hasher' or 'esvm', got {kind!r}")
+    module, name = _MODEL_CLASSES[kind]
+    model = load(path)
+    if not isinstance(model, getattr(importlib.import_module(module), name)):
+        raise ModelFileError(f"{path}: holds a {type(model).__name__}, expected a {kind} model ({name})")
+    return model
 
 
 def open_model(model, kind: str):

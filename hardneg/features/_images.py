@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from hardneg.exceptions import ImageReadError  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +34,6 @@ __all__ = [
 ]
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm"})
-
-
-class ImageReadError(ValueError):
-    """An image file is missing, corrupt, or not an image."""
 
 
 def _require_pil():

@@ -30,7 +30,7 @@ import faiss
 import numpy as np
 
 from hardneg._atomic import atomic_path
-from hardneg._persist import ArraySpec, ModelFileError, deserialize_faiss, file_digest, load_model, save_model
+from hardneg._persist import ArraySpec, ModelFileError, deserialize_faiss, file_digest, load_model, model_kind, save_model
 from hardneg._validation import check_k, check_positive_int
 
 __all__ = ["HammingIndex"]
@@ -239,6 +239,12 @@ class HammingIndex:
         if not path.is_file():
             raise ModelFileError(f"index file {str(path)!r} does not exist")
         if not _sidecar(path).is_file():
+            try:
+                other = model_kind(path)
+            except ModelFileError:
+                other = None
+            if other is not None:  # a hardneg model file, of another kind
+                raise ModelFileError(f"{path}: holds a {other!r} model, expected {_KIND!r} (hardneg.load(path) reads any model file)")
             raise ModelFileError(f"{path}: not a Hamming index written by hardneg (no id sidecar {_sidecar(path).name} beside it)")
         arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,), schema=_SCHEMA)
         n_bits, ntotal, size = meta.get("n_bits"), meta.get("ntotal"), meta.get("index_bytes")

@@ -25,14 +25,11 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
+from hardneg.exceptions import BatcherClosed  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["BatcherClosed", "MicroBatcher"]
-
-
-class BatcherClosed(RuntimeError):
-    """The batcher was closed (the service is shutting down) before the query was answered."""
 
 
 class MicroBatcher:

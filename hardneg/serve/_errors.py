@@ -1,14 +1,10 @@
-"""Service errors: one exception type carrying the HTTP status, rendered as JSON."""
+"""Service errors: one exception type carrying the HTTP status, rendered as JSON.
+
+:class:`ServeError` is defined in :mod:`hardneg.exceptions` and re-exported here.
+"""
 
 from __future__ import annotations
 
+from hardneg.exceptions import ServeError
+
 __all__ = ["ServeError"]
-
-
-class ServeError(Exception):
-    """An error to answer with ``status`` and ``{"detail": message}``."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = int(status)
-        self.message = message

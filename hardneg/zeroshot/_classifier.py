@@ -23,12 +23,10 @@ from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random
 from ._common import candidate_table, training_targets
 from ._sampler_base import NegativeSampler
 from ._samplers import SAMPLERS, make_sampler
+from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
 
 __all__ = ["TrainingDivergedError", "ZeroShotClassifier", "load_zero_shot"]
 
-
-class TrainingDivergedError(ValueError):
-    """SGD's loss became infinite or NaN (the step ``lr`` is too large for the features' scale)."""
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +94,15 @@ class ZeroShotClassifier(BaseEstimator):
         Centre and scale the features to unit variance before Eq. (2) (an input
         convention, not part of the paper's model).
     random_state : None, int or numpy Generator
+    class_attributes : dict, 2-D array, (labels, matrix) or None
+        The seen classes' attribute vectors, given once here instead of to
+        every ``fit`` (``fit(X, y)`` then works in ``Pipeline``,
+        ``cross_val_score`` and ``GridSearchCV``). ``fit``'s own
+        ``class_attributes`` or ``sample_attributes`` take precedence. When
+        none is given anywhere, each seen class gets a one-hot vector (one
+        attribute per class): the model is then an ordinary classifier among
+        the seen classes, with no attributes to carry to unseen ones. Not saved
+        by :meth:`save` (the fitted ``prototypes_`` are).
 
     Attributes
     ----------
@@ -142,11 +149,12 @@ class ZeroShotClassifier(BaseEstimator):
         "batch_size": [Interval(Integral, 1, 10_000_000, closed="both")],
         "standardize": ["boolean"],
         "random_state": RANDOM_STATE,
+        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
     }
 
     def __init__(self, sampler="random", n_negatives: int = 1, m: int = 16, lam: float = 0.1, mu: float = 1e-4,
                  balanced: bool = True, n_epochs: int = 20, lr: float = 0.01, momentum: float = 0.9,
-                 batch_size: int = 64, standardize: bool = True, random_state=None):
+                 batch_size: int = 64, standardize: bool = True, random_state=None, class_attributes=None):
         self.sampler = sampler
         self.n_negatives = n_negatives
         self.m = m
@@ -159,6 +167,7 @@ class ZeroShotClassifier(BaseEstimator):
         self.batch_size = batch_size
         self.standardize = standardize
         self.random_state = random_state
+        self.class_attributes = class_attributes
 
     # ------------------------------------------------------------------ training
     def fit(self, X, y, class_attributes=None, *, sample_attributes=None, eval_set=None, callback=None):
@@ -169,9 +178,10 @@ class ZeroShotClassifier(BaseEstimator):
         X : array-like (n_samples, n_features)
         y : array-like (n_samples,)
             Seen class of each image.
-        class_attributes : dict, 2-D array or (labels, matrix)
+        class_attributes : dict, 2-D array or (labels, matrix), optional
             One attribute vector per class (a dict ``{class: vector}``, or a matrix whose
-            row ``c`` is class ``c``); every class in ``y`` needs one.
+            row ``c`` is class ``c``); every class in ``y`` needs one. Default: the
+            ``class_attributes`` parameter, else one-hot vectors per seen class.
         sample_attributes : array-like (n_samples, n_attributes), optional
             Per-image attribute vectors instead (each image's own positive pair;
             class prototypes are their class means). Needed by ``sampler="correlation"``.
@@ -187,7 +197,7 @@ class ZeroShotClassifier(BaseEstimator):
         """
         validate_params(self)
         X = validate_X(self, X, reset=True)
-        t = training_targets(y, X.shape[0], class_attributes, sample_attributes)
+        t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
         sampler = make_sampler(self.sampler).prepare(t.candidates, t.candidate_codes)
         rng = check_random_state(self.random_state)
         torch = _torch()
@@ -283,15 +293,20 @@ class ZeroShotClassifier(BaseEstimator):
         return np.ascontiguousarray((X - self.mean_) / self.scale_, dtype=np.float32)
 
     # ------------------------------------------------------------------ prediction
+    def _embed64(self, X) -> np.ndarray:
+        # float64 products: a float32 BLAS product of a row can change with the batch it comes in,
+        # so an image's scores would depend on which other images are scored with it
+        X = validate_X(self, X, reset=False, min_rows=0)
+        return np.maximum(self._scaled(X).astype(np.float64) @ self.W_X_.astype(np.float64) + self.b_X_, 0.0)
+
     def embed(self, X) -> np.ndarray:
         """Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes)."""
-        X = validate_X(self, X, reset=False, min_rows=0)
-        return np.maximum(self._scaled(X) @ self.W_X_ + self.b_X_, 0.0)
+        return self._embed64(X).astype(np.float32)
 
     def distances(self, X, vectors) -> np.ndarray:
         """Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``)."""
-        E = self.embed(X) @ self.W_A_
-        return NegativeSampler.distances(E, np.asarray(vectors, dtype=np.float32) @ self.W_A_)
+        E = self._embed64(X) @ self.W_A_.astype(np.float64)
+        return NegativeSampler.distances(E, np.asarray(vectors, dtype=np.float64) @ self.W_A_.astype(np.float64))
 
     def decision_function(self, X, class_attributes=None) -> np.ndarray:
         """``S(X, Y_k)`` (Eq. 1) for every image and every candidate class — smaller is closer.
