@@ -202,6 +202,18 @@ def test_round_trip(tmp_path, kind, name):
         _same(output(hardneg.load(file))[0], want[0])
 
 
+def test_a_negative_bootstrap_file_loads_as_its_compressed_concept(tmp_path):
+    from hardneg.concept import CompressedConcept, NegativeBootstrap
+
+    rng = np.random.default_rng(1)
+    pos, pool = rng.random((8, 4)) + 0.5, rng.random((80, 4))
+    model = NegativeBootstrap(n_iter=2, random_state=0).fit(pos, pool)
+    path = model.save(tmp_path / "nb.npz", n_bins=None)
+    for back in (hardneg.load(path), NegativeBootstrap.load(path)):
+        assert type(back) is CompressedConcept
+        np.testing.assert_allclose(back.decision_function(pool), model.decision_function(pool), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------- files that are not models
 @pytest.fixture
 def saved_concept(tmp_path):
@@ -351,3 +363,12 @@ def test_exceptions_keep_their_builtin_bases_and_old_homes():
     again = pickle.loads(pickle.dumps(E.ModelFileError("x.npz: bad")))
     assert type(again) is E.ModelFileError and str(again) == "x.npz: bad"
     assert str(DatasetNotFoundError("no files")) == "no files"
+
+
+@pytest.mark.parametrize("name", ["hardneg._load", "hardneg.exceptions"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

@@ -568,7 +568,9 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def load(path) -> CompressedConcept:
-        """Load a model written by :meth:`save` (returns a :class:`CompressedConcept`)."""
+        """Load a model written by :meth:`save`: a :class:`CompressedConcept`, since
+        :meth:`save` writes the compressed scorer, not the ensemble (``hardneg.load(path)``
+        gives the same); a file of another kind is a :class:`~hardneg.exceptions.ModelFileError` naming both kinds."""
         return CompressedConcept.load(path)
 
     def negative_tag_counts(self, top: int | None = None) -> list[list[tuple[str, int]]]:
