@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from hardneg.exceptions import ImageReadError  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
@@ -34,14 +35,6 @@ __all__ = [
 ]
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm"})
-
-
-def _require_pil():
-    try:
-        from PIL import Image
-    except ImportError as exc:  # pragma: no cover - pillow is in both extras
-        raise ImportError("reading image files needs Pillow: pip install 'hardneg[cnn]' or 'hardneg[bow]'") from exc
-    return Image
 
 
 def to_rgb(image) -> np.ndarray:
@@ -95,28 +88,32 @@ def _to_uint8(a: np.ndarray) -> np.ndarray:
     raise TypeError(f"image: unsupported dtype {a.dtype}")
 
 
-def read_image(path) -> np.ndarray:
+def read_image(path, *, max_pixels: int | None = None, target_size: int | None = None) -> np.ndarray:
     """Decode an image file into ``uint8`` RGB ``(H, W, 3)``.
+
+    Only the formats in :data:`hardneg._imaging.ALLOWED_FORMATS` are decoded,
+    recognised by content, never by the file's name; no external program is
+    ever run (see :func:`hardneg._imaging.open_image`, which also explains
+    ``max_pixels`` and ``target_size``).
 
     Raises
     ------
     ImageReadError
-        If the file is missing, truncated or not an image.
+        If the file is missing, truncated, not an image or in another format.
     """
-    Image = _require_pil()
+    from hardneg._imaging import open_image
+
     path = Path(path)
+    im = open_image(path, max_pixels=max_pixels, target_size=target_size)  # decoded in full: truncation fails here
     try:
-        with Image.open(path) as im:
-            im.load()  # decode now, so a truncated file fails here and not later
+        with im:
             if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
                 arr = np.asarray(im.convert("RGBA"))
             elif im.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
                 arr = np.asarray(im)
             else:
                 arr = np.asarray(im.convert("RGB"))
-    except FileNotFoundError:
-        raise ImageReadError(f"{path}: no such file") from None
-    except Exception as exc:  # PIL raises many types (UnidentifiedImageError, OSError, SyntaxError, ...)
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types (OSError, ValueError, ...)
         raise ImageReadError(f"{path}: cannot decode ({type(exc).__name__}: {exc})") from None
     try:
         return to_rgb(arr)

@@ -25,17 +25,16 @@ def thumbnail(path, size: int = 128) -> np.ndarray:
     """
     if path is None:
         return _MISSING
-    try:
-        from PIL import Image
+    from hardneg._imaging import open_image
 
-        with Image.open(path) as im:
-            if im.size[0] * im.size[1] > _MAX_PIXELS:
-                raise ValueError(f"{im.size[0]} x {im.size[1]} pixels is too large to decode for a thumbnail")
-            im.draft("RGB", (size, size))  # JPEG: decode at a reduced scale, much faster for photos
+    try:
+        # decoded by content from the allowed formats only (never an external program),
+        # JPEG at a reduced DCT scale, others reduced right after decoding
+        with open_image(path, max_pixels=_MAX_PIXELS, target_size=size) as im:
             im = im.convert("RGB")
             im.thumbnail((size, size))
             return np.asarray(im)
-    except Exception as exc:  # any unreadable file becomes a placeholder, the sheet still renders
+    except Exception as exc:  # noqa: BLE001 - an unreadable file becomes a placeholder, the sheet still renders
         logger.warning("contact sheet: cannot read %s (%s)", path, exc)
         return _MISSING
 

@@ -1,24 +1,52 @@
 """Uploaded images -> query vectors with the store's own extractor; thumbnails.
 
-Uploads are read under a byte limit and opened with Pillow with its
-decompression-bomb guard on; the declared pixel count is also checked against
-the service's own limit before any pixel is decoded.
+Every image is decoded by :func:`hardneg._imaging.open_image`: only PNG, JPEG,
+GIF, BMP, WebP, TIFF (and PPM) recognised by content, never an external
+program, the declared pixel count checked against the service's limit before
+any pixel is decoded, truncated files refused, large images decoded
+downscaled to what the extractor (or the thumbnail) needs. At most
+:data:`DECODE_SLOTS` decodes run at once, so concurrent uploads of large
+images cannot add up to gigabytes.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
+from hardneg._imaging import (
+    ImageFormatError,
+    ImageReadError,
+    ImageTooLargeError,
+    open_image,
+)
 from hardneg.features._images import resolve_stored_path
 
 from ._errors import ServeError
 
-__all__ = ["ImageQuery", "Thumbnails", "decode_upload", "pixel_scale"]
+__all__ = ["DECODE_SLOTS", "ImageQuery", "Thumbnails", "decode_slot", "decode_upload", "pixel_scale"]
+
+# Image decodes running at once in this process (uploads and thumbnails): a decode holds
+# up to ~4 bytes per declared pixel, so this bounds the service's decoding memory.
+DECODE_SLOTS = max(2, min(4, os.cpu_count() or 2))
+DECODE_WAIT_S = 60.0  # a request that waits longer for a slot is answered 503
+_decode_slots = threading.BoundedSemaphore(DECODE_SLOTS)
+
+
+@contextlib.contextmanager
+def decode_slot(what: str = "image"):
+    """Hold one of the :data:`DECODE_SLOTS` while decoding; 503 when none frees in time."""
+    if not _decode_slots.acquire(timeout=DECODE_WAIT_S):
+        raise ServeError(503, f"{what}: the service is busy decoding other images; try again shortly")
+    try:
+        yield
+    finally:
+        _decode_slots.release()
 
 # Built-in data sets whose store rows are the image's pixels: value range of a pixel.
 PIXEL_DATASETS = {"digits": 16.0, "mnist": 255.0, "mnist5k": 255.0, "fashion-mnist": 255.0, "faces": 1.0}
@@ -33,25 +61,33 @@ def pixel_scale(store) -> float | None:
     return PIXEL_DATASETS[attrs["dataset"]] if side * side == store.dim and not store.is_sparse else None
 
 
-def decode_upload(data: bytes, max_pixels: int):
-    """Decode image bytes to an RGB uint8 array; ServeError 413/422 when refused."""
-    from PIL import Image
+def decode_upload(data: bytes, max_pixels: int, target_size: int | None = None):
+    """Decode image bytes to an RGB uint8 array; ServeError 413/422 when refused.
 
-    try:
-        img = Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError as exc:
-        raise ServeError(413, f"image: {exc}") from None
-    except Exception:  # noqa: BLE001 - Pillow raises many types for garbage
-        raise ServeError(422, "image: not a readable image file (PNG, JPEG, GIF, BMP, WebP)") from None
-    w, h = img.size
-    if w * h > max_pixels:
-        raise ServeError(413, f"image: {w} x {h} pixels, more than the limit of {max_pixels:,} (decompression bomb guard)")
-    try:
-        return np.asarray(img.convert("RGB"))
-    except Image.DecompressionBombError as exc:
-        raise ServeError(413, f"image: {exc}") from None
-    except Exception:  # noqa: BLE001
-        raise ServeError(422, "image: the file is damaged and cannot be decoded") from None
+    ``target_size``: the side the extractor resizes to (``ImageQuery.target_size``);
+    a larger image is decoded reduced, keeping at least twice that side.
+    """
+    with decode_slot("image"):
+        try:
+            img = open_image(data, max_pixels=max_pixels, target_size=target_size, name="image")
+        except ImageTooLargeError as exc:
+            raise ServeError(413, str(exc)) from None
+        except ImageFormatError:
+            raise ServeError(422, "image: not a readable image file (PNG, JPEG, GIF, BMP, WebP, TIFF); "
+                                  "the format is read from the content, not the file name") from None
+        except ImageReadError as exc:
+            raise ServeError(422, f"image: the file is damaged or truncated and cannot be decoded ({_reason(exc)})") from None
+        try:
+            with img:
+                return np.asarray(img.convert("RGB"))
+        except Exception:  # noqa: BLE001
+            raise ServeError(422, "image: the file is damaged and cannot be decoded") from None
+
+
+def _reason(exc: ImageReadError) -> str:
+    """What is wrong, without the file's name: "cannot decode (X)" -> "X"."""
+    msg = str(exc).partition(": ")[2] or str(exc)
+    return msg[len("cannot decode ("):-1] if msg.startswith("cannot decode (") and msg.endswith(")") else msg
 
 
 class ImageQuery:
@@ -76,6 +112,21 @@ class ImageQuery:
     @property
     def available(self) -> bool:
         return self.kind is not None
+
+    @property
+    def target_size(self) -> int | None:
+        """The side the extractor resizes an image to (None: it uses the full image)."""
+        if self.kind == "pixels":
+            return round(self.store.dim ** 0.5)
+        cfg = self.store.attrs.get("extractor")
+        if not isinstance(cfg, dict):
+            return None
+        if self.kind == "cnn":
+            size = cfg.get("input_size")
+        else:
+            d = cfg.get("descriptor") if isinstance(cfg.get("descriptor"), dict) else {}
+            size = d.get("resize_to") or d.get("max_side")
+        return int(size) if isinstance(size, (int, float)) and size >= 1 else None
 
     def _build(self):
         from hardneg.features._extract import extractor_from_store
@@ -139,16 +190,17 @@ class Thumbnails:
             return encode_png(to_uint8_image(img, self.size))
         path = resolve_stored_path(self.store, self._paths[row].as_py())
         if path and Path(path).is_file():
-            from PIL import Image
-
-            with Image.open(path) as im:
-                if im.size[0] * im.size[1] > self.max_pixels:
+            with decode_slot("thumbnail"):
+                try:
+                    im = open_image(path, max_pixels=self.max_pixels, target_size=self.size, name="the item's image file")
+                except ImageTooLargeError:
                     return None
-                im = im.convert("RGB")
-                im.thumbnail((self.size, self.size))
-                buf = io.BytesIO()
-                im.save(buf, format="PNG")
-                return buf.getvalue()
+                except ImageReadError as exc:
+                    raise ServeError(422, f"thumbnail: {exc}") from None
+                with im:
+                    im = im.convert("RGB")
+                    im.thumbnail((self.size, self.size))
+                    return encode_png(np.asarray(im))
         try:
             img = self._fashion_image(row)
         except Exception:  # noqa: BLE001 - data set files missing: no thumbnail

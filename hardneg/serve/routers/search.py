@@ -101,7 +101,8 @@ async def search_upload(file: UploadFile = File(..., description="An image file.
     t = time.perf_counter()
 
     def extract():
-        return state.image_query.transform(decode_upload(data, state.settings.max_image_pixels))
+        q = state.image_query
+        return q.transform(decode_upload(data, state.settings.max_image_pixels, target_size=q.target_size))
 
     x = await run_in_threadpool(extract)
     return await _rank(state, mode, x, k, {"extract_s": time.perf_counter() - t}, exact=exact, nprobe=nprobe)
