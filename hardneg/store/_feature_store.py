@@ -91,7 +91,7 @@ from ._edit import next_part_name
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
-from ._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
+from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
 from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
 
 logger = logging.getLogger(__name__)
@@ -164,12 +164,15 @@ def local_store_path(path) -> Path:
     return Path(path)
 
 
-def store_location(path) -> Path | RemoteFolder:
+def store_location(path, timeout: float | None = None) -> Path | RemoteFolder:
     """Where a store is read from: a local folder, or a :class:`RemoteFolder`
-    for an object-store URL (any fsspec protocol with its backend installed)."""
+    for an object-store URL (any fsspec protocol with its backend installed),
+    whose requests time out after ``timeout`` seconds (see :func:`remote_timeout`)."""
     protocol = url_protocol(path)
     if protocol is not None and protocol not in LOCAL_PROTOCOLS:
-        return RemoteFolder.from_url(path)
+        return RemoteFolder.from_url(path, timeout=timeout)
+    if timeout is not None:
+        remote_timeout(timeout)  # checked, unused: local reads do not time out
     return local_store_path(path)
 
 
@@ -201,8 +204,8 @@ class FeatureStore:
     True
     """
 
-    def __init__(self, path, *, _mode: str):
-        self.path = store_location(path)
+    def __init__(self, path, *, _mode: str, _timeout: float | None = None):
+        self.path = store_location(path, _timeout)
         self._remote = isinstance(self.path, RemoteFolder)
         if self._remote and _mode != "r":
             raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only (appends need atomic renames); append to a local copy")
@@ -402,15 +405,19 @@ class FeatureStore:
         _atomic_write_text(tmp / META, json.dumps(meta, indent=1))
 
     @classmethod
-    def open(cls, path, mode: str = "r") -> FeatureStore:
+    def open(cls, path, mode: str = "r", *, timeout: float | None = None) -> FeatureStore:
         """Open an existing store: ``mode="r"`` read-only, ``"a"`` to append.
 
         Appending takes the store's writer lock; a second writer gets
         :class:`StoreLockedError` instead of a chance to corrupt the store.
+        ``path`` may be a URL (``s3://``, ``https://``, ...), opened read-only;
+        ``timeout`` bounds each of its requests, in seconds (default
+        ``$HARDNEG_REMOTE_TIMEOUT``, else 30), and a failure of the server or
+        the network is one :class:`StoreError` line naming the URL.
         """
         if mode not in ("r", "a"):
             raise ValueError(f"mode: expected 'r' or 'a', got {mode!r}")
-        return cls(path, _mode=mode)
+        return cls(path, _mode=mode, _timeout=timeout)
 
     def _acquire_lock(self) -> None:
         lock = FileLock(str(self.path / ".lock"))
@@ -520,6 +527,8 @@ class FeatureStore:
             m = self._fetch(a, c) if self._remote else np.memmap(self.path / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
         except FileNotFoundError:
             raise StoreDamagedError(self.path, a.key(c), "is missing") from None
+        except RemoteReadError:  # the server or the network, not the store
+            raise
         except (ValueError, OSError) as exc:  # shrunk since the check
             raise StoreDamagedError(self.path, a.key(c), f"is damaged ({first_line(exc)})") from None
         if first:
@@ -532,7 +541,7 @@ class FeatureStore:
         """Chunk ``c`` of a remote store, read whole (one request), the last few kept."""
         key = (a.name, c)
         if key not in self._recent:
-            raw = (self.path / a.key(c)).read_bytes()
+            raw = (self.path / a.key(c)).read_bytes(max_bytes=a.chunk_bytes)
             if len(raw) != a.chunk_bytes:
                 raise ValueError(f"{len(raw)} bytes, expected {a.chunk_bytes}")
             if len(self._recent) >= 4:  # bounded: 4 chunks of ~16 MiB

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ._errors import StoreError
+from ._remote import RemoteReadError
 from ._verify import CHECKSUM_ALGORITHM
 
 FORMAT_VERSION = 1
@@ -32,6 +33,8 @@ def load_meta(path: Path) -> dict:
         raise StoreError(f"{str(path)!r} is not a FeatureStore (no {META})")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except RemoteReadError:  # the server or the network, not a corrupt file
+        raise
     except (OSError, ValueError, RecursionError) as exc:
         raise StoreError(f"{path}: corrupt {META} ({first_line(exc)})") from None
     return check_meta(meta, path)
