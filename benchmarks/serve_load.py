@@ -347,7 +347,7 @@ def run_concept(args) -> dict:
             raise RuntimeError(job["error"])
         return job
 
-    with TestClient(create_app(path, models_dir=folder / "models")) as c:
+    with TestClient(create_app(path, models_dir=folder / "models", allowed_hosts=["testserver"])) as c:
         t = time.perf_counter()
         wait(c, c.post("/api/concept", json={"tag": names[0], "k": 24}).json())  # cold: JIT compilation, caches
         cold = time.perf_counter() - t

@@ -14,9 +14,16 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from hardneg.serve import MODES, SearchMode, create_app, register_mode  # noqa: E402
+from hardneg.serve import MODES, SearchMode, register_mode  # noqa: E402
+from hardneg.serve import create_app as _create_app  # noqa: E402
 from hardneg.serve.demo import build_demo_store  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
+
+
+def create_app(*args, **kwargs):
+    """The service, also answering TestClient's Host name ("testserver")."""
+    return _create_app(*args, allowed_hosts=["testserver"], **kwargs)
+
 
 FAST = dict(concept_iterations=3, concept_positives=40)
 

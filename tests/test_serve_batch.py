@@ -13,9 +13,15 @@ pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from hardneg.index import HammingIndex  # noqa: E402
-from hardneg.serve import create_app  # noqa: E402
+from hardneg.serve import create_app as _create_app  # noqa: E402
 from hardneg.serve._batch import BatcherClosed, MicroBatcher  # noqa: E402
 from hardneg.serve.demo import build_demo_store  # noqa: E402
+
+
+def create_app(*args, **kwargs):
+    """The service, also answering TestClient's Host name ("testserver")."""
+    return _create_app(*args, allowed_hosts=["testserver"], **kwargs)
+
 
 FAST = dict(concept_iterations=3, concept_positives=40)
 

@@ -13,7 +13,7 @@ _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); req
 
 def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, workers: int,
          max_upload_mb: float, iterations: int, nprobe: int | None = None, batch_window_ms: float = 1.0,
-         max_batch: int = 64, batch_workers: int = 2) -> None:
+         max_batch: int = 64, batch_workers: int = 2, allowed_hosts: list[str] | None = None) -> None:
     import uvicorn
 
     from ..serve import create_app
@@ -24,7 +24,7 @@ def _run(store: str, host: str, port: int, token: str | None, models_dir: str | 
         app = create_app(store, models_dir=models_dir, token=token or None, host=host, workers=workers,
                          max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations,
                          nprobe=nprobe, batch_window_ms=batch_window_ms, max_batch=max_batch,
-                         batch_workers=batch_workers)
+                         batch_workers=batch_workers, allowed_hosts=allowed_hosts or None)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     shown = f"[{host}]" if ":" in host else host
@@ -49,10 +49,13 @@ def serve(
                                   "(1: no batching)."),
     batch_workers: int = typer.Option(2, "--batch-workers", min=1, max=64, help="Hamming batches searched at the "
                                       "same time (threads)."),
+    allowed_hosts: list[str] | None = typer.Option(None, "--allowed-host", help="Another name clients may reach the "
+                                                   "server by (Host header; repeatable). Accepted anyway: localhost, "
+                                                   "127.0.0.1, ::1 and --host; other names get 400."),
 ):
     """Serve query by example, concept search with relevance feedback, and the web page."""
     _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
-         batch_workers)
+         batch_workers, allowed_hosts)
 
 
 def serve_demo(

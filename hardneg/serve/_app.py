@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, HTTPException
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from ._errors import ServeError
+from ._deps import check_token, needs_token
+from ._errors import ServeError, hide_paths, one_line, validation_message
 from ._state import ServeState, Settings, is_loopback
 from .routers import concept, items, models, pages, search
 
@@ -20,41 +27,142 @@ __all__ = ["create_app"]
 
 _UPLOAD_PATHS = ("/api/search/upload",)
 _FORM_OVERHEAD = 64 << 10  # multipart boundaries and the small form fields
+_UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
-class UploadLimit:
-    """ASGI middleware: refuse upload bodies beyond the limit before they are parsed or spooled."""
+class _BodyTooLarge(HTTPException):
+    """Raised from ``receive``: FastAPI passes an HTTPException through its body parsing
+    unchanged and answers it as a JSON 413."""
 
-    def __init__(self, app, limit: int):
-        self.app, self.limit = app, limit
+
+def _reply(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"detail": message}, status_code=status)
+
+
+def _same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether an ``Origin`` header names the origin the request was sent to (scheme, host, port)."""
+    try:
+        o, h = urlsplit(origin), urlsplit(f"//{host}")
+        o_port, h_port = o.port or _DEFAULT_PORTS.get(o.scheme), h.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return False
+    return bool(o.hostname) and o.scheme == scheme and o.hostname == h.hostname and o_port == h_port
+
+
+def _cross_origin(scope, headers: Headers) -> str | None:
+    """Why a state-changing request looks cross-origin (a page elsewhere making the browser
+    send it), or None. Clients that send neither header (curl, scripts) pass."""
+    if headers.get("sec-fetch-site", "").lower() == "cross-site":
+        return ("cross-site request refused (Sec-Fetch-Site: cross-site): state changes are accepted from "
+                "this server's own origin or from clients that send no Origin")
+    origin = headers.get("origin")
+    if origin is not None and not _same_origin(origin, scope.get("scheme", "http"), headers.get("host", "")):
+        return (f"cross-origin request refused: Origin {one_line(origin)[:100]!r} is not this server's origin; "
+                "state changes are accepted from its own page or from clients that send no Origin")
+    return None
+
+
+class Guard:
+    """ASGI middleware: what every request passes before a route reads its body.
+
+    For POST/PUT/PATCH/DELETE, a cross-origin ``Origin`` or ``Sec-Fetch-Site:
+    cross-site`` is a 403 (a page on another site cannot drive the service through a
+    browser). The body limit (413) is checked on ``Content-Length`` and counted while
+    the body streams in (chunked bodies). When the route asks for the body (routing has
+    then named its endpoint), the token is checked first for the endpoints that need it:
+    no byte of an unauthenticated body is read. (Routes without a body still check the
+    token in their ``require_token`` dependency.) The Host check against DNS rebinding
+    is Starlette's ``TrustedHostMiddleware``, outside this one.
+    """
+
+    def __init__(self, app, *, routers, token: str | None, json_limit: int, upload_limit: int):
+        self.app, self.token = app, token
+        self.json_limit, self.upload_limit = json_limit, upload_limit + _FORM_OVERHEAD
+        self.max_limit = max(self.json_limit, self.upload_limit)
+        routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+        self.token_endpoints = {r.endpoint for r in routes if needs_token(r.dependant)}
+        self.upload_endpoints = {r.endpoint for r in routes if r.path in _UPLOAD_PATHS}
+        self.json_message = f"request body: larger than the limit of {json_limit:,} bytes"
+        self.upload_message = f"upload: larger than the limit of {upload_limit:,} bytes"
+        self.any_message = (f"request body: larger than any this service accepts ({json_limit:,} bytes, "
+                            f"{upload_limit:,} for image uploads)")
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] not in _UPLOAD_PATHS:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.limit + _FORM_OVERHEAD
-        for key, value in scope.get("headers", []):
-            if key == b"content-length" and value.isdigit() and int(value) > limit:
-                return await JSONResponse({"detail": f"upload: larger than the limit of {self.limit:,} bytes"},
-                                          status_code=413)(scope, receive, send)
-        seen = 0
+        headers = Headers(scope=scope)
+        if scope["method"] in _UNSAFE_METHODS:
+            why = _cross_origin(scope, headers)
+            if why is not None:
+                return await _reply(403, why)(scope, receive, send)
+        declared = headers.get("content-length", "")
+        declared = int(declared) if declared.isdigit() else None
+        if declared is not None and declared > self.max_limit:
+            return await _reply(413, self.any_message)(scope, receive, send)
+        seen, limit, message = 0, None, self.json_message
 
-        async def counted():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
+        async def guarded():
+            nonlocal seen, limit, message
+            if limit is None:  # the first read: the route is known now, no byte is read yet
+                endpoint = scope.get("endpoint")
+                if endpoint in self.token_endpoints:
+                    try:
+                        check_token(self.token, headers.get("authorization"), headers.get("x-hardneg-token"))
+                    except ServeError as exc:
+                        raise HTTPException(exc.status, exc.message) from None
+                upload = endpoint in self.upload_endpoints
+                limit, message = (self.upload_limit, self.upload_message) if upload else (self.json_limit, message)
+                if declared is not None and declared > limit:
+                    raise _BodyTooLarge(413, message)
+            event = await receive()
+            seen += len(event.get("body", b""))
             if seen > limit:
-                # an HTTPException passes FastAPI's body parsing unchanged and becomes a JSON 413
-                raise HTTPException(413, f"upload: larger than the limit of {self.limit:,} bytes")
-            return message
+                raise _BodyTooLarge(413, message)
+            return event
 
-        return await self.app(scope, counted, send)
+        return await self.app(scope, guarded, send)
+
+
+def _host_name(name) -> str | None:
+    """A Host header name in the form Starlette compares (lower case, IPv6 in brackets), or None."""
+    if not isinstance(name, str):
+        return None
+    name = name.strip().lower()
+    if ":" in name.strip("[]"):  # an IPv6 literal: the Host header brackets it
+        try:
+            return f"[{ipaddress.IPv6Address(name.strip('[]'))}]"
+        except ValueError:
+            return None
+    if not name or any(c in name for c in "/@ ?#:[]") or "*" in name[1:] or (name.startswith("*") and name != "*"
+                                                                             and not name.startswith("*.")):
+        return None
+    return name
+
+
+def _host_names(host: str, allowed_hosts) -> list[str]:
+    """The Host header names to answer: the loopback names, the bound host, and the given ones."""
+    if isinstance(allowed_hosts, (str, bytes)):
+        raise TypeError(f"allowed_hosts: expected a list of host names, got the string {allowed_hosts!r}")
+    names = list(_LOOPBACK_NAMES)
+    bound = _host_name(host)  # a wildcard bind (0.0.0.0, ::) adds a name no browser sends: harmless
+    for name in ([bound] if bound else []) + list(allowed_hosts or ()):
+        checked = _host_name(name)
+        if checked is None:
+            raise ValueError(f"allowed_hosts: {name!r} is not a host name (a name or an IP address, without "
+                             "scheme, port or path; '*.example.com' for its subdomains, '*' for any)")
+        if checked not in names:
+            names.append(checked)
+    return names
 
 
 def create_app(store_path, *, models_dir=None, token: str | None = None, host: str = "127.0.0.1",
                max_upload_bytes: int = 8 << 20, max_image_pixels: int = 40_000_000, workers: int = 2,
                concept_iterations: int = 10, concept_bins: int = 100, concept_positives: int = 100,
                memory_bytes: int = 2 << 30, nprobe: int | None = None, batch_window_ms: float = 1.0,
-               max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1) -> FastAPI:
+               max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1,
+               allowed_hosts=None, max_json_bytes: int = 1 << 20) -> FastAPI:
     """Build the search service over a FeatureStore.
 
     Parameters
@@ -65,8 +173,17 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
         (SOLIS mode), ``concepts/<name>.npz`` (saved concept models).
     token : required by state-changing endpoints when given; must be given
         when ``host`` is not a loopback address.
-    host : the address the server will bind (only decides whether a token is required).
+    host : the address the server will bind: decides whether a token is required, and
+        is one of the names the ``Host`` header may give.
+    allowed_hosts : more names the ``Host`` header may give (``--allowed-host``), besides
+        ``localhost``, ``127.0.0.1``, ``::1`` and ``host``; ``"*.example.com"`` accepts its
+        subdomains, ``"*"`` any name (behind a proxy that checks it). Other names are a
+        400: a page on another site cannot reach this server by pointing its own DNS
+        name at the server's address (DNS rebinding).
     max_upload_bytes, max_image_pixels : upload limits (bytes; declared pixels).
+    max_json_bytes : the largest request body of every other endpoint (1 MiB: a
+        feedback request with 2,000 ids of ~250 characters each). Larger bodies are a
+        413, whether announced by ``Content-Length`` or streamed (chunked).
     workers : threads for training jobs.
     concept_iterations, concept_bins, concept_positives : Negative Bootstrap T, q,
         and the most tagged items used as positives (a random subset, as in the CLI).
@@ -83,6 +200,14 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
         and, on a small shared machine, OpenMP threads that wait for a busy core
         made one search of 1M codes 40x slower (``benchmarks/serve_load.py``).
 
+    Notes
+    -----
+    State-changing requests (POST, PUT, PATCH, DELETE) that a browser marks as sent
+    from another origin (``Origin`` not this server's, or ``Sec-Fetch-Site:
+    cross-site``) are a 403; clients that send no ``Origin`` (curl, scripts) pass.
+    There is no CORS: pages elsewhere cannot read the answers either. The token (when
+    there is one) is checked before the request body is read.
+
     Examples
     --------
     >>> import numpy as np, tempfile, os
@@ -92,7 +217,7 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     >>> path = os.path.join(tempfile.mkdtemp(), "tiny.store")
     >>> with FeatureStore.create(path, dim=4) as s:
     ...     s.append(np.eye(4, dtype=np.float32), ids=["a", "b", "c", "d"])
-    >>> client = TestClient(create_app(path))
+    >>> client = TestClient(create_app(path, allowed_hosts=["testserver"]))  # TestClient's Host
     >>> r = client.post("/api/search/example", json={"id": "a", "mode": "cosine", "k": 2})
     >>> r.status_code, r.json()["results"][0]["id"]
     (200, 'a')
@@ -116,6 +241,9 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
         faiss.omp_set_num_threads(int(search_threads))
     if settings.max_upload_bytes < 1 or settings.max_image_pixels < 1:
         raise ValueError("max_upload_bytes and max_image_pixels must be positive")
+    if isinstance(max_json_bytes, bool) or not isinstance(max_json_bytes, int) or max_json_bytes < 1:
+        raise ValueError(f"max_json_bytes: expected a positive number of bytes, got {max_json_bytes!r}")
+    hosts = _host_names(host, allowed_hosts)
     if settings.nprobe is not None and settings.nprobe < 1:
         raise ValueError(f"nprobe: expected a positive integer, got {settings.nprobe}")
     if not 0 <= settings.batch_window_s <= 1 or settings.max_batch < 1 or settings.batch_workers < 1:
@@ -136,10 +264,21 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
 
     @app.exception_handler(ServeError)
     async def _serve_error(request, exc: ServeError):
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+        message = hide_paths(exc.message, models_dir=state.models_dir, store_path=state.store.path)
+        return _reply(exc.status, one_line(message))
 
-    for r in (items.router, search.router, concept.router, models.router, pages.router):
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request, exc: RequestValidationError):
+        # FastAPI's own handler echoes the input, and fails (a 500) on NaN or Infinity in it
+        return _reply(422, validation_message(exc.errors()))
+
+    routers = (items.router, search.router, concept.router, models.router, pages.router)
+    for r in routers:
         app.include_router(r)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).resolve().parent / "static")), name="static")
-    app.add_middleware(UploadLimit, limit=settings.max_upload_bytes)
+    # the last added runs first: the Host check, then the guard, then the routes
+    app.add_middleware(Guard, routers=routers, token=settings.token, json_limit=max_json_bytes,
+                       upload_limit=settings.max_upload_bytes)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False)
+    logger.debug("answering Host names: %s", ", ".join(hosts))
     return app

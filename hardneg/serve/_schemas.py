@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._concept import MAX_FEEDBACK_ITEMS
+
+
+class _Request(BaseModel):
+    """Request bodies: NaN and infinities are refused in every float field (422), not passed on."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class Item(BaseModel):
@@ -46,7 +52,7 @@ class Info(BaseModel):
     max_upload_bytes: int
 
 
-class ExampleQuery(BaseModel):
+class ExampleQuery(_Request):
     id: str = Field(description="Id of a stored item to use as the query.")
     mode: str = "hamming"
     k: int = Field(24, description="Number of results (1 to 1000).")
@@ -66,7 +72,7 @@ class SearchResponse(BaseModel):
                                                   "searched together), nprobe (approximate search only).")
 
 
-class ConceptRequest(BaseModel):
+class ConceptRequest(_Request):
     tag: str | None = Field(None, max_length=200, description="Concept tag: its items are the positives, never negatives.")
     positive_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS, description="Positive items (with or instead of a tag).")
     related_tags: list[str] = Field([], max_length=50)
@@ -77,13 +83,13 @@ class ConceptRequest(BaseModel):
     seed: int = Field(0, ge=0, le=2**32 - 1)
 
 
-class FeedbackRequest(BaseModel):
+class FeedbackRequest(_Request):
     relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
     not_relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
     k: int = 24
 
 
-class ModelSearchRequest(BaseModel):
+class ModelSearchRequest(_Request):
     k: int = 24
 
 

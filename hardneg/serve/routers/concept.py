@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 
 from .._concept import MAX_FEEDBACK_ITEMS, ConceptSpec, train_concept
 from .._deps import get_state, require_token
-from .._errors import ServeError
+from .._errors import ServeError, hide_paths, one_line
 from .._registry import check_name
 from .._schemas import ConceptRequest, FeedbackRequest, JobInfo, Message
 from .._state import ServeState
@@ -44,7 +44,13 @@ def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, m
         timings["save_s"] = time.perf_counter() - t
         return {"model": name, "k": len(results), "results": results, "timings": timings}
 
-    return JobInfo(**state.jobs.submit(kind, total, work).to_dict())
+    return _info(state, state.jobs.submit(kind, total, work).to_dict())
+
+
+def _info(state: ServeState, job: dict) -> JobInfo:
+    if job.get("error"):  # a failed job's message: one line, no server paths
+        job = {**job, "error": one_line(hide_paths(job["error"], models_dir=state.models_dir, store_path=state.store.path))}
+    return JobInfo(**job)
 
 
 @router.post("/concept", response_model=JobInfo, status_code=202, responses=_ERR,
@@ -110,9 +116,9 @@ def feedback(name: str, req: FeedbackRequest, state: ServeState = Depends(get_st
 @router.get("/jobs/{job_id}", response_model=JobInfo, responses={404: {"model": Message}},
             summary="A job's status, progress and (when done) its result")
 def job(job_id: str, state: ServeState = Depends(get_state)):
-    return JobInfo(**state.jobs.get(job_id).to_dict())
+    return _info(state, state.jobs.get(job_id).to_dict())
 
 
 @router.get("/jobs", response_model=list[JobInfo], summary="Recent jobs (results left out)")
 def jobs(state: ServeState = Depends(get_state)):
-    return [JobInfo(**{**j.to_dict(), "result": None}) for j in state.jobs.list()]
+    return [_info(state, {**j.to_dict(), "result": None}) for j in state.jobs.list()]
