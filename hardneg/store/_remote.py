@@ -224,8 +224,9 @@ class RemoteFolder:
         kw = dict(self.fs.kwargs)
         headers = {**kw.pop("headers", {}), "Accept-Encoding": "identity"}
         async with session.request(method, self.fs.encode_url(url), headers=headers, **kw) as r:
-            status, got = f"{r.status} {r.reason or ''}".strip(), r.headers
-            if r.status == 404 or not read or not 200 <= r.status < 300:
+            status = (r.status, r.reason or "")
+            got = r.headers
+            if not read or not 200 <= r.status < 300:
                 return status, got, None
             self._check_encoding(got)
             length = self._content_length(got)
@@ -241,17 +242,14 @@ class RemoteFolder:
                 raise RemoteReadError(f"{self.url}: short read: {n:,} of {length:,} bytes came")
             return status, got, b"".join(blocks)
 
-    def _check_status(self, status: str) -> bool:
-        """True for 2xx, False for 404; a :class:`RemoteReadError` for anything else.
-
-        ``status`` is the code and reason (``"500 Internal Server Error"``). A
-        redirect not followed (no ``Location``) is an error, not a file.
-        """
-        code = int(status.split()[0])
+    def _check_status(self, status: tuple[int, str]) -> bool:
+        """True for 2xx, False for 404; a :class:`RemoteReadError` for anything else
+        (a redirect not followed, one without ``Location``, is not a file either)."""
+        code, reason = status
         if code == 404:
             return False
         if not 200 <= code < 300:
-            raise RemoteReadError(f"{self.url}: the server answered HTTP {status}")
+            raise RemoteReadError(f"{self.url}: the server answered HTTP {code} {reason}".rstrip())
         return True
 
     def _check_encoding(self, headers) -> None:
@@ -275,7 +273,7 @@ class RemoteFolder:
         """HEAD (GET without reading the body where HEAD is not allowed): status and headers."""
         url = self.root if url is None else url
         status, headers, _ = self._sync(self._request, "HEAD", url, False)
-        if status.split()[0] in ("405", "501"):
+        if status[0] in (405, 501):
             status, headers, _ = self._sync(self._request, "GET", url, False)
         return status, headers
 
