@@ -304,3 +304,21 @@ def test_concurrent_decodes_are_bounded(monkeypatch):
     for t in threads:
         t.join(30)
     assert len(results) == limit + 3 and peak[0] == limit
+
+
+def test_no_plugin_outside_the_list_is_even_imported(tmp_path):
+    """Opening by path gives Pillow a file object: the .eps name does not import the EPS plugin,
+    and the allowed plugins are registered up front, so Image.init() (every plugin) never runs."""
+    import json
+    import subprocess as sp
+    import sys
+
+    f = tmp_path / "box.eps"
+    f.write_bytes(EPS)
+    code = ("import json, sys\nfrom hardneg._imaging import open_image, ImageReadError\n"
+            f"try:\n    open_image({str(f)!r})\nexcept ImageReadError:\n    pass\n"
+            "print(json.dumps([m.split('.')[-1] for m in sys.modules if m.startswith('PIL.') and m.endswith('ImagePlugin')]))")
+    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    loaded = set(json.loads(out))
+    assert "EpsImagePlugin" not in loaded
+    assert loaded <= {f"{n.capitalize() if n != 'WEBP' else 'WebP'}ImagePlugin" for n in ALLOWED_FORMATS}, loaded
