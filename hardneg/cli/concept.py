@@ -213,6 +213,8 @@ def eval_cmd(
     from ..eval import average_precision, precision_at_k
     from ..store import FeatureStore
 
+    if concept is not None and label is not None:
+        raise CLIError(f"--concept {concept!r} and --label {label!r} both say which items are relevant (a tag, a class): give one")
     check_input_file(model_path, "a concept model file")
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)

@@ -68,8 +68,16 @@ def encode(
     from ..store import FeatureStore
 
     check_input_file(encoder_path, "an encoder file")
+    if batch_rows < 1:
+        raise CLIError(f"--batch-rows: must be >= 1, got {batch_rows}")
     enc = load_esvm_encoder(encoder_path)
+    if n_recursions is not None and not 1 <= n_recursions <= len(enc.pools_):
+        raise CLIError(f"--recursions (-k): expected a level in 1..{len(enc.pools_)} (those {encoder_path} was fitted for), got {n_recursions}")
     src = FeatureStore.open(store_path)
+    if src.dim != enc.n_features_in_:
+        raise CLIError(f"{store_path} has {src.dim} features but the encoder was fitted on {enc.n_features_in_}")
+    # everything is checked before the output is created; a run that fails before its first
+    # commit removes the output it created; a commit every --batch-rows rows
     with task_progress("encoding", len(src)) as advance:
         # workers open the encoder file themselves; in process the loaded encoder is used
         dst = encode_store(enc if runner.client is None else encoder_path, src, out, n_recursions=n_recursions, block_rows=batch_rows,
@@ -93,7 +101,7 @@ def search(
 
     if mode not in ("symmetric", "asymmetric"):
         raise CLIError(f"--mode: expected symmetric or asymmetric, got {mode!r}")
-    check_input_file(encoder_path, "an encoder file")
+    check_input_file(encoder_path, "an encoder file")  # search writes no output: no --out to check
     enc = load_esvm_encoder(encoder_path)
     store = FeatureStore.open(store_path)
     if store.dim != enc.n_features_in_:
@@ -110,10 +118,19 @@ def search(
         db = FeatureStore.open(codes_path)
         if len(db) != len(store) or db.dim != store.dim or (db.ids() != store.ids()).any():
             raise CLIError(f"--codes {codes_path}: does not hold the encodings of {store_path} (rows or ids differ)")
+        # the same ids are not enough (the raw features, another encoder's codes): the stamp of `esvm encode` says who wrote them
+        stamp = (db.attrs or {}).get("esvm")
+        if not isinstance(stamp, dict) or stamp.get("fingerprint") != enc.fingerprint():
+            raise CLIError(f"--codes {codes_path}: was not encoded by {encoder_path} ("
+                           + ("no E-SVM encoder stamp in its attrs" if not isinstance(stamp, dict) else "another encoder's fingerprint")
+                           + f"); encode the database with `hardneg esvm encode {store_path} {encoder_path}`")
+        level = stamp.get("n_recursions")
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= len(enc.pools_):
+            raise CLIError(f"--codes {codes_path}: records level {level!r}, not one of the 1..{len(enc.pools_)} of {encoder_path}")
     else:
-        db = store
+        db, level = store, None
     q = store.take(np.array([pos[i] for i in query_id]))
-    codes = enc.transform(q.toarray() if hasattr(q, "toarray") else q)
+    codes = enc.transform(q.toarray() if hasattr(q, "toarray") else q, n_recursions=level)  # queries at the level of the codes
     k = min(k, len(db))
     best_s = np.full((len(query_id), 0), -np.inf, np.float32)
     best_i = np.empty((len(query_id), 0), np.int64)

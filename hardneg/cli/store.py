@@ -74,6 +74,7 @@ def tag(
     """
     from ..features._images import resolve_stored_path
     from ..store import FeatureStore
+    from ..store._items import check_tag
 
     if not (add or remove or csv_file or from_folders or from_labels):
         raise CLIError("nothing to do: give --add/--remove TAG with --id/--folder, --csv FILE, --from-folders or --from-labels")
@@ -81,6 +82,11 @@ def tag(
         raise CLIError("--remove-csv: needs --csv FILE")
     if add and not (ids or folder):
         raise CLIError("--add: say which items with --id ID or --folder FOLDER")
+    for t in add:
+        try:
+            check_tag(t, 0)
+        except ValueError as exc:
+            raise CLIError(f"--add: {str(exc).split(': ', 1)[-1].replace('row 0 holds ', '')}") from None
     csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None
     with FeatureStore.open(path, mode="a") as store:
         all_ids = store.ids().tolist()
@@ -158,6 +164,12 @@ def split(
     """
     from ..store import FeatureStore
 
+    if csv_file is not None:
+        # the CSV names every split itself: a fraction, seed or stratification would be silently ignored
+        given = [name for name, value, default in (("--test-fraction", test_fraction, 0.2), ("--seed", seed, 0),
+                                                   ("--no-stratify", stratify, True)) if value != default]
+        if given:
+            raise CLIError(f"--csv: assigns the splits from the file; {', '.join(given)} would be ignored: give one or the other")
     if csv_file is None and not 0.0 < test_fraction < 1.0:
         raise CLIError(f"--test-fraction: must lie strictly between 0 and 1, got {test_fraction}")
     csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None

@@ -56,6 +56,14 @@ def _name(cell) -> str:
     return str(a.reshape(-1)[0]) if a.size == 1 else "".join(map(str, a.reshape(-1)))
 
 
+def _numeric(mat: dict, key: str, path, dtype=None) -> np.ndarray:
+    """Field ``key`` as a real numeric array, or a one-line error naming the file (a string, cell or struct is refused)."""
+    a = np.asarray(mat[key])
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: field {key!r} holds {a.dtype} data, expected a numeric matrix")
+    return a if dtype is None else a.astype(dtype)
+
+
 def load_xlsa17(folder, *, features_file: str = "res101.mat", splits_file: str = "att_splits.mat") -> XLSA17:
     """Read ``res101.mat`` and ``att_splits.mat`` from ``folder`` (e.g. ``xlsa17/data/AWA2``).
 
@@ -84,18 +92,18 @@ def load_xlsa17(folder, *, features_file: str = "res101.mat", splits_file: str =
             raise FileNotFoundError(f"{path}: no such file (expected the xlsa17 files {features_file} and {splits_file})")
         try:
             mats[fname] = scipy.io.loadmat(str(path))
-        except (ValueError, TypeError, OSError, NotImplementedError) as exc:
+        except Exception as exc:  # noqa: BLE001 -- scipy's MatReadError, IndexError, struct.error...: all mean a junk file
             raise ValueError(f"{path}: not a readable MATLAB file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     res, att = mats[features_file], mats[splits_file]
     for mat, fname, keys in ((res, features_file, ("features", "labels")), (att, splits_file, ("att", *_SPLITS))):
         missing = [k for k in keys if k not in mat]
         if missing:
             raise ValueError(f"{folder / fname}: missing field(s) {missing}")
-    F = np.asarray(res["features"], dtype=np.float32)
-    labels = np.asarray(res["labels"]).reshape(-1)
+    F = _numeric(res, "features", folder / features_file, np.float32)
+    labels = _numeric(res, "labels", folder / features_file).reshape(-1)
     if F.ndim != 2 or F.shape[1] != labels.size:
         raise ValueError(f"{folder / features_file}: features {F.shape} (d × N) do not match {labels.size} labels")
-    A = np.asarray(att["att"], dtype=np.float32)
+    A = _numeric(att, "att", folder / splits_file, np.float32)
     if A.ndim != 2:
         raise ValueError(f"{folder / splits_file}: att must be 2-D (attributes × classes), got {A.shape}")
     n_classes = A.shape[1]
@@ -105,7 +113,7 @@ def load_xlsa17(folder, *, features_file: str = "res101.mat", splits_file: str =
         raise ValueError(f"{folder}: features or attributes hold NaN or infinity")
     splits = {}
     for key in (*_SPLITS, *(k for k in _OPTIONAL_SPLITS if k in att)):
-        loc = np.asarray(att[key]).reshape(-1).astype(np.int64)
+        loc = _numeric(att, key, folder / splits_file).reshape(-1).astype(np.int64)
         if loc.size and (loc.min() < 1 or loc.max() > labels.size):
             raise ValueError(f"{folder / splits_file}: {key} holds indices outside 1..{labels.size} (MATLAB rows are 1-based)")
         splits[key[: -len("_loc")]] = loc - 1

@@ -2,7 +2,8 @@
 
 Partition function: ``encoder.transform`` (Eq. (2)-(3) of Zepeda & Perez)
 over a partition's rows; merge: the client appends each partition's codes to
-the output store in partition order, one atomic commit per partition. A job
+the output store in partition order, one atomic commit per partition (by
+default a partition is one batch of ``block_rows``, ``--batch-rows``). A job
 interrupted at any point leaves whole partitions committed; run again, it
 resumes after the last committed row and, partitions lying on a fixed grid of
 the source's chunks, computes the rest exactly as a clean run would.
@@ -16,12 +17,11 @@ from __future__ import annotations
 
 import functools
 import logging
-from pathlib import Path
 
 import numpy as np
 
 from .._validation import check_positive_int
-from ._partition import dense, iter_partition, open_model, open_store, partitions, store_url
+from ._partition import Partition, dense, iter_partition, open_model, open_store, partitions, store_url
 from ._runner import Runner
 
 __all__ = ["encode_store", "esvm_partition"]
@@ -50,7 +50,8 @@ def encode_store(encoder, store, out, *, n_recursions=None, runner: Runner | Non
     n_recursions : int, optional
     runner : Runner, optional
     partition_rows, block_rows : int, optional
-        Rows per task and commit (default: one chunk of the source) and rows encoded at a time.
+        Rows per task and commit (default: ``block_rows``; a given value is rounded up to whole
+        chunks of the source) and rows encoded at a time.
     overwrite : bool
     progress : callable, optional
         ``progress(n_rows)`` per committed partition (rows already there count at the start).
@@ -64,37 +65,23 @@ def encode_store(encoder, store, out, *, n_recursions=None, runner: Runner | Non
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from ..encoding._store import _item_columns
+    from ..encoding._store import _item_columns, check_level, discard_if_empty, open_output
     from ..store import FeatureStore
-    from ..store._errors import StoreError
 
     runner = runner or Runner()
     enc = open_model(encoder, "esvm")
     check_is_fitted(enc)
     block_rows = check_positive_int(block_rows, "block_rows")
     src = store if isinstance(store, FeatureStore) else FeatureStore.open(store)
-    if src.dim != enc.n_features_in_:
-        raise ValueError(f"{src.path} has {src.dim} features but the encoder was fitted on {enc.n_features_in_}")
-    level = int(enc.n_recursions if n_recursions is None else n_recursions)
-    stamp = {"fingerprint": enc.fingerprint(), "n_recursions": level, "source": str(Path(src.path).resolve()), "source_rows": len(src)}
-    out = Path(out)
-    if out.exists() and not overwrite:
-        dst = FeatureStore.open(out, "a")
-        if (dst.attrs or {}).get("esvm") != stamp:
-            dst.close()
-            raise StoreError(f"{out} exists but was not written by this encoder from {src.path} (overwrite=True / --overwrite starts afresh)")
-        start = len(dst)
-        if start:
-            logger.info("resuming: %d of %d rows already encoded", start, len(src))
-    else:
-        dst = FeatureStore.create(out, src.dim, overwrite=overwrite, attrs={"esvm": stamp})
-        start = 0
+    level = check_level(enc, n_recursions)
+    # the partitions first: a bad partition_rows is refused before the output exists
+    parts = _commit_grid(src, partition_rows, block_rows, 0)
+    dst, start, created = open_output(enc, src, out, level, overwrite)
     try:
         if progress is not None and start:
             progress(start)
         items = src.items
-        # one chunk per partition by default: E-SVM costs ~10 ms a row, so a commit every chunk bounds the work lost to a kill
-        parts = partitions(src, partition_rows or src.chunk_rows, start=start)
+        parts = _commit_grid(src, partition_rows, block_rows, start)
         func = functools.partial(esvm_partition, store=store_url(src.path), encoder=runner.share(encoder), n_recursions=level,
                                  block_rows=block_rows)
         for part, codes in zip(parts, runner.map_ordered(func, parts)):
@@ -105,6 +92,23 @@ def encode_store(encoder, store, out, *, n_recursions=None, runner: Runner | Non
                 progress(part.size)
             if on_commit is not None:
                 on_commit(len(dst))
+    except BaseException:
+        discard_if_empty(dst, out, created)
+        raise
     finally:
         dst.close()
     return FeatureStore.open(out)
+
+
+def _commit_grid(src, partition_rows: int | None, block_rows: int, start: int) -> list[Partition]:
+    """Partitions from ``start``: ``partition_rows`` on the source's chunk grid when given, else
+    ``block_rows`` rows each (``--batch-rows``), on a fixed grid of multiples of ``block_rows``.
+
+    E-SVM costs ~10 ms a row: a partition is the work a kill loses, so by default it is one
+    batch, not one source chunk (65,536 rows of a sparse store: a kill lost them all).
+    """
+    if partition_rows is not None:
+        return partitions(src, partition_rows, start=start)
+    n = len(src)
+    edges = [start] + list(range((start // block_rows + 1) * block_rows, n, block_rows)) + [n]
+    return [Partition(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]

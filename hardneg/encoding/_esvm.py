@@ -350,6 +350,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
                 raise ValueError(f"pool_{k} has shape {p.shape}, inconsistent with {d} features and pool_0")
             if not np.isfinite(p).all():
                 raise ValueError(f"pool_{k} holds NaN or infinite values")
+            _check_no_zero_rows(p, f"pool_{k}")  # fit refuses them: an all-zero negative has no direction
             if k > 0 and not np.allclose(np.linalg.norm(p, axis=1), 1.0, atol=1e-3):
                 raise ValueError(f"pool_{k} rows are not unit-norm encodings")
             pools.append(np.ascontiguousarray(p, dtype=np.float32))
@@ -364,6 +365,13 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
                 raise ValueError("LDA statistics are missing or of the wrong shape")
             if mu.shape[0] < enc.n_recursions or not (np.isfinite(mu).all() and np.isfinite(P).all()):
                 raise ValueError("LDA statistics are incomplete or hold NaN / infinite values")
+            for k, Pk in enumerate(P[: mu.shape[0]].astype(np.float64)):
+                if not np.allclose(Pk, Pk.T, rtol=1e-5, atol=1e-8 * max(np.abs(Pk).max(), 1e-300)):
+                    raise ValueError(f"lda_precision[{k}] is not symmetric (a precision matrix is)")
+                try:
+                    np.linalg.cholesky(Pk)
+                except np.linalg.LinAlgError:
+                    raise ValueError(f"lda_precision[{k}] is not positive definite (a precision matrix is)") from None
             enc.lda_mean_, enc.lda_precision_ = list(mu.astype(np.float64)), list(P.astype(np.float64))
         elif "lda_mean" in arrays or "lda_precision" in arrays:
             raise ValueError(f"LDA statistics in a {enc.solver!r} encoder")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shutil
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,8 @@ def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 10
 
     Rows are read, encoded and appended ``batch_rows`` at a time, so memory is
     bounded by one batch (plus the encoder's pools); each batch is one atomic
-    commit. Item ids, paths, tags, labels and splits are copied. An
+    commit. Everything is checked before ``out`` is created, and a run that
+    fails before writing any row removes the ``out`` it created. Item ids, paths, tags, labels and splits are copied. An
     interrupted run resumes where it stopped: if ``out`` exists, was written
     by the same encoder (its fingerprint is in the store's attrs) from the
     same source, the rows already written are skipped. A different encoder or
@@ -72,30 +75,12 @@ def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 10
 
     from .._validation import check_positive_int
     from ..store import FeatureStore
-    from ..store._errors import StoreError
 
     check_is_fitted(encoder)
     batch_rows = check_positive_int(batch_rows, "batch_rows")
     src = store if isinstance(store, FeatureStore) else FeatureStore.open(store)
-    if src.dim != encoder.n_features_in_:
-        raise ValueError(f"{src.path} has {src.dim} features but the encoder was fitted on {encoder.n_features_in_}")
-    level = encoder.n_recursions if n_recursions is None else n_recursions
-    stamp = {"fingerprint": encoder.fingerprint(), "n_recursions": int(level), "source": str(Path(src.path).resolve()), "source_rows": len(src)}
-    out = Path(out)
-    if out.exists() and not overwrite:
-        dst = FeatureStore.open(out, "a")
-        got = (dst.attrs or {}).get("esvm")
-        if got != stamp:
-            dst.close()
-            raise StoreError(
-                f"{out} exists but was not written by this encoder from {src.path} (overwrite=True / --overwrite starts afresh)"
-            )
-        start = len(dst)
-        if start:
-            logger.info("resuming: %d of %d rows already encoded", start, len(src))
-    else:
-        dst = FeatureStore.create(out, src.dim, overwrite=overwrite, attrs={"esvm": stamp})
-        start = 0
+    level = check_level(encoder, n_recursions)
+    dst, start, created = open_output(encoder, src, out, level, overwrite)
     try:
         if progress is not None and start:
             progress(start)
@@ -103,9 +88,65 @@ def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 10
         for lo, block in src.iter_chunks(batch_rows, start=start):
             X = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
             codes = encoder.transform(X, n_recursions=level)
-            dst.append(codes, **_item_columns(items.slice(lo, X.shape[0])))
+            dst.append(codes, **_item_columns(items.slice(lo, X.shape[0])))  # one commit per batch
             if progress is not None:
                 progress(X.shape[0])
+    except BaseException:
+        discard_if_empty(dst, out, created)
+        raise
     finally:
         dst.close()
     return FeatureStore.open(out)
+
+
+def check_level(encoder, n_recursions) -> int:
+    """The level of the codes: ``n_recursions`` (default the encoder's), an integer in 1..levels fitted."""
+    if n_recursions is None:
+        return int(encoder.n_recursions)
+    fitted = len(encoder.pools_)
+    if isinstance(n_recursions, bool) or not isinstance(n_recursions, Integral) or not 1 <= n_recursions <= fitted:
+        raise ValueError(f"n_recursions: expected an integer in 1..{fitted} (the levels the encoder was fitted for), got {n_recursions!r}")
+    return int(n_recursions)
+
+
+def open_output(encoder, src, out, level: int, overwrite: bool):
+    """``(store open for appending, rows already there, whether this call created it)``.
+
+    Everything is checked before the output is created: the dimension, and for an existing output (resumed) the stamp of
+    the encoder and source that wrote it.
+    """
+    from ..store import FeatureStore
+    from ..store._errors import StoreError
+
+    if src.dim != encoder.n_features_in_:
+        raise ValueError(f"{src.path} has {src.dim} features but the encoder was fitted on {encoder.n_features_in_}")
+    stamp = {"fingerprint": encoder.fingerprint(), "n_recursions": int(level), "source": str(Path(src.path).resolve()), "source_rows": len(src)}
+    out = Path(out)
+    existed = out.exists() or out.is_symlink()
+    if existed and not overwrite:
+        dst = FeatureStore.open(out, "a")
+        if (dst.attrs or {}).get("esvm") != stamp:
+            dst.close()
+            raise StoreError(
+                f"{out} exists but was not written by this encoder from {src.path} (overwrite=True / --overwrite starts afresh)"
+            )
+        start = len(dst)
+        if start:
+            logger.info("resuming: %d of %d rows already encoded", start, len(src))
+        return dst, start, False
+    return FeatureStore.create(out, src.dim, overwrite=overwrite, attrs={"esvm": stamp}), 0, not existed
+
+
+def discard_if_empty(dst, out, created: bool) -> None:
+    """After a failure: remove the output store if this run created it and wrote no row into it
+    (a refused run leaves nothing behind; rows already committed are kept for a resume)."""
+    if not created:
+        return
+    try:
+        empty = len(dst) == 0
+        dst.close()
+        if empty:
+            shutil.rmtree(out)
+            logger.info("removed %s: the run failed before writing any row", out)
+    except Exception as exc:  # noqa: BLE001 -- never hide the failure that brought us here
+        logger.warning("could not remove the empty output %s: %s", out, exc)

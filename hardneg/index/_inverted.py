@@ -202,7 +202,8 @@ class InvertedIndex:
         """Read an index written by :meth:`save`.
 
         Beyond the file checks of :func:`hardneg._persist.load_model`, the
-        values are checked before use: finite weights, postings and idf; the
+        values are checked before use: finite weights, postings and idf; postings
+        of their word's sign (``w_j x_ij`` with ``x_ij >= 0``); the
         header's counts agree with the arrays; the CSC structure is valid
         (``indptr`` starts at 0, never decreases and ends at ``nnz``; every
         row index lies in ``[0, n_items)``); one id per item. Anything wrong
@@ -233,6 +234,10 @@ class InvertedIndex:
                 raise ValueError("indptr does not run monotonically from 0 to nnz")
             if nnz and (int(indices.min()) < 0 or int(indices.max()) >= n):
                 raise ValueError(f"posting row indices outside [0, {n})")
+            # a posting is w_j x_ij with x_ij >= 0 (a bag of words, idf >= 0): it has its word's sign
+            sign = np.repeat(np.sign(weights[out.active]), np.diff(indptr))
+            if (data * sign < 0).any():
+                raise ValueError("a posting has the opposite sign of its word's weight (postings are w_j x_ij, x_ij >= 0)")
             P = sp.csc_matrix((data.astype(np.float32), indices.astype(np.int32), indptr), shape=(n, out.active.size))
             P.check_format(full_check=True)
             ids = arrays["ids"].astype(str)

@@ -70,6 +70,8 @@ def tfidf_transform(X, idf=None, l2: bool = False) -> sp.csr_matrix:
 class DiagonalSimilarity(BaseEstimator):
     """Common scoring, checks and persistence of diagonal models (``w_``)."""
 
+    _w_all_ones: bool = False  # a fixed (not learned) w of ones: loading refuses any other
+
     def _check_fitted(self):
         if not self.__sklearn_is_fitted__():
             raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit() or load a model")
@@ -201,6 +203,9 @@ def load_similarity(path):
                 if arrays[key].shape != shape:
                     raise ValueError(f"{key} of shape {arrays[key].shape} does not match n_features={n_features}")
                 _finite(arrays[key], key)
+        if cls._w_all_ones and not np.all(arrays["w"] == 1.0):
+            raise ValueError(f"w of a {name} must be all ones (TF-IDF weighs words through input_idf), got values in "
+                             f"[{arrays['w'].min():.4g}, {arrays['w'].max():.4g}]")
         idf = arrays.get("input_idf")
         if idf is not None:
             if idf.shape != (n_features,) or (idf < 0).any():

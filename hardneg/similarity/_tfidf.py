@@ -31,6 +31,7 @@ class TfidfCosine(DiagonalSimilarity):
     """
 
     _array_names = ("w", "input_idf")
+    _w_all_ones = True
 
     def __init__(self, random_state=None):
         self.random_state = random_state

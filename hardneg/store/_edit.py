@@ -109,7 +109,7 @@ def edit_items(
             tags[r], changed[r] = merged, True
     for r, drop in rows_of(remove_tags, "remove_tags"):
         old = tags[r] or []
-        gone = set(tag_list(drop, r))
+        gone = set(tag_list(drop, r, check=False))  # a malformed tag already stored can still be removed
         kept = [t for t in old if t not in gone]
         if kept != old:
             tags[r], changed[r] = kept, True

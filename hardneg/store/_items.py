@@ -3,13 +3,15 @@
 A value that would be stored as something else than what was meant is
 refused: a string where one entry per row is expected (it would be read as
 one character per row), a non-integral or boolean label, a tag that is not a
-string.
+string, or a tag that would not read back as itself (empty, holding ``;`` or a
+control character).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 
 import numpy as np
 import pyarrow as pa
@@ -48,19 +50,35 @@ def check_label(v, name: str, row: int, *, multi: bool) -> int:
     return value
 
 
-def tag_list(v, row: int) -> list[str]:
-    """One row's tags: None, a tag string, or a list of tag strings (integers become strings)."""
+def check_tag(tag: str, row: int) -> str:
+    """A tag that reads back as itself: not empty, no ``;`` (the separator of tags in CSV files and
+    ``--tags`` options), no control character or line break (one tag per line in listings and CSVs)."""
+    if not tag:
+        raise ValueError(f"tags: row {row} holds an empty tag ''; a tag needs at least one character")
+    bad = next((c for c in tag if c == ";" or unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+    if bad is not None:
+        what = "';', the separator of tags in CSV files" if bad == ";" else f"the control character {bad!r}"
+        raise ValueError(f"tags: row {row} holds the tag {tag[:80]!r}, which contains {what}; remove it from the tag")
+    return tag
+
+
+def tag_list(v, row: int, *, check: bool = True) -> list[str]:
+    """One row's tags: None, a tag string, or a list of tag strings (integers become strings).
+
+    ``check``: refuse tags that would not read back as themselves (:func:`check_tag`); off only
+    for tags being removed, so a store that holds such a tag can still be cleaned.
+    """
     if v is None:
         return []
     if isinstance(v, str):
-        return [v]  # one tag for this row
+        return [check_tag(v, row) if check else v]  # one tag for this row
     if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
         return [str(v)]
     if isinstance(v, (list, tuple, set, frozenset, np.ndarray, pa.Array)):
         out = []
         for t in (v.tolist() if isinstance(v, np.ndarray) else v.to_pylist() if isinstance(v, pa.Array) else v):
             if isinstance(t, str):
-                out.append(t)
+                out.append(check_tag(t, row) if check else t)
             elif isinstance(t, numbers.Integral) and not isinstance(t, (bool, np.bool_)):
                 out.append(str(t))
             else:
