@@ -59,7 +59,7 @@ def test_cli_overwrite_keeps_a_users_folder(tmp_path, capsys, command):
 def test_overwrite_refuses_a_store_holding_the_users_files(tmp_path):
     make_store(tmp_path / "s")
     (tmp_path / "s" / "notes.txt").write_text("mine")
-    with pytest.raises(StoreError, match=r"not the store's \(notes.txt\)"):
+    with pytest.raises(StoreError, match=r"not a FeatureStore.s \(notes.txt\)"):
         FeatureStore.create(tmp_path / "s", dim=3, overwrite=True)
     assert (tmp_path / "s" / "notes.txt").read_text() == "mine"
     assert len(FeatureStore.open(tmp_path / "s")) == 20  # the store is untouched too
@@ -189,3 +189,20 @@ def test_append_refuses_a_store_whose_item_part_is_damaged(tmp_path):
         with pytest.raises(StoreDamagedError, match="items/"):
             store.append(np.ones((1, 4), np.float32), ids=["new"])
     assert json.loads((tmp_path / "s" / "meta.json").read_text())["n_rows"] == 20
+
+
+def test_all_finite_kernel_matches_numpy():
+    from hardneg.store._finite import all_finite
+
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        for n in (0, 1, 7, 1000, 4099):
+            x = (rng.standard_normal(n) * 1e30).astype(dtype)
+            assert all_finite(x) is True or all_finite(x) == bool(np.isfinite(x).all())
+            for bad in (np.nan, np.inf, -np.inf):
+                if n:
+                    y = x.copy()
+                    y[rng.integers(n)] = bad
+                    assert not all_finite(y) and not np.isfinite(y).all()
+    big = np.full((3, 4), np.finfo(np.float32).max, np.float32)  # finite values whose plain sum overflows
+    assert all_finite(big)

@@ -96,25 +96,42 @@ def _where(path, option: str | None) -> str:
     return f"{option} {path}" if option else str(path)
 
 
-def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[str, ...] = ()) -> Path:
+def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[str, ...] = (), inputs=()) -> Path:
     """Refuse, before any work, an output file that cannot be written.
 
     A folder in its place, a file where a parent folder should be, or a
     folder that cannot be written would otherwise fail only at the end, after
     the training, and with an ``OSError`` about a temporary file.
     ``sidecars`` are suffixes of files written next to it (``.ids.npz``).
+    An output that is one of the command's ``inputs`` (or lies inside an
+    input store) is refused too: writing it would destroy what is being read
+    (or put a foreign file in the store).
     """
     p = Path(path)
     for target in (p, *(Path(str(p) + s) for s in sidecars)):
         if target.is_dir():
             raise CLIError(f"{_where(target, option)}: is a folder; give a file name")
+        _check_not_an_input(target, option, inputs)
     _check_writable_parent(p, option)
     return p
 
 
-def check_output_dir(path: str, option: str | None = None) -> Path:
-    """Refuse, before any work, an output folder that is a file or cannot be created."""
+def _check_not_an_input(target: Path, option: str | None, inputs) -> None:
+    real = os.path.realpath(target)
+    for source in inputs:
+        if source is None or "://" in str(source):
+            continue
+        src = os.path.realpath(source)
+        inside_store = real.startswith(src.rstrip(os.sep) + os.sep) and (Path(src) / "meta.json").is_file()
+        if real == src or inside_store:
+            raise CLIError(f"{_where(target, option)}: is also an input of this command ({source}); write the output somewhere else")
+
+
+def check_output_dir(path: str, option: str | None = None, *, inputs=()) -> Path:
+    """Refuse, before any work, an output folder that is a file, cannot be
+    created, or is one of the command's ``inputs``."""
     p = Path(path)
+    _check_not_an_input(p, option, inputs)
     if p.is_dir():
         if not os.access(p, os.W_OK | os.X_OK):
             raise CLIError(f"{_where(path, option)}: cannot write in this folder (permission denied)")

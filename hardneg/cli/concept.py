@@ -84,7 +84,7 @@ def train(
 
     if method not in _METHODS:
         raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     split = _default_split(store, split)
     if split and store.select(split=split).size == 0:
@@ -154,7 +154,7 @@ def search_cmd(
 
     check_input_file(model_path, "a concept model file")
     if html_out:
-        check_output_file(html_out, "--html")
+        check_output_file(html_out, "--html", inputs=(model_path, store_path))
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:

@@ -6,7 +6,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, cluster_options, console, task_progress
+from ._common import CLIError, check_input_file, check_output_dir, check_output_file, cluster_options, console, task_progress
 
 app = typer.Typer(help="Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM.", no_args_is_help=True)
 
@@ -31,7 +31,7 @@ def fit(
     from ..encoding import ESVMEncoder
     from ..store import FeatureStore
 
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     rows = store.select(split=split) if split else np.arange(len(store))
     if rows.size == 0:
@@ -68,6 +68,7 @@ def encode(
     from ..store import FeatureStore
 
     check_input_file(encoder_path, "an encoder file")
+    check_output_dir(out, "--out", inputs=(store_path, encoder_path))
     if batch_rows < 1:
         raise CLIError(f"--batch-rows: must be >= 1, got {batch_rows}")
     enc = load_esvm_encoder(encoder_path)

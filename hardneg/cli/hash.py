@@ -74,7 +74,7 @@ def train(
             raise CLIError(f"--C: expected a positive number or 'auto', got {cost!r}") from None
         if not (np.isfinite(cost) and cost > 0):
             raise CLIError(f"--C: must be a positive number or 'auto', got {cost}")
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     if method in ("pca-itq", "pca-rr") and bits > store.dim:
         raise CLIError(f"--bits {bits}: {method} makes at most one bit per input dimension ({store.dim} in {store_path})")
@@ -167,7 +167,7 @@ def index(
     from ..hashing import load_hasher
     from ..store import FeatureStore
 
-    check_output_file(out, "--out", sidecars=(".ids.npz",))
+    check_output_file(out, "--out", sidecars=(".ids.npz",), inputs=(store_path, model_path))
     check_input_file(model_path, "a hasher model file")
     hasher = load_hasher(model_path)
     if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
@@ -219,7 +219,7 @@ def search(
     check_input_file(index_path, "an index file")
     check_input_file(model_path, "a hasher model file")
     if html_out:
-        check_output_file(html_out, "--html")
+        check_output_file(html_out, "--html", inputs=(index_path, model_path))
     given = [bool(query_npy), bool(query_id), bool(query_image)]
     if sum(given) != 1:
         raise CLIError("give queries with one of --query-id ID, --query-image FILE or --query-npy FILE")

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from ._common import CLIError, console
+from ._common import CLIError, check_output_file, console
 
 app = typer.Typer(help="Zero-shot classification (Bucher et al. 2016) on xlsa17 data (res101.mat + att_splits.mat).",
                   no_args_is_help=True)
@@ -29,6 +29,7 @@ def train(
     from ..datasets import load_xlsa17
     from ..zeroshot import ZeroShotClassifier
 
+    check_output_file(out, "--out", inputs=(data,))
     ds = load_xlsa17(data)
     if sampler == "correlation":
         raise CLIError("--sampler correlation needs per-image attribute vectors; xlsa17 gives one vector per class: use uncertainty")

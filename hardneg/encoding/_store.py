@@ -112,16 +112,18 @@ def check_level(encoder, n_recursions) -> int:
 def open_output(encoder, src, out, level: int, overwrite: bool):
     """``(store open for appending, rows already there, whether this call created it)``.
 
-    Everything is checked before the output is created: the dimension, and for an existing output (resumed) the stamp of
+    Everything is checked before the output is created: the dimension, that the
+    output is not the input, and for an existing output (resumed) the stamp of
     the encoder and source that wrote it.
     """
-    from ..store import FeatureStore
+    from ..store import FeatureStore, check_output_not_input
     from ..store._errors import StoreError
 
     if src.dim != encoder.n_features_in_:
         raise ValueError(f"{src.path} has {src.dim} features but the encoder was fitted on {encoder.n_features_in_}")
     stamp = {"fingerprint": encoder.fingerprint(), "n_recursions": int(level), "source": str(Path(src.path).resolve()), "source_rows": len(src)}
     out = Path(out)
+    check_output_not_input(out, src)
     existed = out.exists() or out.is_symlink()
     if existed and not overwrite:
         dst = FeatureStore.open(out, "a")

@@ -1,7 +1,7 @@
 """On-disk feature storage: vectors in Zarr, items in Parquet."""
 
 from ._edit import store_summary
-from ._feature_store import FORMAT_VERSION, FeatureStore, StoreDamagedError, StoreError, StoreLockedError
+from ._feature_store import FORMAT_VERSION, FeatureStore, StoreDamagedError, StoreError, StoreLockedError, check_output_not_input
 from ._verify import VerifyReport
 
-__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "StoreDamagedError", "VerifyReport", "FORMAT_VERSION", "store_summary"]
+__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "StoreDamagedError", "VerifyReport", "FORMAT_VERSION", "store_summary", "check_output_not_input"]

@@ -39,12 +39,14 @@ speed:
   first and last row offset of a CSR store);
 - the first time a store object touches a chunk, the chunk file must exist
   with its exact size (a missing chunk no longer reads as zeros; every chunk
-  is written even when all zero), and a dense chunk's committed rows are
-  spot-checked for NaN / infinity (evenly spaced rows, at least 16 and at
-  least 4,096 values, or all of them in a small chunk): the store refuses NaN
-  on write, so any is damage, and a chunk of random bytes (one value in 256
-  is NaN or infinite) is caught with near certainty. The sample costs about
-  1% of reading the chunk, once per store object;
+  is written even when all zero);
+- a dense chunk's committed values are checked in full for NaN / infinity
+  the first time a store object touches it (``iter_chunks``, ``take``,
+  ``to_numpy``; every block of ``to_dask``), by one vectorized pass
+  (:mod:`hardneg.store._finite`): the store refuses NaN on write, so any is
+  damage, and a single damaged value must never reach a scorer (a sampled
+  check let one NaN in a 65,536-row chunk through 18 times in 20).
+  ``benchmarks/store_scan.py`` measures the cost against a plain memory map;
 - sparse blocks, which are copied anyway, are checked in full: row offsets in
   order, column indices inside ``0..dim-1``, finite values;
 - item parts are checked against their CRC-32 when the item table is loaded
@@ -88,6 +90,7 @@ from filelock import FileLock, Timeout
 from .._atomic import atomic_path
 from .._validation import check_matrix, check_positive_int, check_random_state
 from ._edit import next_part_name
+from ._finite import all_finite
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
@@ -99,7 +102,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_BYTES = 16 * 2**20  # ~16 MiB of float32 per Zarr chunk: large sequential reads
 _SPARSE_NNZ_CHUNK = 4 * 2**20
 _SPARSE_INDPTR_CHUNK = 1 << 20
-_SPOT_CHECK_VALUES = 4096
 # Zarr's LocalStore writes a chunk to "<name>.<uuid4 hex>.partial", then renames it.
 _ZARR_TEMP = re.compile(r"\.[0-9a-f]{32}\.partial$")
 
@@ -176,9 +178,92 @@ def store_location(path, timeout: float | None = None) -> Path | RemoteFolder:
     return local_store_path(path)
 
 
+def _finite_block(block: np.ndarray, where: str) -> np.ndarray:
+    if not all_finite(block):
+        raise StoreDamagedError(where, "vectors/X", "is damaged: a block holds NaN or infinity, which the store never writes")
+    return block
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+# What a store folder may hold: anything else in it is not ours to delete.
+# codebook.npz: the bag-of-words / VLAD extractor's vocabulary (hardneg.features._codebook.CODEBOOK_FILE).
+_STORE_ENTRIES = frozenset({META, "vectors", "items", ".lock", "codebook.npz"})
+_ATOMIC_TEMP = re.compile(r"(meta\.json|codebook\.npz)\..*\.tmp$")  # left by a write killed before its rename
+
+
+def _is_store_entry(name: str) -> bool:
+    return name in _STORE_ENTRIES or bool(_ATOMIC_TEMP.match(name))
+
+
+def _check_replaceable(path: Path) -> None:
+    """Refuse to overwrite anything but a hardneg store (by its format marker) or an empty folder.
+
+    ``--overwrite`` must never delete what the store did not write: a folder
+    that merely holds a ``meta.json``, a store with the user's own files put
+    inside it, a plain file, or a symbolic link are all refused, naming why.
+    """
+    if path.is_symlink() or not path.is_dir():
+        kind = "a symbolic link" if path.is_symlink() else "a file"
+        raise StoreError(f"refusing to overwrite {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
+    entries = sorted(p.name for p in path.iterdir())
+    if not entries:
+        return
+    foreign = [name for name in entries if not _is_store_entry(name)]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
+    try:
+        meta = json.loads((path / META).read_text(encoding="utf-8"))
+        marker = meta.get("format") if isinstance(meta, dict) else None
+    except (OSError, ValueError, RecursionError):
+        marker = None
+    # A store whose meta.json is damaged is still recognisable by its layout, and may be rebuilt.
+    layout = (path / "vectors").is_dir() and (path / "items").is_dir()
+    if marker != "hardneg.FeatureStore" and not layout:
+        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
+
+
+def check_output_not_input(output, *inputs, what: str = "output") -> None:
+    """Refuse a job whose output is one of its inputs, before anything is touched.
+
+    Writing a store onto the store it reads (``esvm encode S.store -o
+    S.store --overwrite``) would empty the input and then fail. Paths are
+    compared after resolving links; URLs and ``None`` inputs are skipped.
+    """
+    if output is None or url_protocol(str(output)) not in (None, *LOCAL_PROTOCOLS):
+        return
+    target = os.path.realpath(local_store_path(output))
+    for source in inputs:
+        if source is None:
+            continue
+        source_path = getattr(source, "path", source)
+        if isinstance(source_path, RemoteFolder) or url_protocol(str(source_path)) not in (None, *LOCAL_PROTOCOLS):
+            continue
+        if os.path.realpath(local_store_path(source_path)) == target:
+            raise StoreError(f"{what} {str(output)!r} is also an input of this run; write it somewhere else")
+
+
+def _remove_replaced(trash: Path) -> None:
+    """Delete a replaced store folder: only the store's own entries, then the folder if empty."""
+    if trash.is_symlink() or not trash.is_dir():
+        trash.unlink(missing_ok=True)
+        return
+    for entry in trash.iterdir():
+        if not _is_store_entry(entry.name):
+            continue  # checked before the swap; never delete what is not the store's
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    try:
+        trash.rmdir()
+    except OSError:
+        logger.warning("could not remove all of the replaced store %s", trash)
+
 
 
 class FeatureStore:
@@ -302,8 +387,13 @@ class FeatureStore:
         chunk_rows : int, optional
             Rows per Zarr chunk (dense) — default aims at ~16 MiB chunks.
         overwrite : bool
-            Replace an existing store (or an empty folder, or a file). The
-            old store's writer lock is taken first: a store that another
+            Replace an existing store (or an empty folder). Only what is
+            recognisably a hardneg store (the format marker in its
+            ``meta.json``) is replaced, and only if it holds nothing but the
+            store's own files; anything else (a folder with other files, a
+            plain file, a link) is refused with :class:`StoreError` and left
+            untouched.
+            The old store's writer lock is taken first: a store that another
             process (or this one) has open for appending is not replaced
             (:class:`StoreLockedError`). The new store is built beside the
             old one and swapped in, so a failure leaves the old one intact.
@@ -326,11 +416,9 @@ class FeatureStore:
         if exists:
             if not overwrite:
                 raise StoreError(f"{str(path)!r} already exists (overwrite=True / --overwrite replaces it)")
-            if path.is_dir() and not path.is_symlink():
-                if (path / META).is_file():
-                    old_lock = cls._lock_for_overwrite(path)
-                elif any(path.iterdir()):
-                    raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty directory that is not a FeatureStore")
+            _check_replaceable(path)
+            if (path / META).is_file():
+                old_lock = cls._lock_for_overwrite(path)
         try:
             # Build beside the target: a temporary folder elsewhere (the system's
             # temp dir) may be on another filesystem, where the final rename fails.
@@ -349,12 +437,7 @@ class FeatureStore:
                     if old_lock is not None:
                         old_lock.release()
                         old_lock = None
-                    if trash.is_dir() and not trash.is_symlink():
-                        shutil.rmtree(trash, ignore_errors=True)
-                    else:
-                        trash.unlink(missing_ok=True)
-                    if trash.exists():
-                        logger.warning("could not remove all of the replaced store %s", trash)
+                    _remove_replaced(trash)
                 else:
                     os.replace(tmp, path)
             except BaseException:
@@ -533,7 +616,7 @@ class FeatureStore:
             raise StoreDamagedError(self.path, a.key(c), f"is damaged ({first_line(exc)})") from None
         if first:
             if a.name == "X":
-                self._spot_check(a, c, m)
+                self._check_finite(a, c, m)
             self._checked.add((a.name, c))
         return m
 
@@ -550,13 +633,16 @@ class FeatureStore:
             self._recent[key] = m
         return self._recent[key]
 
-    def _spot_check(self, a: _Array, c: int, m: np.ndarray) -> None:
+    def _check_finite(self, a: _Array, c: int, m: np.ndarray) -> None:
+        """Every committed value of dense chunk ``c`` must be finite (the store never writes NaN or infinity).
+
+        Checked in full the first time a store object touches the chunk (a
+        sampled check let one NaN in a 65,536-row chunk through 18 times in
+        20), so a damaged value never reaches a scorer; later reads of the
+        chunk are free. ``benchmarks/store_scan.py`` measures the cost.
+        """
         rows = min(a.chunk_len, self._committed(a.name) - c * a.chunk_len)
-        if rows <= 0:
-            return
-        step = max(1, rows // max(16, -(-_SPOT_CHECK_VALUES // a.width)))
-        sample = np.asarray(m)[0:rows:step]  # evenly spaced committed rows, first row included
-        if not np.isfinite(sample).all():
+        if rows > 0 and not all_finite(np.asarray(m)[:rows]):
             raise StoreDamagedError(self.path, a.key(c), "is damaged: it holds NaN or infinity, which the store never writes")
 
     def _check_values(self, a: _Array, first: int, values: np.ndarray, key: str, *, prev: int | None = None) -> None:
@@ -640,7 +726,11 @@ class FeatureStore:
 
     def _check_tail(self) -> None:
         """Before extending a partly filled last chunk, check it: an append
-        rewrites the chunk, and must not carry damage into a fresh checksum."""
+        rewrites the chunk, and must not carry damage into a fresh checksum.
+        The item parts are read (and checked against their CRC) too: an append
+        must not build on a damaged item table."""
+        self._items_cache = None
+        _ = self.items
         sums = self._meta.get("checksums")
         for name, a in self._arrays.items():
             committed = self._committed(name)
@@ -1051,8 +1141,8 @@ class FeatureStore:
     def to_dask(self, chunk_rows: int | None = None):
         """A Dask array view of the rows (dense stores; sparse blocks are CSR).
 
-        Every chunk is checked for presence and size up front (and dense ones
-        spot-checked, as for reads). A remote store's blocks are read by the
+        Every chunk is checked for presence and size up front, and every
+        dense block for NaN / infinity when it is computed. A remote store's blocks are read by the
         store itself, one request per chunk.
         """
         import dask.array as da
@@ -1061,9 +1151,10 @@ class FeatureStore:
         if not self.is_sparse and not self._remote:
             a = self._arrays["X"]
             for c in range(n_chunks(n, a.chunk_len)):
-                self._chunk(a, c)
+                self._stat_chunk(a, c)  # presence and size here; values per block, on the workers
             arr = zarr.open_array(str(self.path / "vectors" / "X"), mode="r")
-            return da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
+            view = da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
+            return view.map_blocks(_finite_block, str(self.path), dtype=np.float32)
         import dask
 
         for a in self._arrays.values():
