@@ -66,8 +66,8 @@ def main(argv=None):
     params = chosen_params(args.words)
     models = {"TF-IDF (w = 1)": None}
     for w0, p in params.items():
-        models[f"S-ADA w1={w0:g} {p}"] = make("S-ADA", p, w0).fit(X, t)
-    models["OASIS-diag"] = make("OASIS-diag", 0.1).fit(X, t)
+        models[f"S-ADA w1={w0:g} {p}"] = make("S-ADA", p, w0).fit(X, triplets=t)
+    models["OASIS-diag"] = make("OASIS-diag", 0.1).fit(X, triplets=t)
     # accuracy of the same weights on the untiled 5,000 images (Section 5.3 split of draw 0)
     accuracy = {}
     for name, model in models.items():

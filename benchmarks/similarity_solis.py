@@ -169,7 +169,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
     warm = concept_triplets(y, n_positives=2, n_negatives=2, random_state=0)[:5]
     for name in GRIDS:  # compile the Numba kernels before any timing
         if name != "OASIS" or 4 * n_words**2 <= 2**30:
-            make(name, GRIDS[name][0]).fit(X, warm)
+            make(name, GRIDS[name][0]).fit(X, triplets=warm)
     # choose λ / C on draw 0 by held-out triplet error
     rng = np.random.default_rng(0)
     q, db = split(y, rng)
@@ -184,7 +184,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
             continue
         err, hmap = {}, {}
         for v in GRIDS[key]:
-            model = make(key, v, w0).fit(X, select_t)
+            model = make(key, v, w0).fit(X, triplets=select_t)
             if select in ("error", "both"):
                 err[v] = triplet_error(model, X, val_t)
             if select in ("map", "both") and name.startswith("S-"):
@@ -197,7 +197,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
             chosen[(label, w0)] = max(hmap, key=hmap.get)
             print(f"  {label} w1={w0}: chose {chosen[(label, w0)]} (held-out retrieval mAP {hmap[chosen[(label, w0)]]:.4f})", flush=True)
         elif not err:  # OASIS under select="map": it has no l1 term; keep the triplet-error choice
-            chosen[(name, w0)] = min({v: triplet_error(make(key, v, w0).fit(X, select_t), X, val_t) for v in GRIDS[key]}.items(), key=lambda kv: kv[1])[0]
+            chosen[(name, w0)] = min({v: triplet_error(make(key, v, w0).fit(X, triplets=select_t), X, val_t) for v in GRIDS[key]}.items(), key=lambda kv: kv[1])[0]
     rows = []
     per = {}
     for d in range(draws):
@@ -210,7 +210,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
             if key is None:
                 model._w = np.ones(n_words)  # the rows are already TF-IDF, l2-normalized: w = 1 is the cosine
             else:
-                model.fit(X, t)
+                model.fit(X, triplets=t)
             secs = time.perf_counter() - t0
             rec = per.setdefault((name, w0), {"map": [], "sparsity": [], "seconds": [], "updates": []})
             rec["updates"].append(int(getattr(model, "n_updates_", 0)))
@@ -233,7 +233,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
         probe = concept_triplets(y, n_positives=n_pos, n_negatives=n_neg, rows=db, random_state=1)[:2000]
         model = make("OASIS", 0.1)
         t0 = time.perf_counter()
-        model.fit(X, probe)
+        model.fit(X, triplets=probe)
         secs = time.perf_counter() - t0
         rows.append({"words": n_words, "method": "OASIS (probe: 2,000 triplets)", "w_init": "-", "param": 0.1, "mAP %": "not run",
                      "sparsity %": "-", "train s": f"{secs:.2f} ({secs / 2000 * 210000:.0f} s per 210k, extrapolated)",
@@ -250,7 +250,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
                 continue
             model = make(key, chosen[(name, w0)], w0)
             t0 = time.perf_counter()
-            model.fit(X, big)
+            model.fit(X, triplets=big)
             secs[(name, w0)] = time.perf_counter() - t0
             print(f"  {timing_triplets:,} random triplets: {name} w1={w0} {secs[(name, w0)]:.2f} s", flush=True)
         for row in rows:

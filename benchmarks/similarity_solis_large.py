@@ -223,7 +223,7 @@ def label(name, w0):
 def fit_timed(name, value, w0, X, t):
     model = make(name, value, w0)
     t0 = time.perf_counter()
-    model.fit(X, t)
+    model.fit(X, triplets=t)
     return model, time.perf_counter() - t0
 
 
@@ -239,7 +239,7 @@ def run(n_words: int, setup: Setup):
     t_fit = random_triplets(y, setup.n_triplets, rows=fit_rows, random_state=1)
     t_val = random_triplets(y, setup.n_heldout, rows=val, random_state=2)
     for name, w0 in LEARNERS:  # compile the Numba kernels before any timing
-        make(name, grid(name, setup.lams)[0], w0).fit(X, t_fit[:100])
+        make(name, grid(name, setup.lams)[0], w0).fit(X, triplets=t_fit[:100])
 
     # selection: every candidate on the full stream, scored by held-out retrieval mAP
     chosen, grid_rows = {}, []

@@ -76,14 +76,14 @@ def run(n_words, draws, tree):
             rows = db if L == 0 else np.concatenate([sub.choice(db[y[db] == c], L, replace=False) for c in np.unique(y)])
             tl = random_triplets(y, t.shape[0], rows=rows, random_state=sub)
             for (name, w0), value in chosen.items():
-                m = make(name, value, w0).fit(X, tl)
+                m = make(name, value, w0).fit(X, triplets=tl)
                 out["labels"].append({"draw": d, "labeled per class": L or int(np.bincount(y[db]).min()), "method": name,
                                       "w_init": w0, "mAP": mean_ap(m, X, y, q, db), "sparsity": m.sparsity_})
             print(f"  labels {L}: " + ", ".join(f"{r['method']}/{r['w_init']:.0f} {100 * r['mAP']:.1f}" for r in out["labels"][-len(chosen):]), flush=True)
         for passes in (1, 3):
             tp = np.concatenate([t[np.random.default_rng(k).permutation(t.shape[0])] if k else t for k in range(passes)])
             for (name, w0), value in chosen.items():
-                m = make(name, value, w0).fit(X, tp)
+                m = make(name, value, w0).fit(X, triplets=tp)
                 out["passes"].append({"draw": d, "passes": passes, "method": name, "w_init": w0,
                                       "mAP": mean_ap(m, X, y, q, db), "sparsity": m.sparsity_})
         print("  passes: " + ", ".join(f"{r['passes']}x {r['method']}/{r['w_init']:.0f} {100 * r['mAP']:.1f}" for r in out["passes"][-2 * len(chosen):]), flush=True)
@@ -95,7 +95,7 @@ def run(n_words, draws, tree):
                 if not name.startswith("S-"):
                     continue
                 for value in GRIDS[name]:
-                    m = make(name, value, w0).fit(X, t)
+                    m = make(name, value, w0).fit(X, triplets=t)
                     out["selection"].append({"method": name, "w_init": w0, "param": list(value),
                                              "heldout triplet error": triplet_error(m, X, vt[:10_000]),
                                              "heldout retrieval mAP": heldout_map(m, X, vt),

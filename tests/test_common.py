@@ -1,12 +1,18 @@
-"""The scikit-learn contract: every estimator passes scikit-learn's estimator checks.
+"""The scikit-learn contract: every public estimator passes scikit-learn's estimator checks.
 
-``ESTIMATORS`` is the list the checks run over (small, fast settings);
-append new estimators to it. A check an estimator is known to fail goes in
-``EXPECTED_FAILURES`` with its reason; the checks run with strict xfail, so a
-listed check that starts to pass fails the suite until it is taken off the list.
+``ESTIMATORS`` lists every public estimator of hardneg once, with small, fast
+settings (small data comes from the parameters, never from skipping checks).
+:func:`test_every_public_estimator_is_checked` walks hardneg's subpackages and
+fails for a public ``BaseEstimator`` subclass that is neither here nor in
+``NOT_CHECKED`` (abstract bases), so a new estimator cannot be forgotten.
+A check an estimator is known to fail goes in ``EXPECTED_FAILURES`` with its
+reason; the checks run with strict xfail, so a listed check that starts to
+pass fails the suite until it is taken off the list.
 """
 
+import importlib
 import inspect
+import pkgutil
 import warnings
 
 import numpy as np
@@ -15,30 +21,63 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import hardneg
 import hardneg._validation as validation
+from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 from hardneg.encoding import ESVMEncoder
 from hardneg.features import Codebook, VocabularyTree
 from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing
 from hardneg.hashing._base import MAX_BITS
+from hardneg.similarity import OasisDiagonal, OasisFull, SolisADA, SolisAFB, SolisDA, SolisTG, TfidfCosine
 from hardneg.svm import HIKSVC, LinearSVM, RampTSVM
+from hardneg.zeroshot import DAP, ESZSL, ZeroShotClassifier
 
 ESTIMATORS = [
+    # svm/
     HIKSVC(),
     # liblinear's tolerance, tight enough that weighting a row by 2 and repeating it give the same solution to 1e-7
     LinearSVM(tol=1e-8, random_state=0),
     RampTSVM(n_epochs=2, max_iter=3, random_state=0),
+    # hashing/
     LSHHasher(n_bits=8, random_state=0),
     SKLSHHasher(n_bits=8, random_state=0),
     # PCA hashers need n_bits <= n_features; the checks' data has 2 or more features
     PCAITQHasher(n_bits=2, max_iter=5, random_state=0),
     PCARRHasher(n_bits=2, random_state=0),
-    # 4 centroids per sub-quantizer: the checks fit on 10-100 rows
-    PQHasher(n_bits=4, subquantizer_bits=2, random_state=0),
+    # the default 8 bits per sub-quantizer: 256 centroids from the checks' 10-100 rows (fewer, with a warning)
+    PQHasher(n_bits=8, random_state=0),
     TSVMHashing(n_bits=4, n_epochs=1, max_iter=1, max_per_class=20, random_state=0),
+    # features/
     Codebook(n_words=3, n_iter=3, random_state=0),
-    ESVMEncoder(min_negatives=1, random_state=0),
     VocabularyTree(branching=3, depth=2, n_iter=3, random_state=0),
+    # encoding/
+    ESVMEncoder(min_negatives=1, random_state=0),
+    # concept/
+    NegativeBootstrap(n_iter=2, n_bins=8),
+    RandomSampling(n_iter=2, n_bins=8),
+    AsymmetricBagging(n_iter=2, n_bins=8),
+    PositiveSampling(n_iter=2, n_bins=8),
+    PooledClassifier(max_negatives=200, n_bins=8),
+    # similarity/: labels y become n_triplets random triplets
+    SolisTG(n_triplets=200, random_state=0),
+    SolisDA(n_triplets=200, random_state=0),
+    SolisAFB(n_triplets=200, random_state=0),
+    SolisADA(n_triplets=200, random_state=0),
+    OasisDiagonal(n_triplets=200, random_state=0),
+    OasisFull(n_triplets=200, random_state=0),
+    TfidfCosine(),
+    # zeroshot/: no class_attributes, so one-hot vectors per seen class
+    ZeroShotClassifier(n_epochs=2, m=4, batch_size=32, random_state=0),
+    ESZSL(),
+    DAP(),
 ]
+
+# Public BaseEstimator subclasses that are not estimators one can fit: abstract bases.
+NOT_CHECKED = {
+    "BaseHasher": "abstract base of the hashers (no algorithm of its own)",
+    "DiagonalSimilarity": "abstract base of the similarity learners (no fit of its own)",
+    "HIKEnsembleConcept": "abstract base of the concept estimators (no sampling scheme of its own)",
+}
 
 EXPECTED_FAILURES = {
     "ESVMEncoder": {
@@ -53,6 +92,12 @@ EXPECTED_FAILURES = {
             "the histogram-intersection kernel is undefined there, so fit refuses it"
         ),
     },
+    "PooledClassifier": {
+        "check_class_weight_classifiers": (
+            "feeds make_blobs features with negative values without the positive_only shift the other "
+            "checks apply; the histogram-intersection kernel refuses negative input by design"
+        ),
+    },
     "RampTSVM": {
         "check_sample_weight_equivalence_on_dense_data": (
             "SGD over a random order of rows on a non-convex (ramp-loss) objective: a row of "
@@ -62,10 +107,37 @@ EXPECTED_FAILURES = {
 }
 
 
+def _public_estimator_classes():
+    """Every public class of a hardneg subpackage that subclasses BaseEstimator."""
+    found = {}
+    for info in pkgutil.iter_modules(hardneg.__path__):
+        if info.name.startswith("_") or not info.ispkg:
+            continue
+        module = importlib.import_module(f"hardneg.{info.name}")
+        names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
+        for name in names:
+            obj = getattr(module, name, None)
+            if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and obj.__module__.startswith("hardneg."):
+                found[obj.__name__] = obj
+    return found
+
+
+def test_every_public_estimator_is_checked():
+    public = _public_estimator_classes()
+    checked = [type(e).__name__ for e in ESTIMATORS]
+    assert len(checked) == len(set(checked)), "an estimator is listed twice"
+    missing = sorted(set(public) - set(checked) - set(NOT_CHECKED))
+    assert not missing, f"public estimators not in tests/test_common.py ESTIMATORS: {missing}"
+    stale = sorted((set(checked) | set(NOT_CHECKED) | set(EXPECTED_FAILURES)) - set(public))
+    assert not stale, f"listed in tests/test_common.py but not a public hardneg estimator: {stale}"
+    assert len(public) == len(ESTIMATORS) + len(NOT_CHECKED)
+
+
 def _expected_failures(estimator):
     return EXPECTED_FAILURES.get(type(estimator).__name__, {})
 
 
+@pytest.mark.filterwarnings("ignore:PQHasher. X has .* rows, fewer than:UserWarning")
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures, xfail_strict=True)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -75,20 +147,32 @@ def test_sklearn_estimator_checks(estimator, check):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_methods_before_fit_raise_not_fitted_error(estimator):
     X = np.random.default_rng(0).random((5, 3))
-    methods = [m for m in ("predict", "decision_function", "transform") if hasattr(estimator, m)]
+    methods = [m for m in ("predict", "decision_function", "transform", "similarity") if hasattr(estimator, m)]
     assert methods
     for method in methods:
         with pytest.raises(NotFittedError):
             getattr(clone(estimator), method)(X)
+    if hasattr(estimator, "similarity"):
+        with pytest.raises(NotFittedError):
+            clone(estimator).score(X, np.arange(5) % 2)
 
 
 # ----------------------------------------------------------------------------- PQ on small data
-def test_pq_on_fewer_rows_than_centroids_says_what_the_data_supports():
+def test_pq_on_fewer_rows_than_centroids_learns_fewer_and_says_so():
     X = np.random.default_rng(0).normal(size=(100, 8)).astype(np.float32)
-    # 256 centroids per 8-bit sub-quantizer cannot be learned from 100 rows (FAISS raised RuntimeError)
-    with pytest.raises(ValueError, match=r"100 rows cannot train 256 centroids.*subquantizer_bits <= 6"):
-        PQHasher(n_bits=16, random_state=0).fit(X)
-    pq = PQHasher(n_bits=18, subquantizer_bits=6, random_state=0).fit(X)
+    # 256 centroids per 8-bit sub-quantizer cannot be learned from 100 rows (FAISS raised RuntimeError, then
+    # fit refused): each row becomes a centroid, the codes keep the length asked for, and fit warns
+    with pytest.warns(UserWarning, match=r"100 rows, fewer than the 256 centroids.*n_centroids_=100.*subquantizer_bits <= 6"):
+        small = PQHasher(n_bits=16, random_state=0).fit(X)
+    codes = small.transform(X)
+    assert small.n_centroids_ == 100 and codes.dtype == np.uint8 and codes.shape == (100, 2)
+    assert len(np.unique(codes[:, 0])) == 100  # every row its own centroid: the unused code values never occur
+    idx, dist = small.search(X[:4], codes, k=1)
+    assert idx[:, 0].tolist() == [0, 1, 2, 3] and np.allclose(dist[:, 0], 0.0, atol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # enough rows: no warning
+        pq = PQHasher(n_bits=18, subquantizer_bits=6, random_state=0).fit(X)
+    assert pq.n_centroids_ == 64
     codes = pq.transform(X)
     assert codes.dtype == np.uint8 and codes.shape == (100, 3)  # 3 sub-quantizers of 6 bits, bit-packed
     idx, _ = pq.search(X[:4], codes, k=1)

@@ -12,38 +12,11 @@ from sklearn.base import clone, is_classifier
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.metrics import average_precision_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import hardneg.concept._ensemble as ensemble
 from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 
-# Small and fast: the checks fit each estimator a few dozen times.
-CHECKED = [
-    NegativeBootstrap(n_iter=2, n_bins=8),
-    RandomSampling(n_iter=2, n_bins=8),
-    AsymmetricBagging(n_iter=2, n_bins=8),
-    PositiveSampling(n_iter=2, n_bins=8),
-    PooledClassifier(max_negatives=200, n_bins=8),
-]
-
-# Every check passes except these, each with its reason.
-EXPECTED_FAILED_CHECKS = {
-    "PooledClassifier": {
-        "check_class_weight_classifiers": (
-            "feeds make_blobs features with negative values without the positive_only shift the other "
-            "checks apply; the histogram-intersection kernel refuses negative input by design"
-        ),
-    },
-}
-
-
-def _expected_failed_checks(estimator):
-    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
-
-
-@parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failed_checks)
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
+# scikit-learn's estimator checks for these estimators run in tests/test_common.py (every estimator, one table).
 
 
 def data(seed=0, n_pos=12, n_pool=90, d=5):

@@ -105,14 +105,14 @@ _HAND_T = np.array([[0, 1, 2], [3, 3, 4]])
     ids=["tg", "da", "afb", "ada"],
 )
 def test_hand_worked_two_updates(model, expected):
-    model.fit(_HAND_X, _HAND_T)
+    model.fit(_HAND_X, triplets=_HAND_T)
     assert model.n_updates_ == 2
     np.testing.assert_allclose(model.w_, expected, atol=1e-12)
 
 
 def test_tg_theta_keeps_large_weights():
     # with theta = 0.5, a weight of 0.9 is above theta: no truncation at all
-    model = SolisTG(lam=0.1, eta=1.0, theta=0.5).fit(_HAND_X, _HAND_T)
+    model = SolisTG(lam=0.1, eta=1.0, theta=0.5).fit(_HAND_X, triplets=_HAND_T)
     np.testing.assert_allclose(model.w_, [1.0, -1.0, 1.0])
 
 
@@ -121,27 +121,27 @@ def test_tg_theta_keeps_large_weights():
 @pytest.mark.parametrize("w_init", [0.0, 1.0])
 def test_lazy_equals_eager(name, w_init):
     X, _, t = _data()
-    model = SOLVERS[name](w_init=w_init).fit(X, t)
+    model = SOLVERS[name](w_init=w_init).fit(X, triplets=t)
     assert 0 < model.n_updates_ < len(t)
     np.testing.assert_allclose(model.w_, eager_fit(model, X, t), atol=1e-6)
 
 
 def test_lazy_equals_eager_tg_finite_theta():
     X, _, t = _data(seed=3)
-    model = SOLVERS["tg"](theta=0.3).fit(X, t)
+    model = SOLVERS["tg"](theta=0.3).fit(X, triplets=t)
     np.testing.assert_allclose(model.w_, eager_fit(model, X, t), atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 def test_partial_fit_in_pieces_equals_one_pass(name):
     X, _, t = _data(seed=1)
-    whole = SOLVERS[name]().fit(X, t)
+    whole = SOLVERS[name]().fit(X, triplets=t)
     pieces = SOLVERS[name]()
     for chunk in np.array_split(t, 7):
-        pieces.partial_fit(X, chunk)
+        pieces.partial_fit(X, triplets=chunk)
         _ = pieces.w_  # reading the weights in between must not change the pass
     np.testing.assert_allclose(pieces.w_, whole.w_, atol=1e-12)
-    gen = SOLVERS[name]().fit(X, (c for c in np.array_split(t, 3)))  # a stream of batches
+    gen = SOLVERS[name]().fit(X, triplets=(c for c in np.array_split(t, 3)))  # a stream of batches
     np.testing.assert_allclose(gen.w_, whole.w_, atol=1e-12)
 
 
@@ -154,14 +154,14 @@ def test_one_update_lowers_the_loss_of_a_violated_triplet(name, w_init):
     model = SOLVERS[name](w_init=w_init, lam=1e-3)
     before = triplet_loss(np.full(3, w_init), X, t)[0]
     assert before > 0
-    after = triplet_loss(model.fit(X, t).w_, X, t)[0]
+    after = triplet_loss(model.fit(X, triplets=t).w_, X, t)[0]
     assert after < before
 
 
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 def test_sparsity_grows_with_lambda(name):
     X, _, t = _data(seed=2, m=60)
-    sparsity = [SOLVERS[name](lam=lam).fit(X, t).sparsity_ for lam in (0.0, 0.01, 0.1, 1.0)]
+    sparsity = [SOLVERS[name](lam=lam).fit(X, triplets=t).sparsity_ for lam in (0.0, 0.01, 0.1, 1.0)]
     assert all(b >= a for a, b in zip(sparsity, sparsity[1:])), sparsity
     assert sparsity[-1] > sparsity[0]
 
@@ -169,14 +169,14 @@ def test_sparsity_grows_with_lambda(name):
 def test_w_init_one_without_violations_keeps_the_dot_product():
     X = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], np.float32) * 2)
     for name in SOLVERS:
-        model = SOLVERS[name](w_init=1.0, lam=0.0).fit(X, [[0, 1, 2]])  # margin 4 > 1: satisfied
+        model = SOLVERS[name](w_init=1.0, lam=0.0).fit(X, triplets=[[0, 1, 2]])  # margin 4 > 1: satisfied
         assert model.n_updates_ == 0
         np.testing.assert_array_equal(model.w_, [1.0, 1.0])
 
 
 def test_ada_closed_form_minimizes_eq20():
     X, _, t = _data(seed=4, m=12, density=0.4)
-    model = SolisADA(lam=0.02, eta=0.5, delta=0.1, w_init=1.0).fit(X, t)
+    model = SolisADA(lam=0.02, eta=0.5, delta=0.1, w_init=1.0).fit(X, triplets=t)
     G, Q = model._state[:2]
     steps = model._glob[0]
     gbar, H, w0 = G / steps, model.delta + np.sqrt(Q), model.w_init
@@ -212,7 +212,7 @@ def test_triplet_loss_matches_definition():
 # ---------------------------------------------------------------- baselines
 def test_oasis_diagonal_matches_passive_aggressive_reference():
     X, _, t = _data(seed=5)
-    model = OasisDiagonal(C=0.3).fit(X, t)
+    model = OasisDiagonal(C=0.3).fit(X, triplets=t)
     D, w = X.toarray().astype(np.float64), np.ones(X.shape[1])
     for a, p, n in t:
         v = D[a] * (D[p] - D[n])
@@ -224,7 +224,7 @@ def test_oasis_diagonal_matches_passive_aggressive_reference():
 
 def test_oasis_full_matches_passive_aggressive_reference():
     X, _, t = _data(seed=6, m=15)
-    model = OasisFull(C=0.3).fit(X, t)
+    model = OasisFull(C=0.3).fit(X, triplets=t)
     D, W = X.toarray().astype(np.float64), np.eye(X.shape[1])
     for a, p, n in t:
         V = np.outer(D[a], D[p] - D[n])
@@ -239,7 +239,7 @@ def test_oasis_full_matches_passive_aggressive_reference():
 def test_oasis_full_refuses_a_matrix_that_does_not_fit():
     X = sp.random(3, 100_000, density=1e-4, format="csr", random_state=0, dtype=np.float32)
     with pytest.raises(ValueError, match=r"100,000 words needs 37\.3 GiB"):
-        OasisFull().fit(X, [[0, 1, 2]])
+        OasisFull().fit(X, triplets=[[0, 1, 2]])
 
 
 def test_tfidf_cosine():
@@ -285,28 +285,27 @@ def test_bad_input(name):
     nan = X.copy()
     nan.data[0] = np.nan
     with pytest.raises(ValueError, match="negative"):
-        model.fit(neg, t)
+        model.fit(neg, triplets=t)
     with pytest.raises(ValueError, match="NaN"):
-        model.fit(nan, t)
+        model.fit(nan, triplets=t)
     with pytest.raises(ValueError, match=r"row indices must lie in \[0, 29\]"):
-        model.fit(X, [[0, 1, 30]])
+        model.fit(X, triplets=[[0, 1, 30]])
     with pytest.raises(ValueError, match="empty"):
-        model.fit(X, np.empty((0, 3), int))
+        model.fit(X, triplets=np.empty((0, 3), int))
     with pytest.raises(ValueError, match="empty"):
-        model.fit(X, iter([]))
+        model.fit(X, triplets=iter([]))
     with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
-        model.fit(X, [[0, 1]])
-    with pytest.raises(TypeError, match="dense"):
-        model.fit(X.toarray(), t)
+        model.fit(X, triplets=[[0, 1]])
+    np.testing.assert_array_equal(clone(model).fit(X.toarray(), triplets=t).w_, clone(model).fit(X, triplets=t).w_)  # dense: CSR inside
     with pytest.raises(TypeError, match="integer"):
-        model.fit(X, [[0.5, 1, 2]])
-    model.fit(X, t)
+        model.fit(X, triplets=[[0.5, 1, 2]])
+    model.fit(X, triplets=t)
     w = model.w_.copy()
     with pytest.raises(ValueError, match="41 features"):
-        model.partial_fit(sp.hstack([X, X[:, :1]]).tocsr(), t)
+        model.partial_fit(sp.hstack([X, X[:, :1]]).tocsr(), triplets=t)
     np.testing.assert_array_equal(model.w_, w)  # nothing changed half-way
     with pytest.raises(ValueError, match="lam"):
-        clone(model).set_params(lam=-1).fit(X, t)
+        clone(model).set_params(lam=-1).fit(X, triplets=t)
 
 
 def test_dense_store_is_refused_and_sparse_store_is_read(tmp_path):
@@ -314,11 +313,11 @@ def test_dense_store_is_refused_and_sparse_store_is_read(tmp_path):
     with FeatureStore.create(tmp_path / "dense", dim=X.shape[1]) as store:
         store.append(X.toarray(), labels=y)
     with pytest.raises(TypeError, match="dense layout"):
-        SolisADA().fit(FeatureStore.open(tmp_path / "dense"), t)
+        SolisADA().fit(FeatureStore.open(tmp_path / "dense"), triplets=t)
     with FeatureStore.create(tmp_path / "sparse", dim=X.shape[1], sparse=True) as store:
         store.append(X, labels=y)
-    from_store = SolisADA(lam=0.01).fit(FeatureStore.open(tmp_path / "sparse"), t)
-    np.testing.assert_allclose(from_store.w_, SolisADA(lam=0.01).fit(X, t).w_, atol=1e-12)
+    from_store = SolisADA(lam=0.01).fit(FeatureStore.open(tmp_path / "sparse"), triplets=t)
+    np.testing.assert_allclose(from_store.w_, SolisADA(lam=0.01).fit(X, triplets=t).w_, atol=1e-12)
     y_store = FeatureStore.open(tmp_path / "sparse").labels()
     drawn = SolisADA(n_triplets=500, random_state=0).fit(X, y=y_store)
     assert drawn.n_triplets_seen_ == 500
@@ -327,7 +326,7 @@ def test_dense_store_is_refused_and_sparse_store_is_read(tmp_path):
 # ---------------------------------------------------------------- API and persistence
 def test_scoring_api():
     X, _, t = _data()
-    model = SolisADA(lam=0.01).fit(X, t)
+    model = SolisADA(lam=0.01).fit(X, triplets=t)
     D = X.toarray().astype(np.float64)
     np.testing.assert_allclose(model.similarity(X[:3], X[:5]), D[:3] @ np.diag(model.w_) @ D[:5].T, atol=1e-5)
     np.testing.assert_allclose(model.score_pairs(X, [[0, 1], [4, 2]]), [D[0] @ (model.w_ * D[1]), D[4] @ (model.w_ * D[2])], atol=1e-5)
@@ -344,14 +343,14 @@ def test_scoring_api():
 def test_save_load_round_trip_and_resume(tmp_path, model):
     X, _, t = _data(seed=7)
     first, rest = t[:150], t[150:]
-    model.fit(X, first)
+    model.fit(X, triplets=first)
     path = model.save(tmp_path / "m.npz")
     loaded = load_similarity(path)
     assert type(loaded) is type(model) and loaded.get_params() == model.get_params()
     np.testing.assert_allclose(loaded.similarity(X[:4], X), model.similarity(X[:4], X), atol=1e-6)
     if not isinstance(model, TfidfCosine):
-        loaded.partial_fit(X, rest)
-        whole = clone(model).fit(X, t)
+        loaded.partial_fit(X, triplets=rest)
+        whole = clone(model).fit(X, triplets=t)
         np.testing.assert_allclose(loaded.similarity(X[:4], X), whole.similarity(X[:4], X), atol=1e-6)
     with pytest.raises(ModelFileError, match="expected"):
         (SolisTG if not isinstance(model, SolisTG) else SolisDA).load(path)
@@ -368,3 +367,53 @@ def test_docstring_examples(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+# ---------------------------------------------------------------- fit(X, y=None, *, triplets=None): metric-learn's convention
+ALL_MODELS = {"tg": SolisTG, "da": SolisDA, "afb": SolisAFB, "ada": SolisADA, "oasis-diag": OasisDiagonal, "oasis": OasisFull}
+
+
+@pytest.mark.parametrize("name", list(ALL_MODELS))
+def test_labels_as_y_draw_triplets_inside_and_triplets_are_a_keyword(name):
+    # before: fit(X, triplets) took triplets in y's slot, so cross_val_score(SolisADA(), X, y) passed labels as triplets
+    X, y, _ = _data()
+    model = ALL_MODELS[name](n_triplets=300, random_state=4)
+    drawn = clone(model).fit(X, y)
+    explicit = clone(model).fit(X, triplets=random_triplets(y, 300, random_state=np.random.default_rng(4)))
+    np.testing.assert_array_equal(drawn.w_, explicit.w_)  # the same sampler, sized and seeded by the parameters
+    np.testing.assert_array_equal(clone(model).fit(X.toarray(), y).w_, drawn.w_)  # dense X: CSR inside
+    np.testing.assert_array_equal(clone(model).fit(X, np.array(list("abc"))[y]).w_, drawn.w_)  # any labels
+    with pytest.raises(ValueError, match="not both"):
+        clone(model).fit(X, y, triplets=[[0, 3, 1]])
+    with pytest.raises(ValueError, match="give class labels y"):
+        clone(model).fit(X)
+    more = clone(model).fit(X, y).partial_fit(X, y)  # partial_fit draws n_triplets more from y
+    assert not np.array_equal(more.w_, drawn.w_)
+    clone(model).fit(X, y).partial_fit(X, triplets=[[0, 3, 1]])
+
+
+@pytest.mark.parametrize("name", ["ada", "oasis-diag"])
+def test_cross_val_score_and_grid_search_run_on_labels(name):
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    X, y, _ = _data(n=60)
+    scores = cross_val_score(ALL_MODELS[name](n_triplets=500, random_state=0), X, y, cv=3)
+    assert scores.shape == (3,) and np.all((scores > 0) & (scores <= 1))
+    grid = {"lam": [0.0, 1e-3]} if name == "ada" else {"C": [0.01, 0.1]}
+    search = GridSearchCV(ALL_MODELS[name](n_triplets=500, random_state=0), grid, cv=3).fit(X, y)
+    assert search.best_score_ > 0
+
+
+def test_score_is_retrieval_map_of_the_learned_similarity():
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]))
+    y = np.array([0, 0, 1, 1])
+    model = TfidfCosine().fit(X)  # idf equal for both words: the plain cosine
+    # cosines: s01 = 1, s02 = s12 = 0.6, s23 = 0.8, s03 = s13 = 0; every query finds its class-mate first
+    assert model.score(X, y) == 1.0
+    y = np.array([0, 1, 0, 1])
+    # query 0: relevant row 2 (0.6) behind row 1 (1.0): AP 1/2. query 1: row 3 (0.0) behind rows 0, 2: 1/3.
+    # query 2: row 0 (0.6) behind row 3 (0.8) and the tied row 1 (ties rank the relevant row last): 1/3.
+    # query 3: row 1 (0.0) behind row 2 (0.8) and the tied row 0: 1/3.
+    assert model.score(X, y) == pytest.approx((1 / 2 + 3 * (1 / 3)) / 4)
+    with pytest.raises(ValueError, match="no class has 2 rows"):
+        model.score(X, np.arange(4))

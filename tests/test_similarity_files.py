@@ -49,7 +49,7 @@ def saved(tmp_path_factory):
     folder = tmp_path_factory.mktemp("similarity")
     out = {}
     for name, make in MODELS.items():
-        model = make().fit(X, t)
+        model = make().fit(X, triplets=t)
         out[name] = (model, model.save(folder / f"{name}.npz"), model.similarity(X[:5], X))
     return X, out
 

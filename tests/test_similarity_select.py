@@ -53,7 +53,7 @@ def test_matches_slow_reference(seed):
     dense[np.arange(60), y] += 1.0
     X = sp.csr_matrix(dense)
     t = concept_triplets(y, n_positives=4, n_negatives=8, random_state=seed)
-    model = SolisADA(lam=1e-3, eta=0.3).fit(X, t[: len(t) // 2])
+    model = SolisADA(lam=1e-3, eta=0.3).fit(X, triplets=t[: len(t) // 2])
     assert heldout_map(model, X, t) == pytest.approx(_slow_heldout_map(model, X, t))
 
 

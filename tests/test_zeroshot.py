@@ -224,7 +224,6 @@ def test_bad_inputs_are_one_line_errors():
         (lambda: _fast().fit(X, y, {0: [1, 2], 1: [1, 2, 3]}), "different lengths"),
         (lambda: _fast().fit(X[y == 0], y[y == 0], attrs), "at least 2 seen classes"),
         (lambda: _fast().fit(X, y, attrs, sample_attributes=attrs[y]), "not both"),
-        (lambda: _fast().fit(X, y), "class_attributes"),
     ]
     fitted = _fast(n_epochs=1).fit(X[y < 6], y[y < 6], attrs[:6])
     cases += [
@@ -362,3 +361,24 @@ def test_estimator_conventions(est):
     bad = clone(est).set_params(**{next(iter(est._parameter_constraints)): -1.0})
     with pytest.raises((ValueError, TypeError)):
         bad.fit(X, y, attrs)
+
+
+@pytest.mark.parametrize("est", [ZeroShotClassifier(n_epochs=2, random_state=0), ESZSL(), DAP()], ids=lambda e: type(e).__name__)
+def test_class_attributes_at_construction_or_fit_or_one_hot(est):
+    # before: class_attributes only in fit, so fit(X, y) (Pipeline, cross_val_score, the estimator checks) failed
+    from sklearn.base import clone
+
+    X, y, attrs = _toy()
+    in_fit = clone(est).fit(X, y, attrs)
+    in_init = clone(est).set_params(class_attributes=attrs).fit(X, y)
+    np.testing.assert_array_equal(in_init.prototypes_, in_fit.prototypes_)
+    np.testing.assert_array_equal(in_init.predict(X), in_fit.predict(X))
+    overridden = clone(est).set_params(class_attributes=np.eye(8)).fit(X, y, attrs)  # fit's argument wins
+    np.testing.assert_array_equal(overridden.prototypes_, in_fit.prototypes_)
+    one_hot = clone(est).fit(X, y)  # none given anywhere: one attribute per seen class
+    np.testing.assert_array_equal(one_hot.prototypes_, np.eye(8, dtype=np.float32))
+    assert np.array_equal(one_hot.classes_, np.arange(8)) and set(one_hot.predict(X)) <= set(range(8))
+    labels = np.array(list("abcdefgh"))[y]  # any labels: classes_ sorted, one-hot in that order
+    assert clone(est).fit(X, labels).classes_.tolist() == list("abcdefgh")
+    with pytest.raises(ValueError, match="at least 2 seen classes, got 1 class"):
+        clone(est).fit(X[y == 0], y[y == 0])

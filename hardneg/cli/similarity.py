@@ -104,7 +104,7 @@ def train(
         local = local.reshape(triplets.shape)
         with task_progress("learning from triplets", len(local)) as advance:
             for chunk in np.array_split(local, max(1, len(local) // 100_000)):
-                model.partial_fit(X, chunk)
+                model.partial_fit(X, triplets=chunk)
                 advance(len(chunk))
         if tfidf:
             model.set_input_transform(idf, l2=True)

@@ -8,7 +8,7 @@ and :meth:`PQHasher.search` ranks them by asymmetric distance computation
 
 from __future__ import annotations
 
-import math
+import warnings
 from numbers import Integral
 
 import faiss
@@ -35,12 +35,21 @@ class PQHasher(BaseHasher):
         Code length, a multiple of ``subquantizer_bits``.
     subquantizer_bits : int in [1, 16], default 8
         Bits per sub-quantizer. k-means needs at least as many training rows
-        as centroids, so ``fit`` needs ``2 ** subquantizer_bits`` rows (256
-        by default); with fewer, it refuses with a ``ValueError`` that says
-        how many bits the data supports, rather than quietly making shorter
-        codes than asked for. Codes of 8 bits per sub-quantizer are one byte
+        as centroids (``2 ** subquantizer_bits``, 256 by default). With fewer
+        rows, ``fit`` keeps the code length asked for but learns only one
+        centroid per training row (each row's own sub-vectors: what k-means
+        with as many centroids as rows converges to), records that number in
+        ``n_centroids_`` and warns (a ``UserWarning`` naming the bits the
+        data supports); the unused code values repeat the first centroid and
+        are never produced. Codes of 8 bits per sub-quantizer are one byte
         each; other sizes are bit-packed by FAISS (``ceil(n_bits / 8)`` bytes).
     random_state : None, int or Generator
+
+    Attributes
+    ----------
+    n_centroids_ : int
+        Distinct centroids per sub-quantizer: ``2 ** subquantizer_bits``, or
+        the number of training rows when there were fewer.
 
     Examples
     --------
@@ -82,12 +91,6 @@ class PQHasher(BaseHasher):
             )
         X = self._check_X(X, fitting=True)
         n, d = X.shape
-        if n < 2**b:
-            # FAISS's k-means would fail with a RuntimeError; say what the data supports instead
-            raise ValueError(
-                f"X: {n} rows cannot train {2**b} centroids per sub-quantizer (subquantizer_bits={b}); "
-                f"PQHasher needs at least {2**b} rows, or subquantizer_bits <= {int(math.log2(n))} for {n} rows"
-            )
         self._check_fit_memory(X, n_bits)
         rng = check_random_state(self.random_state)
         m = n_bits // b
@@ -96,7 +99,25 @@ class PQHasher(BaseHasher):
         index.pq.cp.seed = int(rng.integers(0, 2**31 - 1))
         index.pq.cp.verbose = False
         index.pq.cp.min_points_per_centroid = 1  # small training sets are fine for a baseline; no warning
-        index.train(self._pad(X))
+        if n >= 2**b:
+            index.train(self._pad(X))
+            self.n_centroids_ = 2**b
+        else:
+            # FAISS's k-means would fail with a RuntimeError: k-means with as many centroids as rows
+            # ends at the rows themselves, so they are the centroids, and the code length stays as asked
+            message = (
+                f"PQHasher: X has {n} rows, fewer than the {2**b} centroids per sub-quantizer of "
+                f"subquantizer_bits={b}; learned {n} centroids per sub-quantizer (n_centroids_={n}). "
+                f"Give at least {2**b} rows, or subquantizer_bits <= {n.bit_length() - 1} for {n} rows"
+            )
+            warnings.warn(message, UserWarning, stacklevel=2)
+            Xp = self._pad(X)
+            dsub = self.padded_dim_ // m
+            centroids = np.repeat(Xp[:1].reshape(m, 1, dsub), 2**b, axis=1)  # unused code values: row 0 again
+            centroids[:, :n] = Xp.reshape(n, m, dsub).transpose(1, 0, 2)
+            faiss.copy_array_to_vector(np.ascontiguousarray(centroids, np.float32).ravel(), index.pq.centroids)
+            index.is_trained = True
+            self.n_centroids_ = n
         self.index_ = index
         self.n_bits_ = n_bits
         return self
@@ -149,3 +170,5 @@ class PQHasher(BaseHasher):
             raise ValueError("the stored PQ centroids hold NaN or infinite values")
         self.index_ = index
         self.padded_dim_ = padded
+        first = faiss.vector_to_array(pq.centroids).reshape(m, 2**b, -1)[0]
+        self.n_centroids_ = int(np.unique(first, axis=0).shape[0])

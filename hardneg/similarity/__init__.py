@@ -18,7 +18,7 @@ Examples
 >>> dense[y == 0, :5] += 1.0; dense[y == 1, 5:10] += 1.0     # each class shares five words
 >>> X = sp.csr_matrix(dense)
 >>> t = concept_triplets(y, n_positives=4, n_negatives=10, random_state=0)
->>> model = SolisADA(lam=1e-2).fit(X, t)
+>>> model = SolisADA(lam=1e-2).fit(X, triplets=t)
 >>> bool(model.w_[:10].min() > 0), model.w_.shape, model.sparsity_ > 0.5
 (True, (50,), True)
 """

@@ -81,7 +81,7 @@ class SolisADA(SolisBase):
     >>> from hardneg.similarity import SolisADA
     >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
     >>> # t = 1, H = 1 + 1: w = soft(0 + (1, -1) / 2, 0.2 / 2)
-    >>> SolisADA(lam=0.2, eta=1.0, delta=1.0).fit(X, [[0, 1, 2]]).w_.round(6).tolist()
+    >>> SolisADA(lam=0.2, eta=1.0, delta=1.0).fit(X, triplets=[[0, 1, 2]]).w_.round(6).tolist()
     [0.4, -0.4]
     """
 

@@ -78,7 +78,7 @@ class SolisAFB(SolisBase):
     >>> from hardneg.similarity import SolisAFB
     >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
     >>> # H = 1 + sqrt(1) = 2: w = soft(0 + 1 * (1, -1) / 2, 0.2 / 2)
-    >>> SolisAFB(lam=0.2, eta=1.0, delta=1.0).fit(X, [[0, 1, 2]]).w_.round(6).tolist()
+    >>> SolisAFB(lam=0.2, eta=1.0, delta=1.0).fit(X, triplets=[[0, 1, 2]]).w_.round(6).tolist()
     [0.4, -0.4]
     """
 

@@ -1,8 +1,14 @@
 """The estimator shape every diagonal similarity learner shares.
 
 A learner holds a weight vector ``w_`` over the vocabulary and scores
-``S_w(a, b) = aᵀ diag(w) b`` (Eq. 4, 7). ``fit`` / ``partial_fit`` take a
-sparse ``X`` (or a sparse FeatureStore) and triplets as row indices into it.
+``S_w(a, b) = aᵀ diag(w) b`` (Eq. 4, 7). ``fit(X, y=None, *, triplets=None)``
+and ``partial_fit`` follow metric-learn's convention: ``X`` is a sparse (or
+dense) matrix or a sparse FeatureStore; class labels ``y`` are turned into
+``n_triplets`` random triplets inside (:func:`random_triplets`, seeded by
+``random_state``), or explicit triplets are given as ``triplets=``, row
+indices into ``X``. ``score(X, y)`` is the retrieval mAP of the learned
+similarity (:meth:`DiagonalSimilarity.score`), so model selection tools
+(``cross_val_score``, ``GridSearchCV``) work on labels.
 Models save to a portable ``.npz`` through :mod:`hardneg._persist`, with the
 solver state, so a loaded model can go on learning with ``partial_fit``.
 """
@@ -17,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from .._persist import ArraySpec, ModelFileError, load_model, save_model
 from .._validation import check_positive_int, check_random_state
@@ -52,6 +59,24 @@ def _iter_batches(triplets):
     return iter(triplets)
 
 
+def _n_rows(X) -> int:
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) >= 1 else len(X)
+
+
+def _labels_for_sampling(y, n_rows: int) -> np.ndarray:
+    """Integer labels for the triplet sampler: integer ``y`` as given (``-1`` is
+    unlabeled), any other labels (strings, floats) as codes of their sorted values."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y: expected 1-D class labels, got shape {y.shape}")
+    if y.shape[0] != n_rows:
+        raise ValueError(f"y: has {y.shape[0]} labels for X with {n_rows} rows")
+    if y.dtype.kind not in "iu":
+        y = np.unique(y, return_inverse=True)[1].reshape(-1)
+    return y
+
+
 def tfidf_transform(X, idf=None, l2: bool = False) -> sp.csr_matrix:
     """``X * idf`` per word, then rows scaled to unit l2 norm (all-zero rows stay zero)."""
     if idf is not None:
@@ -74,7 +99,69 @@ class DiagonalSimilarity(BaseEstimator):
 
     def _check_fitted(self):
         if not self.__sklearn_is_fitted__():
-            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit() or load a model")
+            # NotFittedError is a ValueError and an AttributeError (so hasattr(model, "w_") is False)
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() or load a model")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True  # bag-of-words histograms
+        tags.target_tags.required = False  # TfidfCosine needs no labels; the learners say so in fit
+        return tags
+
+    def _triplets(self, X, y, triplets, method: str):
+        """The triplets ``fit`` / ``partial_fit`` learn from: ``triplets=`` as given,
+        or ``n_triplets`` drawn from the labels ``y`` (:func:`random_triplets`)."""
+        if triplets is not None:
+            if y is not None:
+                raise ValueError(f"{method}: give class labels y (triplets are drawn from them) or triplets=, not both")
+            return triplets
+        if y is None:
+            raise ValueError(f"{method}: give class labels y (triplets are drawn from them) or triplets= (row indices into X)")
+        from ._sampling import random_triplets
+
+        labels = _labels_for_sampling(y, _n_rows(X))
+        if getattr(self, "_triplet_rng", None) is None:
+            self._triplet_rng = check_random_state(self.random_state)
+        return random_triplets(labels, check_positive_int(self.n_triplets, "n_triplets"), random_state=self._triplet_rng)
+
+    def score(self, X, y) -> float:
+        """Retrieval mean average precision of the learned similarity on labeled rows.
+
+        Every row of ``X`` is a query that ranks all the other rows by
+        :meth:`similarity`; the rows of its class are the relevant ones (ties
+        are broken against them, so a similarity that scores everything
+        equal earns no credit). The score is the AP averaged over the queries
+        whose class has another row, in [0, 1], larger is better. It costs an
+        ``(n, n)`` similarity matrix: use it on a held-out sample, as
+        ``cross_val_score`` or ``GridSearchCV`` do.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix (n_samples, n_words)
+        y : array-like (n_samples,)
+            Class labels (any values; equal labels are relevant to each other).
+        """
+        self._check_fitted()
+        S = self.similarity(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != S.shape[0]:
+            raise ValueError(f"y: expected {S.shape[0]} class labels (one per row of X), got shape {y.shape}")
+        codes = np.unique(y, return_inverse=True)[1].reshape(-1)
+        relevant = codes[:, None] == codes[None, :]
+        np.fill_diagonal(relevant, False)
+        queries = np.flatnonzero(relevant.any(axis=1))
+        if queries.size == 0:
+            raise ValueError("y: no class has 2 rows, so no query has a relevant row to retrieve")
+        ap = np.empty(queries.size)
+        for k, q in enumerate(queries):
+            others = np.delete(np.arange(S.shape[0]), q)
+            rel = relevant[q, others]
+            order = np.lexsort((rel, -S[q, others]))  # by score, ties: irrelevant rows first
+            hits = rel[order]
+            ranks = np.flatnonzero(hits) + 1
+            ap[k] = np.mean(np.arange(1, ranks.size + 1) / ranks)
+        return float(ap.mean())
 
     def __sklearn_is_fitted__(self) -> bool:
         return getattr(self, "_w", None) is not None or getattr(self, "_state", None) is not None
@@ -98,7 +185,7 @@ class DiagonalSimilarity(BaseEstimator):
         on TF-IDF vectors by ``hardneg similarity train``) weights each word
         by its idf and l2-normalizes each row first.
         """
-        X = check_bow(X, "X", n_features=self.n_features_in_)
+        X = check_bow(X, "X", n_features=self.n_features_in_, estimator=self)
         return tfidf_transform(X, getattr(self, "input_idf_", None), getattr(self, "input_l2_", False))
 
     def set_input_transform(self, idf=None, l2: bool = False):
@@ -256,36 +343,31 @@ class SolisBase(DiagonalSimilarity):
             self._w = weights(self._kind, self._state, self._glob, self._param_vector())
         return self._w
 
-    def fit(self, X, triplets=None, y=None):
+    def fit(self, X, y=None, *, triplets=None):
         """Learn from one pass over a triplet stream, starting from ``w_init``.
 
         Parameters
         ----------
-        X : scipy.sparse matrix (n_samples, n_words) or sparse FeatureStore
-            Non-negative bag-of-words vectors.
-        triplets : (n, 3) int array, or an iterable of such arrays
-            Rows ``(anchor, positive, negative)`` of ``X``. If omitted,
-            ``n_triplets`` are drawn from the labels ``y`` with
-            :func:`random_triplets` (the large-scale protocol).
+        X : scipy.sparse matrix or 2-D array (n_samples, n_words), or sparse FeatureStore
+            Non-negative bag-of-words vectors (a dense array is converted to CSR).
         y : array-like (n_samples,), optional
-            Class labels, only to draw triplets.
+            Class labels: ``n_triplets`` triplets are drawn from them with
+            :func:`random_triplets` (the large-scale protocol), seeded by
+            ``random_state``. Integer labels ``-1`` are unlabeled rows.
+        triplets : (n, 3) int array, or an iterable of such arrays, keyword only
+            Explicit rows ``(anchor, positive, negative)`` of ``X``, instead of ``y``.
         """
         self._param_vector()  # validate parameters before anything changes
-        for name in ("_state", "_glob", "_w"):
+        for name in ("_state", "_glob", "_w", "_triplet_rng"):
             setattr(self, name, None)
         self.n_updates_ = 0
         self.n_triplets_seen_ = 0
-        if triplets is None:
-            if y is None:
-                raise ValueError("fit: give triplets, or labels y to draw them from")
-            from ._sampling import random_triplets
+        return self._consume(X, self._triplets(X, y, triplets, "fit"))
 
-            triplets = random_triplets(y, check_positive_int(self.n_triplets, "n_triplets"), random_state=check_random_state(self.random_state))
-        return self._consume(X, triplets)
-
-    def partial_fit(self, X, triplets):
-        """Continue the same pass with more triplets (a stream, feedback, query logs)."""
-        return self._consume(X, triplets)
+    def partial_fit(self, X, y=None, *, triplets=None):
+        """Continue the same pass with more triplets (a stream, feedback, query logs):
+        ``triplets=`` explicitly, or ``n_triplets`` more drawn from labels ``y``."""
+        return self._consume(X, self._triplets(X, y, triplets, "partial_fit"))
 
     def _consume(self, X, triplets):
         batches = _iter_batches(triplets)
@@ -297,7 +379,7 @@ class SolisBase(DiagonalSimilarity):
         from ._lazy import stream
 
         for batch in batches:
-            Xb, tb = resolve_rows(X, batch, n_features=n_features)
+            Xb, tb = resolve_rows(X, batch, n_features=n_features, estimator=self)
             if getattr(self, "_state", None) is None:
                 n_features = Xb.shape[1]
                 self._state = self._init_state(n_features, params[-1])

@@ -3,7 +3,8 @@
 Triplets follow metric-learn's convention: an ``(n, 3)`` integer array of row
 indices ``(anchor, positive, negative)`` into a sparse matrix ``X``, so a
 million triplets need no copies of vectors. ``X`` is a ``scipy.sparse``
-matrix (converted once to CSR float32 with sorted indices) or a sparse
+matrix or a dense 2-D array (converted once to CSR float32 with sorted
+indices) or a sparse
 :class:`~hardneg.store.FeatureStore`, of which only the rows the triplets
 name are read.
 """
@@ -20,23 +21,21 @@ from .._validation import check_matrix, is_store
 __all__ = ["check_bow", "check_triplets", "resolve_rows", "triplet_loss"]
 
 
-def check_bow(X, name: str = "X", *, n_features: int | None = None) -> sp.csr_matrix:
+def check_bow(X, name: str = "X", *, n_features: int | None = None, estimator=None) -> sp.csr_matrix:
     """``X`` as CSR float32 with sorted indices, non-negative and finite.
 
-    Dense input is refused with a ``TypeError``: the learners' cost per
-    triplet is proportional to the non-zeros, which a dense array hides.
+    A dense array is accepted and converted to CSR once here (the learners'
+    cost per triplet is proportional to the non-zeros, so pass sparse input
+    when the vectors are sparse: a dense bag-of-words pays for its zeros
+    only in this conversion).
     """
+    if X is None or isinstance(X, (str, bytes)):
+        raise TypeError(f"{name}: expected a bag-of-words matrix (scipy.sparse CSR or a 2-D array), got {type(X).__name__}")
+    X = check_matrix(X, name, accept_sparse=True, min_rows=1, n_features=n_features, estimator=estimator)
     if not sp.issparse(X):
-        if X is None or isinstance(X, (str, bytes)):
-            raise TypeError(f"{name}: expected a scipy.sparse bag-of-words matrix, got {type(X).__name__}")
-        shape = getattr(X, "shape", None)
-        raise TypeError(
-            f"{name}: expected a scipy.sparse bag-of-words matrix (CSR), got dense {type(X).__name__} of shape {shape}; "
-            "convert it with scipy.sparse.csr_matrix(X)"
-        )
-    X = check_matrix(X, name, accept_sparse=True, min_rows=1, n_features=n_features)
+        X = sp.csr_matrix(X)
     if X.nnz and X.data.min() < 0:
-        raise ValueError(f"{name}: contains negative values (min {X.data.min():.4g}); bag-of-words histograms are non-negative")
+        raise ValueError(f"{name}: Negative values in data (min {X.data.min():.4g}); bag-of-words histograms are non-negative")
     if not X.has_sorted_indices:
         X = X.copy()
         X.sort_indices()
@@ -64,7 +63,7 @@ def check_triplets(triplets, n_rows: int, name: str = "triplets") -> np.ndarray:
     return t
 
 
-def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X"):
+def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X", estimator=None):
     """Check ``X`` and ``triplets`` together; return ``(csr, triplets)``.
 
     A sparse FeatureStore is read only at the rows the triplets use (the
@@ -75,9 +74,9 @@ def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X")
             raise TypeError(f"{name}: the store {str(getattr(X, 'path', ''))!r} is in the dense layout; similarity learning needs a sparse (CSR) store")
         t = check_triplets(triplets, len(X))
         rows, inverse = np.unique(t, return_inverse=True)
-        block = check_bow(X.take(rows), name, n_features=n_features)
+        block = check_bow(X.take(rows), name, n_features=n_features, estimator=estimator)
         return block, np.ascontiguousarray(inverse.reshape(t.shape), dtype=np.int64)
-    X = check_bow(X, name, n_features=n_features)
+    X = check_bow(X, name, n_features=n_features, estimator=estimator)
     return X, check_triplets(triplets, X.shape[0])
 
 

@@ -70,7 +70,7 @@ class SolisDA(SolisBase):
     >>> import numpy as np, scipy.sparse as sp
     >>> from hardneg.similarity import SolisDA
     >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
-    >>> SolisDA(lam=0.1, gamma=1.0).fit(X, [[0, 1, 2]]).w_.tolist()   # soft((1, -1), 0.1)
+    >>> SolisDA(lam=0.1, gamma=1.0).fit(X, triplets=[[0, 1, 2]]).w_.tolist()   # soft((1, -1), 0.1)
     [0.9, -0.9]
     """
 

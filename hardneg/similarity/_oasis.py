@@ -95,23 +95,26 @@ def _oasis_full(indptr, indices, data, triplets, W, C, diff, mark, cols):
 
 
 class _OasisBase(DiagonalSimilarity):
-    def fit(self, X, triplets=None, y=None):
+    def fit(self, X, y=None, *, triplets=None):
+        """One passive-aggressive pass from the identity, as SOLIS's ``fit``:
+        labels ``y`` (``n_triplets`` triplets drawn from them, seeded by
+        ``random_state``) or explicit ``triplets=`` (row indices into ``X``)."""
         check_finite_param(self.C, "C", minimum=0.0, strict=True)
         self._w = None
+        self._triplet_rng = None
         self.n_updates_ = 0
-        if triplets is None:
-            raise ValueError("fit: OASIS needs triplets (row indices into X)")
-        return self.partial_fit(X, triplets)
+        return self.partial_fit(X, y, triplets=triplets)
 
-    def partial_fit(self, X, triplets):
+    def partial_fit(self, X, y=None, *, triplets=None):
+        """Continue with more triplets: ``triplets=``, or ``n_triplets`` more drawn from ``y``."""
         C = check_finite_param(self.C, "C", minimum=0.0, strict=True)
-        batches = _iter_batches(triplets)
+        batches = _iter_batches(self._triplets(X, y, triplets, "partial_fit"))
         if batches is None:
             raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
         seen = 0
         for batch in batches:
             n_features = self._n_words() if self.__sklearn_is_fitted__() else None
-            Xb, tb = resolve_rows(X, batch, n_features=n_features)
+            Xb, tb = resolve_rows(X, batch, n_features=n_features, estimator=self)
             if not self.__sklearn_is_fitted__():
                 self._allocate(Xb.shape[1])
                 self.n_updates_ = 0
@@ -130,20 +133,23 @@ class OasisDiagonal(_OasisBase):
     ----------
     C : float
         Aggressiveness (PA-I cap on the step).
+    n_triplets : int
+        Triplets drawn from ``y`` when ``fit`` gets labels rather than ``triplets=``.
     random_state : int, Generator or None
-        Unused (the pass is deterministic given the triplets); kept for the shared API.
+        Seeds the triplets drawn from ``y`` (the pass is deterministic given the triplets).
 
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from hardneg.similarity import OasisDiagonal
     >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
-    >>> OasisDiagonal(C=0.1).fit(X, [[0, 1, 2]]).w_.tolist()   # loss 1, τ = min(0.1, 1/2)
+    >>> OasisDiagonal(C=0.1).fit(X, triplets=[[0, 1, 2]]).w_.tolist()   # loss 1, τ = min(0.1, 1/2)
     [1.1, 0.9]
     """
 
-    def __init__(self, C: float = 0.1, random_state=None):
+    def __init__(self, C: float = 0.1, n_triplets: int = 100_000, random_state=None):
         self.C = C
+        self.n_triplets = n_triplets
         self.random_state = random_state
 
     @property
@@ -177,13 +183,16 @@ class OasisFull(_OasisBase):
     max_memory_gb : float
         Refuse (``MemoryError``-free, with a ``ValueError`` naming the need)
         vocabularies whose float32 matrix would exceed this.
+    n_triplets : int
+        Triplets drawn from ``y`` when ``fit`` gets labels rather than ``triplets=``.
     random_state : int, Generator or None
-        Unused; kept for the shared API.
+        Seeds the triplets drawn from ``y``.
     """
 
-    def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, random_state=None):
+    def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state=None):
         self.C = C
         self.max_memory_gb = max_memory_gb
+        self.n_triplets = n_triplets
         self.random_state = random_state
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -214,9 +223,9 @@ class OasisFull(_OasisBase):
         return int(_oasis_full(X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data, triplets, self.W_, C,
                                np.zeros(m, np.float64), np.zeros(m, np.uint8), np.empty(width, np.int64)))
 
-    def fit(self, X, triplets=None, y=None):
+    def fit(self, X, y=None, *, triplets=None):
         self.W_ = None
-        return super().fit(X, triplets, y)
+        return super().fit(X, y, triplets=triplets)
 
     @property
     def w_(self):

@@ -100,7 +100,7 @@ def random_triplets(y, n_triplets: int, *, rows=None, random_state=None) -> np.n
     labels = y[order]
     classes, start, size = np.unique(labels, return_index=True, return_counts=True)
     if classes.size < 2:
-        raise ValueError(f"y: needs at least 2 classes to draw triplets, found {classes.size}")
+        raise ValueError(f"y: needs at least 2 classes to draw triplets, found {classes.size} class{'' if classes.size == 1 else 'es'}")
     eligible = np.flatnonzero(size[np.searchsorted(classes, labels)] >= 2)
     if eligible.size == 0:
         raise ValueError("y: no class has 2 rows, so no (anchor, positive) pair exists")

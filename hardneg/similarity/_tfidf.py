@@ -15,10 +15,11 @@ __all__ = ["TfidfCosine"]
 class TfidfCosine(DiagonalSimilarity):
     """``S(a, b) = cos(a * idf, b * idf)`` with ``idf_j = log((1 + N) / (1 + df_j)) + 1``.
 
-    ``fit`` counts document frequencies over ``X`` (a sparse matrix, or a
-    sparse FeatureStore read in chunks); triplets are accepted and ignored,
-    so it fits the same harness as the learners. Every word keeps weight 1
-    (``w_`` is all ones: no sparsity).
+    ``fit`` counts document frequencies over ``X`` (a sparse or dense matrix,
+    or a sparse FeatureStore read in chunks); labels ``y`` and ``triplets=``
+    are accepted and ignored, so it fits the same harness as the learners
+    (and ``score(X, y)``, the retrieval mAP, scores it like them). Every word
+    keeps weight 1 (``w_`` is all ones: no sparsity).
 
     Examples
     --------
@@ -36,7 +37,7 @@ class TfidfCosine(DiagonalSimilarity):
     def __init__(self, random_state=None):
         self.random_state = random_state
 
-    def fit(self, X, triplets=None, y=None):
+    def fit(self, X, y=None, *, triplets=None):
         if is_store(X):
             if not X.is_sparse:
                 raise TypeError(f"X: the store {str(X.path)!r} is in the dense layout; TF-IDF needs a sparse (CSR) store")

@@ -77,7 +77,7 @@ class SolisTG(SolisBase):
     >>> import numpy as np, scipy.sparse as sp
     >>> from hardneg.similarity import SolisTG
     >>> X = sp.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]))
-    >>> model = SolisTG(lam=0.1, eta=1.0).fit(X, [[0, 1, 2]])
+    >>> model = SolisTG(lam=0.1, eta=1.0).fit(X, triplets=[[0, 1, 2]])
     >>> model.w_.tolist()   # w = T(0 + 1 * (1, -1), 0.1)
     [0.9, -0.9]
     """

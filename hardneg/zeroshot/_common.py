@@ -29,27 +29,43 @@ class TrainingTargets:
         self.candidates, self.candidate_codes, self.pos, self.per_image = candidates, candidate_codes, pos, per_image
 
 
-def training_targets(y, n_samples: int, class_attributes=None, sample_attributes=None) -> TrainingTargets:
-    """Check ``y`` and the attribute inputs of a zero-shot ``fit``; one error line for anything wrong."""
+def _at_least_two(classes) -> None:
+    if classes.size < 2:
+        raise ValueError(f"y: zero-shot training needs at least 2 seen classes, got 1 class ({classes[0]!r})")
+
+
+def training_targets(y, n_samples: int, class_attributes=None, sample_attributes=None, *, default=None) -> TrainingTargets:
+    """Check ``y`` and the attribute inputs of a zero-shot ``fit``; one error line for anything wrong.
+
+    Which attribute vectors are used, first found: ``class_attributes`` or
+    ``sample_attributes`` given to ``fit``; ``default`` (the estimator's
+    ``class_attributes`` parameter); else one-hot vectors, one attribute per
+    seen class (``prototypes`` is the identity over the sorted classes), so the
+    estimator is a plain classifier among the seen classes.
+    """
     if y is None:
         raise ValueError("y: zero-shot training needs the class label of every training image, got None")
     y = check_labels(y, n_samples)
+    if class_attributes is None and sample_attributes is None:
+        class_attributes = default
+    if class_attributes is None and sample_attributes is None:
+        classes, codes = np.unique(y, return_inverse=True)
+        _at_least_two(classes)
+        codes = codes.reshape(-1)
+        protos = np.eye(classes.size, dtype=np.float32)
+        return TrainingTargets(classes, protos, codes, protos, np.arange(classes.size), codes, False)
     if class_attributes is not None and sample_attributes is not None:
         raise ValueError("give class_attributes or sample_attributes, not both")
     if sample_attributes is not None:
         A = check_sample_attributes(sample_attributes, n_samples)
         classes, codes = np.unique(y, return_inverse=True)
-        if classes.size < 2:
-            raise ValueError(f"y: zero-shot training needs at least 2 seen classes, got 1 ({classes[0]!r})")
+        _at_least_two(classes)
         _, protos = class_means(codes, A)
         return TrainingTargets(classes, protos, codes, A, codes, np.arange(n_samples), True)
-    if class_attributes is None:
-        raise ValueError("class_attributes: required (a dict class -> vector, or a matrix row per class); or pass sample_attributes")
     labels, vectors = as_attribute_table(class_attributes)
     idx = lookup(labels, vectors, y)
     seen = np.unique(idx)
-    if seen.size < 2:
-        raise ValueError(f"y: zero-shot training needs at least 2 seen classes, got 1 ({labels[seen[0]]!r})")
+    _at_least_two(labels[seen])
     codes = np.searchsorted(seen, idx)
     order = np.argsort(labels[seen], kind="stable")  # classes_ sorted, as in scikit-learn
     rank = np.empty_like(order)

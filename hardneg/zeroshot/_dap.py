@@ -35,6 +35,14 @@ class DAP(BaseEstimator):
         Inverse regularization of the logistic regressions.
     standardize : bool
         Centre and scale features to unit variance first.
+    class_attributes : dict, 2-D array, (labels, matrix) or None
+        The seen classes' attribute vectors, given once here instead of to
+        every ``fit`` (``fit(X, y)`` then works in ``Pipeline``,
+        ``cross_val_score`` and ``GridSearchCV``). ``fit``'s own
+        ``class_attributes`` or ``sample_attributes`` take precedence. When
+        none is given anywhere, each seen class gets a one-hot vector (one
+        attribute per class): the model is then an ordinary classifier among
+        the seen classes, with no attributes to carry to unseen ones.
 
     Examples
     --------
@@ -48,16 +56,21 @@ class DAP(BaseEstimator):
     [0, 0]
     """
 
-    _parameter_constraints = {"C": [Interval(Real, 0, None, closed="neither")], "standardize": ["boolean"]}
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "standardize": ["boolean"],
+        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
+    }
 
-    def __init__(self, C: float = 1.0, standardize: bool = True):
+    def __init__(self, C: float = 1.0, standardize: bool = True, class_attributes=None):
         self.C = C
         self.standardize = standardize
+        self.class_attributes = class_attributes
 
     def fit(self, X, y, class_attributes=None, *, sample_attributes=None):
         validate_params(self)
         X = validate_X(self, X, reset=True).astype(np.float64)
-        t = training_targets(y, X.shape[0], class_attributes, sample_attributes)
+        t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
         self.mean_ = X.mean(0) if self.standardize else np.zeros(X.shape[1])
         scale = X.std(0) if self.standardize else np.ones(X.shape[1])
         self.scale_ = np.where(scale < 1e-12, 1.0, scale)

@@ -32,6 +32,14 @@ class ESZSL(BaseEstimator):
         λ, regularization in attribute space.
     standardize : bool
         Centre and scale features to unit variance first.
+    class_attributes : dict, 2-D array, (labels, matrix) or None
+        The seen classes' attribute vectors, given once here instead of to
+        every ``fit`` (``fit(X, y)`` then works in ``Pipeline``,
+        ``cross_val_score`` and ``GridSearchCV``). ``fit``'s own
+        ``class_attributes`` or ``sample_attributes`` take precedence. When
+        none is given anywhere, each seen class gets a one-hot vector (one
+        attribute per class): the model is then an ordinary classifier among
+        the seen classes, with no attributes to carry to unseen ones.
 
     Examples
     --------
@@ -50,19 +58,22 @@ class ESZSL(BaseEstimator):
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
+        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
     }
 
-    def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True):
+    def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True, class_attributes=None):
         self.gamma = gamma
         self.lam = lam
         self.standardize = standardize
+        self.class_attributes = class_attributes
 
     def fit(self, X, y, class_attributes=None, *, sample_attributes=None):
         """Solve for ``V``; ``class_attributes`` / ``sample_attributes`` as in ZeroShotClassifier
-        (per-image vectors enter through their class means)."""
+        (per-image vectors enter through their class means); without either, the
+        ``class_attributes`` parameter, else one-hot vectors per seen class."""
         validate_params(self)
         X = validate_X(self, X, reset=True).astype(np.float64)
-        t = training_targets(y, X.shape[0], class_attributes, sample_attributes)
+        t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
         self.mean_ = X.mean(0) if self.standardize else np.zeros(X.shape[1])
         scale = X.std(0) if self.standardize else np.ones(X.shape[1])
         self.scale_ = np.where(scale < 1e-12, 1.0, scale)
