@@ -53,5 +53,5 @@ def test_bad_unlabeled_input_and_too_few_pq_rows_are_named():
     X, y = rng.normal(size=(40, 4)), np.repeat([0, 1, 2, 3], 10)
     with pytest.raises(ValueError, match="X_unlabeled"):
         TSVMHashing(n_bits=8, C=1.0, random_state=0).fit(X, y, X_unlabeled=np.zeros((5, 3)))
-    with pytest.raises(ValueError, match=r"needs at least 256 rows, or subquantizer_bits <= 5 for 40 rows"):
+    with pytest.warns(UserWarning, match=r"at least 256 rows, or subquantizer_bits <= 5 for 40 rows"):
         PQHasher(n_bits=16, subquantizer_bits=8, random_state=0).fit(X)
