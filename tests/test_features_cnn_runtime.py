@@ -135,3 +135,27 @@ def test_runtime_is_checked_and_not_in_config(cache):
     assert EfficientNetLite0(runtime="torch").config() == EfficientNetLite0(runtime="onnx").config()
     copy = pickle.loads(pickle.dumps(cache[1]))
     assert copy.transform([skdata.coffee()]).shape == (1, 1280)
+
+
+def test_threaded_load_batch_matches_serial_and_skips_bad_files(tmp_path, caplog):
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from hardneg.features._images import resolve_images
+    from hardneg.features._pipeline import load_batch, prefetch
+
+    Image.fromarray(skdata.chelsea()).save(tmp_path / "a.png")
+    Image.fromarray(skdata.coffee()).save(tmp_path / "b.jpg", quality=95)
+    (tmp_path / "c.png").write_bytes(b"not an image")
+    items = resolve_images(tmp_path)
+    summary = SimpleNamespace(failed=[])
+    with caplog.at_level(logging.WARNING, logger="hardneg.features._pipeline"):
+        good, imgs = load_batch(items, summary, n_threads=2)
+    assert [it.id for it in good] == ["a.png", "b.jpg"]
+    assert [f[0] for f in summary.failed] == ["c.png"] and caplog.text.count("skipping c.png") == 1
+    np.testing.assert_array_equal(imgs[0], skdata.chelsea())
+    _, small = load_batch(items[:2], SimpleNamespace(failed=[]), target_size=32, n_threads=2)
+    assert all(min(im.shape[:2]) >= 64 and im.shape[0] < 300 for im in small)  # downscaled, never below 2 x 32
+    assert [b for b, _ in prefetch([[1], [2], [3]], lambda b: b[0] * 10)] == [[1], [2], [3]]
+    assert [v for _, v in prefetch([[1], [2], [3]], lambda b: b[0] * 10)] == [10, 20, 30]

@@ -256,6 +256,11 @@ class TorchExtractor:
         return self._net
 
     @property
+    def decode_size(self) -> int:
+        """Side the images are resized to: a file reader may decode larger files downscaled to about twice it."""
+        return int(self.input_size)
+
+    @property
     def dim(self) -> int:
         """Length of a pooled feature vector (runs one tiny forward pass the first time)."""
         if self._dim is None:
