@@ -138,8 +138,8 @@ def test_folder_ids_and_source_thumbnails(tmp_path):
         r = c.get("/api/items/dogs%2Fc.png/thumbnail")
         assert r.status_code == 200
         assert Image.open(io.BytesIO(r.content)).size == (64, 96)  # aspect kept, within 96 px
-        r = c.post("/api/search/example", json={"id": "cats/a.png", "mode": "cosine", "k": 1})
-        assert r.json()["results"][0]["id"] == "cats/a.png"
+        r = c.post("/api/search/example", json={"id": "cats/a.png", "mode": "cosine", "k": 2})
+        assert [it["id"] for it in r.json()["results"]] == ["cats/b.png", "dogs/c.png"]
         assert c.post("/api/search/example", json={"id": "cats/../dogs/c.png", "mode": "cosine", "k": 1}).status_code == 422
 
 
@@ -169,10 +169,8 @@ def test_query_by_stored_example(client, mode):
     scores = [it["score"] for it in body["results"]]
     assert scores == sorted(scores, reverse=True)
     assert "search_s" in body["timings"]
-    if mode == "cosine":
-        assert body["results"][0]["id"] == "digits-10" and scores[0] == pytest.approx(1.0, abs=1e-5)
-    else:
-        assert scores[0] == 0.0  # its own code is at distance 0
+    assert "digits-10" not in [it["id"] for it in body["results"]]  # the query itself is left out, as in the CLI
+    assert body["offset"] == 0 and body["has_more"] is True
     labels = [it["label"] for it in body["results"]]
     assert labels.count(0) >= 5  # digits-10 is a 0; neighbours mostly share its class
 
@@ -293,10 +291,11 @@ def test_concept_from_positive_ids_and_names(client):
     r = client.post("/api/concept", json={"positive_ids": ["digits-3", "digits-13", "digits-23"], "name": "threes.v1", "k": 5})
     job = _wait(client, r.json())
     assert job["status"] == "done" and job["result"]["model"] == "threes.v1"
-    # a second model from the same tag gets a free name
+    # training the same concept again replaces its model (no "5-2", "5-3", ...)
     a = _wait(client, client.post("/api/concept", json={"tag": "5", "k": 5}).json())
-    b = _wait(client, client.post("/api/concept", json={"tag": "5", "k": 5}).json())
-    assert (a["result"]["model"], b["result"]["model"]) == ("5", "5-2")
+    b = _wait(client, client.post("/api/concept", json={"tag": "5", "k": 5, "seed": 1}).json())
+    assert (a["result"]["model"], b["result"]["model"]) == ("5", "5")
+    assert [m["name"] for m in client.get("/api/models").json()] == ["5", "threes.v1"]
 
 
 @pytest.mark.parametrize("payload, status", [
@@ -482,3 +481,180 @@ def test_cli_serve(demo, monkeypatch):
     assert isinstance(r.exception, CLIError)
     r = runner.invoke(app, ["serve", str(store), "--port", "0"])
     assert r.exit_code == 2
+
+
+# ---------------------------------------------------------------- paging, info, concept rules (issue 26)
+@pytest.mark.parametrize("mode", ["hamming", "cosine"])
+def test_paging_query_by_example(client, mode):
+    full = client.post("/api/search/example", json={"id": "digits-10", "mode": mode, "k": 30}).json()
+    ids = [it["id"] for it in full["results"]]
+    page = client.post("/api/search/example", json={"id": "digits-10", "mode": mode, "k": 10, "offset": 10}).json()
+    assert page["offset"] == 10 and page["has_more"] is True
+    assert [it["id"] for it in page["results"]] == ids[10:20]
+    for bad in ({"offset": -1}, {"offset": 995, "k": 10}, {"offset": "x"}):
+        r = client.post("/api/search/example", json={"id": "digits-10", "mode": mode, "k": 5, **bad})
+        assert r.status_code == 422, (bad, r.text)
+    from hardneg.datasets import load_digits
+
+    img = np.kron((load_digits().X[10].reshape(8, 8) / 16 * 255).astype(np.uint8), np.ones((4, 4), np.uint8))
+    up = [client.post("/api/search/upload", files={"file": ("q.png", _png(img), "image/png")},
+                      data={"mode": mode, "k": str(k), "offset": str(o)}).json() for k, o in ((8, 0), (4, 4))]
+    assert [it["id"] for it in up[1]["results"]] == [it["id"] for it in up[0]["results"]][4:8] and up[1]["offset"] == 4
+
+
+def test_paging_reaches_the_end(tmp_path):
+    path = tmp_path / "four.store"
+    with FeatureStore.create(path, dim=4) as s:
+        X = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [1, 2, 0, 0], [1, 3, 0, 0]], np.float32)  # less like "a" in turn
+        s.append(X, ids=["a", "b", "c", "d"])
+    with TestClient(create_app(path)) as c:
+        body = c.post("/api/search/example", json={"id": "a", "mode": "cosine", "k": 2, "offset": 2}).json()
+        assert [it["id"] for it in body["results"]] == ["d"] and body["has_more"] is False
+        body = c.post("/api/search/example", json={"id": "a", "mode": "cosine", "k": 2, "offset": 0}).json()
+        assert [it["id"] for it in body["results"]] == ["b", "c"] and body["has_more"] is True
+        page = c.get("/api/items", params={"offset": 3, "limit": 2}).json()  # the browse view's pages
+        assert page["total"] == 4 and [it["id"] for it in page["items"]] == ["d"]
+
+
+def test_info_names_the_store_not_its_path(demo, client):
+    info = client.get("/api/info").json()
+    assert info["store"] == demo[0].name and "/" not in info["store"] and "\\" not in info["store"]
+    assert info["extractor"] == "ready" and info["concept_split"] == "train"
+
+
+class _FakeExtractor:
+    def transform(self, images):
+        return np.full((len(images), 4), float(images[0].mean() > -1), np.float32)
+
+
+def test_extractor_loads_in_the_background(tmp_path, monkeypatch):
+    """A CNN/BoW store starts loading its extractor at start-up; /api/info says when it is ready."""
+    from hardneg.serve._images import ImageQuery
+
+    path = tmp_path / "cnn.store"
+    with FeatureStore.create(path, dim=4, attrs={"extractor": {"extractor": "cnn", "input_size": 16}}) as s:
+        s.append(np.eye(4, dtype=np.float32), ids=["a", "b", "c", "d"])
+    gate, calls = threading.Event(), []
+
+    def build(self):
+        calls.append(1)
+        assert gate.wait(30)
+        return _FakeExtractor()
+
+    monkeypatch.setattr(ImageQuery, "_build", build)
+    with TestClient(create_app(path)) as c:
+        assert c.get("/api/info").json()["extractor"] == "loading"
+        t0 = time.time()
+        while not calls:  # it started without any upload
+            assert time.time() - t0 < 30
+            time.sleep(0.01)
+        gate.set()
+        while c.get("/api/info").json()["extractor"] == "loading":
+            assert time.time() - t0 < 30
+            time.sleep(0.01)
+        assert c.get("/api/info").json()["extractor"] == "ready"
+        r = c.post("/api/search/upload", files={"file": ("q.png", _png(np.zeros((8, 8), np.uint8)), "image/png")},
+                   data={"mode": "cosine", "k": "2"})
+        assert r.status_code == 200 and len(calls) == 1  # built once, at start-up
+
+    def broken(self):
+        raise RuntimeError("no weights here")
+
+    monkeypatch.setattr(ImageQuery, "_build", broken)
+    with TestClient(create_app(path)) as c:
+        t0 = time.time()
+        while c.get("/api/info").json()["extractor"] == "loading":
+            assert time.time() - t0 < 30
+            time.sleep(0.01)
+        assert c.get("/api/info").json()["extractor"] == "failed"
+
+
+def test_rejected_items_leave_the_ranking_for_good(client):
+    res = _wait(client, client.post("/api/concept", json={"tag": "3", "k": 30}).json())["result"]
+    old = [it["id"] for it in res["results"]]
+    neg = old[:3]
+    fb = _wait(client, client.post("/api/models/3/feedback", json={"not_relevant_ids": neg, "k": 30}).json())
+    ids = [it["id"] for it in fb["result"]["results"]]
+    assert len(ids) == 30 and not set(neg) & set(ids)
+    # a later round that marks only relevant items keeps them out; so does a plain search with the model
+    fb2 = _wait(client, client.post("/api/models/3/feedback", json={"relevant_ids": [ids[4]], "k": 30}).json())
+    assert not set(neg) & {it["id"] for it in fb2["result"]["results"]}
+    full = client.post("/api/models/3/search", json={"k": 40}).json()
+    page = client.post("/api/models/3/search", json={"k": 20, "offset": 20}).json()
+    assert not set(neg) & {it["id"] for it in full["results"]}
+    assert [it["id"] for it in page["results"]] == [it["id"] for it in full["results"]][20:40] and page["has_more"]
+
+
+def _split_store(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 40
+    X = rng.random((n, 8), dtype=np.float32)
+    X[:10, 0] += 2.0  # the concept's items stand out in one feature
+    split = ["train" if i % 4 else "test" for i in range(n)]
+    tags = [["x"] if i < 10 else ["y"] for i in range(n)]
+    path = tmp_path / "split.store"
+    with FeatureStore.create(path, dim=8) as s:
+        s.append(X, ids=[f"i{i}" for i in range(n)], tags=tags, split=split)
+    return path, sum(1 for i in range(10) if split[i] == "train")
+
+
+def test_concept_learns_from_the_train_split_like_the_cli(tmp_path):
+    path, n_train = _split_store(tmp_path)
+    with TestClient(create_app(path, concept_iterations=2)) as c:
+        assert c.get("/api/info").json()["concept_split"] == "train"
+        job = _wait(c, c.post("/api/concept", json={"tag": "x", "k": 40}).json())
+        assert job["status"] == "done", job
+        res = job["result"]
+        assert res["n_positives"] == n_train == 7 and res["train_split"] == "train"
+        assert len(res["results"]) == 40  # the ranking covers every split
+        assert c.get("/api/models/x").json()["n_positives"] == 7
+        res = _wait(c, c.post("/api/concept", json={"tag": "x", "k": 5, "split": ""}).json())["result"]
+        assert res["n_positives"] == 10 and res["train_split"] is None
+        res = _wait(c, c.post("/api/concept", json={"tag": "x", "k": 5, "split": "test"}).json())["result"]
+        assert res["n_positives"] == 3 and {it["split"] for it in res["results"]} == {"test"}
+        # a concept from selected examples (the page's ✓ items)
+        job = _wait(c, c.post("/api/concept", json={"positive_ids": ["i1", "i2", "i3"], "k": 5}).json())
+        assert job["status"] == "done" and job["result"]["model"] == "items-i1" and job["result"]["n_positives"] == 3
+
+
+def test_cli_serve_mode_files(demo, tmp_path, monkeypatch):
+    import shutil
+
+    import typer
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from hardneg.cli._common import CLIError
+    from hardneg.cli.serve import serve
+
+    app = typer.Typer()
+    app.command("serve")(serve)
+    app.command("other")(lambda: None)
+    apps = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    monkeypatch.delenv("HARDNEG_TOKEN", raising=False)
+    store, models = demo
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copyfile(models / "hasher.npz", elsewhere / "tsvm16.npz")
+    shutil.copyfile(models / "hamming.index", elsewhere / "codes.index")  # as `hash index -o codes.index` wrote it
+    shutil.copyfile(models / "hamming.index.ids.npz", elsewhere / "codes.index.ids.npz")
+    runner = CliRunner()
+    r = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "120"})
+    assert "hamming.index.ids.npz" in r.output and "--similarity-index" in r.output and "--hasher" in r.output
+    empty = tmp_path / "empty-models"
+    r = runner.invoke(app, ["serve", str(store), "--models", str(empty), "--hasher", str(elsewhere / "tsvm16.npz"),
+                            "--index", str(elsewhere / "codes.index")])
+    assert r.exit_code == 0, r.output
+    state = apps[-1].state.serve
+    assert set(state.modes) == {"hamming", "cosine"} and not (empty / "hamming.index").exists()
+    state.close()
+    assert not state._stage.exists()
+    (elsewhere / "codes.index.ids.npz").unlink()
+    r = runner.invoke(app, ["serve", str(store), "--models", str(empty), "--hasher", str(elsewhere / "tsvm16.npz"),
+                            "--index", str(elsewhere / "codes.index")])
+    assert isinstance(r.exception, CLIError) and "codes.index.ids.npz" in str(r.exception)
+    r = runner.invoke(app, ["serve", str(store), "--models", str(empty), "--index", str(elsewhere / "codes.index")])
+    assert isinstance(r.exception, CLIError) and "--hasher" in str(r.exception)
+    r = runner.invoke(app, ["serve", str(store), "--similarity-index", str(tmp_path / "nope.npz")])
+    assert isinstance(r.exception, CLIError) and "no such file" in str(r.exception)

@@ -13,18 +13,31 @@ _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); req
 
 def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, workers: int,
          max_upload_mb: float, iterations: int, nprobe: int | None = None, batch_window_ms: float = 1.0,
-         max_batch: int = 64, batch_workers: int = 2, allowed_hosts: list[str] | None = None) -> None:
+         max_batch: int = 64, batch_workers: int = 2, allowed_hosts: list[str] | None = None,
+         mode_files: dict | None = None) -> None:
     import uvicorn
 
     from ..serve import create_app
 
     if not Path(store).is_dir():
         raise CLIError(f"{store}: no such FeatureStore folder")
+    mode_files = {k: v for k, v in (mode_files or {}).items() if v is not None}
+    for key, path in mode_files.items():
+        if not Path(path).is_file():
+            raise CLIError(f"--{key.replace('_', '-')} {path}: no such file")
+    if ("hasher" in mode_files) != ("index" in mode_files):
+        given, other, name = (("--hasher", "--index", "hamming.index") if "hasher" in mode_files
+                              else ("--index", "--hasher", "hasher.npz"))
+        folder = Path(models_dir) if models_dir else Path(store).resolve().with_name(Path(store).resolve().name + ".models")
+        if not (folder / name).is_file():
+            raise CLIError(f"{given}: Hamming mode needs a hasher and an index; give {other} too (the models folder "
+                           f"has no {name})")
     try:
         app = create_app(store, models_dir=models_dir, token=token or None, host=host, workers=workers,
                          max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations,
                          nprobe=nprobe, batch_window_ms=batch_window_ms, max_batch=max_batch,
-                         batch_workers=batch_workers, allowed_hosts=allowed_hosts or None)
+                         batch_workers=batch_workers, allowed_hosts=allowed_hosts or None,
+                         mode_files=mode_files or None)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     shown = f"[{host}]" if ":" in host else host
@@ -52,10 +65,29 @@ def serve(
     allowed_hosts: list[str] | None = typer.Option(None, "--allowed-host", help="Another name clients may reach the "
                                                    "server by (Host header; repeatable). Accepted anyway: localhost, "
                                                    "127.0.0.1, ::1 and --host; other names get 400."),
+    hasher: str | None = typer.Option(None, "--hasher", help="Hamming mode: the hasher file (hardneg hash train -o), "
+                                      "instead of <models>/hasher.npz."),
+    index: str | None = typer.Option(None, "--index", help="Hamming mode: the index file (hardneg hash index -o; its "
+                                     "FILE.ids.npz sidecar beside it), instead of <models>/hamming.index."),
+    similarity_index: str | None = typer.Option(None, "--similarity-index", help="SOLIS mode: the inverted index "
+                                                "(hardneg similarity index -o), instead of <models>/inverted.npz."),
 ):
-    """Serve query by example, concept search with relevance feedback, and the web page."""
+    """Serve query by example, concept search with relevance feedback, and the web page.
+
+    \b
+    Search modes and the files they need, looked up in the models folder
+    (--models; default <STORE>.models beside the store):
+      cosine   always available (exact cosine over the store's vectors)
+      hamming  hasher.npz (hardneg hash train -o) + hamming.index and its
+               sidecar hamming.index.ids.npz (hardneg hash index -o FILE
+               writes FILE and FILE.ids.npz: keep them together);
+               or --hasher FILE --index FILE (the sidecar beside FILE)
+      solis    inverted.npz (hardneg similarity index -o),
+               or --similarity-index FILE
+    Saved concept models: <models>/concepts/<name>.npz.
+    """
     _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
-         batch_workers, allowed_hosts)
+         batch_workers, allowed_hosts, {"hasher": hasher, "index": index, "similarity_index": similarity_index})
 
 
 def serve_demo(

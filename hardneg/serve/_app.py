@@ -162,7 +162,7 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
                concept_iterations: int = 10, concept_bins: int = 100, concept_positives: int = 100,
                memory_bytes: int = 2 << 30, nprobe: int | None = None, batch_window_ms: float = 1.0,
                max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1,
-               allowed_hosts=None, max_json_bytes: int = 1 << 20) -> FastAPI:
+               allowed_hosts=None, max_json_bytes: int = 1 << 20, mode_files: dict | None = None) -> FastAPI:
     """Build the search service over a FeatureStore.
 
     Parameters
@@ -171,6 +171,9 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     models_dir : folder of the store's models (default ``<store>.models`` beside it):
         ``hasher.npz`` + ``hamming.index`` (Hamming mode), ``inverted.npz``
         (SOLIS mode), ``concepts/<name>.npz`` (saved concept models).
+    mode_files : files to serve instead of ``models_dir``'s: ``{"hasher": ..., "index": ...,
+        "similarity_index": ...}`` (``hardneg serve --hasher/--index/--similarity-index``);
+        an index's ``<file>.ids.npz`` sidecar must lie beside it.
     token : required by state-changing endpoints when given; must be given
         when ``host`` is not a loopback address.
     host : the address the server will bind: decides whether a token is required, and
@@ -220,7 +223,7 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     >>> client = TestClient(create_app(path, allowed_hosts=["testserver"]))  # TestClient's Host
     >>> r = client.post("/api/search/example", json={"id": "a", "mode": "cosine", "k": 2})
     >>> r.status_code, r.json()["results"][0]["id"]
-    (200, 'a')
+    (200, 'b')
     """
     if token is not None and not token:
         raise ValueError("token: an empty token would accept anything; give a real one or none")
@@ -249,7 +252,7 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     if not 0 <= settings.batch_window_s <= 1 or settings.max_batch < 1 or settings.batch_workers < 1:
         raise ValueError(f"batch_window_ms={batch_window_ms}, max_batch={max_batch}, batch_workers={batch_workers}: "
                          "expected 0-1000 ms, >= 1 and >= 1")
-    state = ServeState(store_path, models_dir, settings)
+    state = ServeState(store_path, models_dir, settings, mode_files=mode_files)
 
     @asynccontextmanager
     async def lifespan(app):

@@ -50,12 +50,17 @@ class Info(BaseModel):
     upload_reason: str | None = None
     token_required: bool
     max_upload_bytes: int
+    extractor: str = Field("none", description="The upload feature extractor: 'none' (no uploads), 'loading' (being "
+                                               "loaded at start-up), 'ready' or 'failed'.")
+    concept_split: str | None = Field(None, description="The split concepts learn from by default ('train' when the "
+                                                        "store has one, as `hardneg concept train`; else all items).")
 
 
 class ExampleQuery(_Request):
     id: str = Field(description="Id of a stored item to use as the query.")
     mode: str = "hamming"
-    k: int = Field(24, description="Number of results (1 to 1000).")
+    k: int = Field(24, description="Number of results (1 to 1000): the page size.")
+    offset: int = Field(0, ge=0, description="Skip this many results (paging; offset + k <= 1000).")
     exact: bool = Field(False, description="Hamming mode with an approximate (IVF) index: scan every code instead.")
     nprobe: int | None = Field(None, ge=1, description="Hamming mode with an approximate (IVF) index: lists scanned "
                                                        "for this query (default: the service's).")
@@ -64,6 +69,8 @@ class ExampleQuery(_Request):
 class SearchResponse(BaseModel):
     mode: str
     k: int
+    offset: int = Field(0, description="Position of the first result in the whole ranking.")
+    has_more: bool = Field(False, description="Whether a next page (offset + k) has results.")
     search: str = Field("exact", description="The search that served the query: 'exact' (exhaustive) or "
                                              "'ivf nprobe=P/NLIST' (approximate, P of NLIST lists scanned).")
     results: list[Item]
@@ -76,9 +83,12 @@ class ConceptRequest(_Request):
     tag: str | None = Field(None, max_length=200, description="Concept tag: its items are the positives, never negatives.")
     positive_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS, description="Positive items (with or instead of a tag).")
     related_tags: list[str] = Field([], max_length=50)
-    name: str | None = Field(None, description="Save the model under this name (default: from the tag).")
+    name: str | None = Field(None, description="Save the model under this name (default: from the tag, or 'items-' and the first positive id); an existing model of that name is replaced.")
     k: int = 24
-    split: str | None = Field(None, description="Train and search within this split only.")
+    offset: int = Field(0, ge=0, description="Skip this many results (paging).")
+    split: str | None = Field(None, description="Train and search within this split only ('' for all items). Default: "
+                                                "train on the 'train' split when the store has one (as `hardneg concept "
+                                                "train`), and rank every item.")
     n_iter: int | None = Field(None, ge=1, le=100, description="Meta classifiers T (default: the service's).")
     seed: int = Field(0, ge=0, le=2**32 - 1)
 
@@ -87,10 +97,12 @@ class FeedbackRequest(_Request):
     relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
     not_relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
     k: int = 24
+    offset: int = Field(0, ge=0, description="Skip this many results (paging).")
 
 
 class ModelSearchRequest(_Request):
     k: int = 24
+    offset: int = Field(0, ge=0, description="Skip this many results (paging).")
 
 
 class JobInfo(BaseModel):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import shutil
+import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..concept import DEFAULT_N_ITER
 from ._batch import MicroBatcher
 from ._errors import ServeError
 from ._images import ImageQuery, Thumbnails
@@ -51,7 +55,7 @@ class Settings:
     max_image_pixels: int = 40_000_000
     workers: int = 2
     thumbnail_size: int = 96
-    concept_iterations: int = 10
+    concept_iterations: int = DEFAULT_N_ITER
     concept_bins: int = 100
     concept_positives: int = 100
     memory_bytes: int = 2 << 30
@@ -65,8 +69,41 @@ class Settings:
         return self.token is not None
 
 
+#: ``mode_files`` keys -> (file name a search mode opens in its folder, sidecars beside it)
+MODE_FILES = {"hasher": ("hasher.npz", ()), "index": ("hamming.index", (".ids.npz",)),
+              "similarity_index": ("inverted.npz", ())}
+
+
+def _stage_mode_files(models_dir: Path, mode_files: dict) -> Path:
+    """A private folder where the search modes find the given files under their fixed names
+    (symbolic links; a file not given links to ``models_dir``'s own, when it has one)."""
+    unknown = set(mode_files) - set(MODE_FILES)
+    if unknown:
+        raise ValueError(f"mode_files: unknown keys {sorted(unknown)} (expected {', '.join(MODE_FILES)})")
+    stage = Path(tempfile.mkdtemp(prefix="hardneg-serve-modes-"))
+    try:
+        for key, (name, sidecars) in MODE_FILES.items():
+            given = mode_files.get(key)
+            src = Path(given).resolve() if given is not None else (models_dir / name).resolve()
+            if given is not None and not src.is_file():
+                raise ValueError(f"{key.replace('_', '-')} {given}: no such file")
+            if not src.is_file():
+                continue
+            (stage / name).symlink_to(src)
+            for suffix in sidecars:
+                side = src.with_name(src.name + suffix)
+                if not side.is_file():
+                    raise ValueError(f"{key.replace('_', '-')} {given or src}: its sidecar {side.name} is missing beside "
+                                     "it (`hardneg hash index -o FILE` writes FILE and FILE.ids.npz; keep them together)")
+                (stage / (name + suffix)).symlink_to(side)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return stage
+
+
 class ServeState:
-    def __init__(self, store_path, models_dir=None, settings: Settings | None = None):
+    def __init__(self, store_path, models_dir=None, settings: Settings | None = None, mode_files: dict | None = None):
         from hardneg.store import FeatureStore
 
         self.settings = settings or Settings()
@@ -87,7 +124,10 @@ class ServeState:
         self.matrix = None
         if not self.store.is_sparse and len(ids) * self.store.dim * 4 <= self.settings.memory_bytes and len(ids):
             self.matrix = np.ascontiguousarray(self.store.to_numpy(), dtype=np.float32)
-        self.modes = open_modes(self.store, self.models_dir, self.matrix)
+        # --hasher / --index / --similarity-index: the modes open them through links under their fixed names
+        given = {k: v for k, v in (mode_files or {}).items() if v is not None}
+        self._stage = _stage_mode_files(self.models_dir, given) if given else None
+        self.modes = open_modes(self.store, self._stage or self.models_dir, self.matrix)
         if self.settings.nprobe is not None:
             ham = self.modes.get("hamming")
             if ham is None or not getattr(ham, "approximate", False):
@@ -104,8 +144,41 @@ class ServeState:
         self.jobs = JobManager(self.settings.workers)
         self.thumbs = Thumbnails(self.store, self.settings.thumbnail_size, max_pixels=self.settings.max_image_pixels)
         self.image_query = ImageQuery(self.store)
+        # Concepts learn from the train split when the store has one (as `hardneg concept train`)
+        self.concept_split = "train" if "train" in self.splits else None
+        # The CNN / BoW extractor takes seconds to load: load it now, in the background, so
+        # the first upload does not wait for it (/api/info says when it is ready).
+        self.extractor_error = None
+        self._extractor_ready = threading.Event()
+        if self.image_query.kind in ("cnn", "bow"):
+            threading.Thread(target=self._load_extractor, name="hardneg-extractor", daemon=True).start()
+        else:
+            self._extractor_ready.set()
         self.started = time.time()
         logger.info("serving %s (%d items, modes: %s)", self.store.path, len(ids), ", ".join(self.modes))
+
+    def _load_extractor(self) -> None:
+        q = self.image_query
+        try:
+            size = q.target_size or 64
+            noise = np.random.default_rng(0).integers(0, 256, (size, size, 3), dtype=np.uint8)
+            q.transform(noise)  # builds the extractor once (what takes seconds) and warms it up
+        except ServeError as exc:  # it cannot be built here: uploads answer the same message
+            self.extractor_error = exc.message
+            logger.error("%s", exc.message)
+        except Exception:  # noqa: BLE001 - built, but the warm-up image was refused: uploads will tell
+            logger.debug("feature extractor warm-up image refused", exc_info=True)
+        finally:
+            self._extractor_ready.set()
+
+    @property
+    def extractor_status(self) -> str:
+        """``none`` (no uploads), ``loading``, ``ready`` or ``failed``."""
+        if not self.image_query.available:
+            return "none"
+        if not self._extractor_ready.is_set():
+            return "loading"
+        return "failed" if self.extractor_error else "ready"
 
     # ---- lookups that raise the right HTTP error
     def row(self, item_id: str) -> int:
@@ -131,6 +204,14 @@ class ServeState:
         if k < 1 or k > min(MAX_K, len(self.ids)):
             raise ServeError(422, f"k={k}: must be between 1 and {min(MAX_K, len(self.ids))}")
         return k
+
+    def check_page(self, k: int, offset: int) -> tuple[int, int]:
+        """A page of ranked results: ``k`` of them from position ``offset`` (within the first MAX_K)."""
+        self.check_k(k)
+        if offset < 0 or offset + k > MAX_K:
+            raise ServeError(422, f"offset={offset}, k={k}: a page must lie within the first {MAX_K} results "
+                                  f"(0 <= offset and offset + k <= {MAX_K})")
+        return k, offset
 
     def vector(self, row: int) -> np.ndarray:
         if self.matrix is not None:
@@ -163,3 +244,5 @@ class ServeState:
             self.batcher.close()
         self.jobs.shutdown()
         self.store.close()
+        if self._stage is not None:
+            shutil.rmtree(self._stage, ignore_errors=True)

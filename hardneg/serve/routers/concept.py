@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends
 from .._concept import MAX_FEEDBACK_ITEMS, ConceptSpec, train_concept
 from .._deps import get_state, require_token
 from .._errors import ServeError, hide_paths, one_line
-from .._registry import check_name
+from .._registry import check_name, slug
 from .._schemas import ConceptRequest, FeedbackRequest, JobInfo, Message
 from .._state import ServeState
 
@@ -18,31 +18,44 @@ router = APIRouter(prefix="/api", tags=["concept search"])
 _ERR = {401: {"model": Message}, 403: {"model": Message}, 404: {"model": Message}, 422: {"model": Message}}
 
 
-def scan(state: ServeState, model, k: int, split: str | None) -> tuple[list, float]:
+def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0) -> dict:
+    """One page of the store ranked by a concept model: ``{"results", "offset", "has_more", "scan_s"}``.
+
+    The items the model's feedback marked not relevant (``meta["negative_ids"]``) are left
+    out of the ranking: a rejected item never comes back.
+    """
     from hardneg.concept import search
 
     if state.store.dim != model.n_features_in_:
         raise ServeError(409, f"the model expects {model.n_features_in_}-d vectors, the store has {state.store.dim}")
     rows = state.store.select(split=split) if split else None
+    rejected = np.array([state.row_of[i] for i in model.meta.get("negative_ids") or () if i in state.row_of], np.int64)
+    if rejected.size:
+        rows = np.setdiff1d(np.arange(len(state.ids)) if rows is None else rows, rejected)
     n = len(state.ids) if rows is None else int(rows.size)
     t = time.perf_counter()
-    res = search(model, state.data, k=min(k, n), rows=rows)
-    return [state.item(int(r), s) for r, s in zip(res.rows, res.scores)], time.perf_counter() - t
+    want = min(offset + k + 1, n)  # one more tells whether a next page exists
+    ranked = search(model, state.data, k=want, rows=rows) if want else None
+    pairs = [] if ranked is None else list(zip(ranked.rows.tolist(), ranked.scores.tolist()))
+    return {"results": [state.item(int(r), s) for r, s in pairs[offset : offset + k]], "offset": offset,
+            "has_more": len(pairs) > offset + k, "scan_s": time.perf_counter() - t}
 
 
-def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, meta: dict) -> JobInfo:
+def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, meta: dict, offset: int = 0) -> JobInfo:
     total = spec.n_iter + (1 if spec.negative_rows.size else 0) + 1
 
     def work(job):
         model, timings = train_concept(state.store, spec, matrix=state.matrix, tags=state.tags, progress=job.advance)
-        results, timings["scan_s"] = scan(state, model, k, spec.split)
-        job.advance(1)
         model.meta.update(meta, positive_ids=[str(state.ids[r]) for r in spec.positive_rows],
                           negative_ids=[str(state.ids[r]) for r in spec.negative_rows], created=time.time())
+        page = scan(state, model, k, meta.get("split"), offset)
+        timings["scan_s"] = page.pop("scan_s")
+        job.advance(1)
         t = time.perf_counter()
-        state.registry.save(name, model)
+        state.registry.save(name, model)  # the same name again replaces the model (atomic write)
         timings["save_s"] = time.perf_counter() - t
-        return {"model": name, "k": len(results), "results": results, "timings": timings}
+        return {"model": name, "k": len(page["results"]), **page, "n_positives": int(spec.positive_rows.size),
+                "train_split": spec.split, "timings": timings}
 
     return _info(state, state.jobs.submit(kind, total, work).to_dict())
 
@@ -57,34 +70,39 @@ def _info(state: ServeState, job: dict) -> JobInfo:
              dependencies=[Depends(require_token)],
              summary="Learn a concept (Negative Bootstrap) from a tag or positive items, save it, rank the store")
 def concept(req: ConceptRequest, state: ServeState = Depends(get_state)):
-    state.check_k(req.k)
+    state.check_page(req.k, req.offset)
     if not req.tag and not req.positive_ids:
         raise ServeError(422, "give a tag or positive_ids (or both)")
     if req.split and state.store.select(split=req.split).size == 0:
         raise ServeError(422, f"split {req.split!r}: no item is in this split")
+    # The CLI's rule: learn from the train split when the store has one (positives and pool),
+    # rank every item; an explicit split is used for both; '' is every item.
+    train_split = state.concept_split if req.split is None else (req.split or None)
     rng = np.random.default_rng(req.seed)
     pos = state.rows(req.positive_ids, "positive_ids")
     if req.tag:
-        tagged = state.store.select(tags=[req.tag], split=req.split)
+        tagged = state.store.select(tags=[req.tag], split=train_split)
         if tagged.size == 0 and pos.size == 0:
-            raise ServeError(404, f"no item is tagged {req.tag!r}" + (f" in split {req.split!r}" if req.split else ""))
+            raise ServeError(404, f"no item is tagged {req.tag!r}" + (f" in split {train_split!r}" if train_split else ""))
         cap = state.settings.concept_positives
         if tagged.size > cap:  # as the CLI: a random subset of the tagged items is B+
             tagged = np.sort(rng.choice(tagged, size=cap, replace=False))
         pos = np.union1d(pos, tagged)
-    name = check_name(req.name) if req.name else state.registry.free_name(req.tag or f"items-{req.positive_ids[0]}")
+    # one name per concept: training the same tag (or the same first example) again replaces its model
+    name = check_name(req.name) if req.name else slug(req.tag or f"items-{req.positive_ids[0]}")
     n_iter = req.n_iter or state.settings.concept_iterations
     spec = ConceptSpec(positive_rows=pos.astype(np.int64), tag=req.tag, related_tags=list(req.related_tags),
-                       split=req.split, n_iter=n_iter, n_bins=state.settings.concept_bins, seed=req.seed)
-    meta = {"concept": req.tag, "related_tags": list(req.related_tags), "split": req.split, "feedback_rounds": 0}
-    return _start(state, "concept", spec, name, req.k, meta)
+                       split=train_split, n_iter=n_iter, n_bins=state.settings.concept_bins, seed=req.seed)
+    meta = {"concept": req.tag, "related_tags": list(req.related_tags), "split": req.split or None,
+            "train_split": train_split, "feedback_rounds": 0}
+    return _start(state, "concept", spec, name, req.k, meta, req.offset)
 
 
 @router.post("/models/{name}/feedback", response_model=JobInfo, status_code=202, responses=_ERR,
              dependencies=[Depends(require_token)],
              summary="Relevance feedback: marked items join the positives / hard negatives; retrain and re-rank")
 def feedback(name: str, req: FeedbackRequest, state: ServeState = Depends(get_state)):
-    state.check_k(req.k)
+    state.check_page(req.k, req.offset)
     old = state.registry.load(name)
     meta = old.meta
     rel, notrel = set(req.relevant_ids), set(req.not_relevant_ids)
@@ -104,13 +122,15 @@ def feedback(name: str, req: FeedbackRequest, state: ServeState = Depends(get_st
     except ServeError as exc:
         raise ServeError(409, f"model {name!r} names items that are not in this store ({exc.message})") from None
     params = meta.get("params", {})
+    train_split = meta["train_split"] if "train_split" in meta else meta.get("split")
     spec = ConceptSpec(positive_rows=pos, negative_rows=neg, tag=meta.get("concept"),
-                       related_tags=list(meta.get("related_tags") or []), split=meta.get("split"),
+                       related_tags=list(meta.get("related_tags") or []), split=train_split,
                        n_iter=int(params.get("n_iter", state.settings.concept_iterations)),
                        n_bins=int(params.get("n_bins", state.settings.concept_bins)), seed=int(params.get("seed", 0)))
     new_meta = {k: meta.get(k) for k in ("concept", "related_tags", "split")}
+    new_meta["train_split"] = train_split
     new_meta["feedback_rounds"] = int(meta.get("feedback_rounds", 0)) + 1
-    return _start(state, "feedback", spec, name, req.k, new_meta)
+    return _start(state, "feedback", spec, name, req.k, new_meta, req.offset)
 
 
 @router.get("/jobs/{job_id}", response_model=JobInfo, responses={404: {"model": Message}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Depends, Query, Response
 
 from .._deps import get_state
@@ -16,10 +18,12 @@ _ERR = {404: {"model": Message}, 422: {"model": Message}}
 @router.get("/info", response_model=Info, summary="The store, its search modes and the service's limits")
 def info(state: ServeState = Depends(get_state)):
     s = state.store
-    return Info(store=str(s.path), n_items=len(s), dim=s.dim, sparse=s.is_sparse, dataset=s.attrs.get("dataset"),
-                modes=[m.describe() for m in state.modes.values()], upload=state.image_query.available,
-                upload_reason=state.image_query.reason, token_required=state.settings.token_required,
-                max_upload_bytes=state.settings.max_upload_bytes)
+    # the store's folder name only: where it lies on the server is not the client's business
+    return Info(store=Path(str(s.path)).name, n_items=len(s), dim=s.dim, sparse=s.is_sparse,
+                dataset=s.attrs.get("dataset"), modes=[m.describe() for m in state.modes.values()],
+                upload=state.image_query.available, upload_reason=state.image_query.reason,
+                token_required=state.settings.token_required, max_upload_bytes=state.settings.max_upload_bytes,
+                extractor=state.extractor_status, concept_split=state.concept_split)
 
 
 @router.get("/items", response_model=ItemPage, summary="List items, optionally only those with a tag")

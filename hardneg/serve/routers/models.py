@@ -38,12 +38,13 @@ def get_model(name: str, state: ServeState = Depends(get_state)):
 
 
 @router.post("/models/{name}/search", response_model=SearchResponse, responses=_ERR,
-             summary="Rank the store with a saved model (no training)")
+             summary="Rank the store with a saved model (no training; items it was told are not relevant left out)")
 def search_model(name: str, req: ModelSearchRequest, state: ServeState = Depends(get_state)):
-    state.check_k(req.k)
+    state.check_page(req.k, req.offset)
     model = state.registry.load(name)
-    results, seconds = scan(state, model, req.k, model.meta.get("split"))
-    return SearchResponse(mode=f"concept:{name}", k=len(results), results=results, timings={"scan_s": seconds})
+    page = scan(state, model, req.k, model.meta.get("split"), req.offset)
+    return SearchResponse(mode=f"concept:{name}", k=len(page["results"]), offset=page["offset"], has_more=page["has_more"],
+                          results=page["results"], timings={"scan_s": page["scan_s"]})
 
 
 @router.delete("/models/{name}", response_model=Message, responses={**_ERR, 401: {"model": Message}, 403: {"model": Message}},

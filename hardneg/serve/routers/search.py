@@ -35,10 +35,14 @@ def _check_options(mode, mode_name: str, nprobe: int | None) -> None:
 
 
 async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, exact: bool = False,
-                nprobe: int | None = None) -> JSONResponse:
+                nprobe: int | None = None, offset: int = 0, exclude: int | None = None) -> JSONResponse:
+    """One page of the ranking: results ``offset`` to ``offset + k``, without row ``exclude``
+    (the query item itself). The modes rank the top ``offset + k`` (+1 to tell whether a
+    next page exists, +1 for the excluded row) and the page is cut here."""
     mode = state.mode(mode_name)
-    k = state.check_k(k)
+    k, offset = state.check_page(k, offset)
     _check_options(mode, mode_name, nprobe)
+    page_k, k = k, min(offset + k + 1 + (exclude is not None), len(state.ids))
     t = time.perf_counter()
     if mode.batched:
         if state.batcher is not None:
@@ -61,8 +65,9 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
         rows, scores = await run_in_threadpool(mode.rank, x, k)
         timings["search_s"] = time.perf_counter() - t
         label = mode.search_label()
-    body = {"mode": mode_name, "k": k, "search": label,
-            "results": [state.item(r, s) for r, s in zip(rows.tolist(), np.asarray(scores, np.float64).tolist())],
+    ranked = [(r, s) for r, s in zip(np.asarray(rows).tolist(), np.asarray(scores, np.float64).tolist()) if r != exclude]
+    body = {"mode": mode_name, "k": page_k, "offset": offset, "has_more": len(ranked) > offset + page_k,
+            "search": label, "results": [state.item(r, s) for r, s in ranked[offset : offset + page_k]],
             "timings": timings}
     return JSONResponse(body)
 
@@ -73,24 +78,25 @@ def modes(state: ServeState = Depends(get_state)):
 
 
 @router.post("/search/example", response_model=SearchResponse, responses=_ERR,
-             summary="Rank the store by similarity to a stored item")
+             summary="Rank the store by similarity to a stored item (the item itself left out, as in the CLI)")
 async def search_example(q: ExampleQuery, state: ServeState = Depends(get_state)):
     mode = state.mode(q.mode)
-    state.check_k(q.k)
+    state.check_page(q.k, q.offset)
     _check_options(mode, q.mode, q.nprobe)
     t = time.perf_counter()
     row = state.row(q.id)
     x = state.matrix[row] if state.matrix is not None else await run_in_threadpool(state.vector, row)
-    return await _rank(state, q.mode, x, q.k, {"read_s": time.perf_counter() - t}, exact=q.exact, nprobe=q.nprobe)
+    return await _rank(state, q.mode, x, q.k, {"read_s": time.perf_counter() - t}, exact=q.exact, nprobe=q.nprobe,
+                       offset=q.offset, exclude=row)
 
 
 @router.post("/search/upload", response_model=SearchResponse, responses=_ERR,
              summary="Rank the store by similarity to an uploaded image (extracted with the store's extractor)")
 async def search_upload(file: UploadFile = File(..., description="An image file."), mode: str = Form("hamming"),
-                        k: int = Form(24), exact: bool = Form(False), nprobe: int | None = Form(None, ge=1),
-                        state: ServeState = Depends(get_state)):
+                        k: int = Form(24), offset: int = Form(0, ge=0), exact: bool = Form(False),
+                        nprobe: int | None = Form(None, ge=1), state: ServeState = Depends(get_state)):
     m = state.mode(mode)
-    state.check_k(k)
+    state.check_page(k, offset)
     _check_options(m, mode, nprobe)
     limit = state.settings.max_upload_bytes
     data = await file.read(limit + 1)
@@ -105,4 +111,5 @@ async def search_upload(file: UploadFile = File(..., description="An image file.
         return q.transform(decode_upload(data, state.settings.max_image_pixels, target_size=q.target_size))
 
     x = await run_in_threadpool(extract)
-    return await _rank(state, mode, x, k, {"extract_s": time.perf_counter() - t}, exact=exact, nprobe=nprobe)
+    return await _rank(state, mode, x, k, {"extract_s": time.perf_counter() - t}, exact=exact, nprobe=nprobe,
+                       offset=offset)
