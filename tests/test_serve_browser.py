@@ -7,6 +7,7 @@ screenshot to ``docs/serve-screenshot.png`` (the README's picture).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -40,8 +41,6 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import uvicorn
-
     from hardneg.serve import create_app
     from hardneg.serve.demo import build_demo_store
 
@@ -52,6 +51,15 @@ def server(tmp_path_factory):
         if f.is_file():
             shutil.copyfile(f, mine / f.name)
     app = create_app(store, models_dir=mine, concept_iterations=3, concept_positives=40)
+    with _serving(app) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _serving(app):
+    """The app under uvicorn on a free loopback port, in a thread."""
+    import uvicorn
+
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     th = threading.Thread(target=srv.run, daemon=True)
@@ -60,9 +68,11 @@ def server(tmp_path_factory):
     while not srv.started:
         assert time.time() - t0 < 30 and th.is_alive(), "uvicorn did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    srv.should_exit = True
-    th.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        srv.should_exit = True
+        th.join(10)
 
 
 @pytest.fixture()
@@ -82,8 +92,11 @@ def browser(tmp_path):
     driver.quit()
 
 
-def _ids(driver):
-    return [c.get_attribute("data-id") for c in driver.find_elements(By.CSS_SELECTOR, "#grid .card")]
+PAGE = 24
+
+
+def _ids(driver):  # read in one script: the grid may be re-rendered between two element reads
+    return driver.execute_script("return [...document.querySelectorAll('#grid .card')].map((c) => c.dataset.id)")
 
 
 def _status(driver):
@@ -146,3 +159,131 @@ def test_page_search_feedback_and_query_by_example(server, browser, tmp_path):
         dest = Path(__file__).resolve().parents[1] / "docs" / "serve-screenshot.png"
         dest.parent.mkdir(exist_ok=True)
         shutil.copyfile(tmp_path / "concept.png", dest)
+
+
+def _wait_idle(driver, wait, text):
+    wait.until(lambda d: text in _status(d) and not d.find_element(By.ID, "grid").get_attribute("class").count("stale"))
+
+
+def test_page_browse_paging_query_preview_counts_and_errors(server, browser, tmp_path):
+    """Issue 26: a browse view on first load, next / previous pages, the query shown above its
+    results (the query item itself left out), counts shown as counts, a cleared grid after an error."""
+    from PIL import Image
+
+    wait = WebDriverWait(browser, 60, poll_frequency=0.1)
+    browser.get(server)
+    wait.until(lambda d: len(_ids(d)) == PAGE)
+    assert _ids(browser) == [f"digits-{i}" for i in range(PAGE)]
+    assert browser.find_element(By.ID, "page-info").text == "1–24 of 1,797"
+    assert not browser.find_element(By.ID, "prev").is_enabled()
+    assert "train" in browser.find_element(By.ID, "split-note").text
+    assert not browser.find_element(By.ID, "extractor-status").is_displayed()
+    browser.find_element(By.ID, "next").click()
+    wait.until(lambda d: _ids(d)[:1] == ["digits-24"])
+    assert _ids(browser) == [f"digits-{i}" for i in range(PAGE, 2 * PAGE)]
+    browser.find_element(By.ID, "prev").click()
+    wait.until(lambda d: _ids(d)[:1] == ["digits-0"])
+    # "similar" on digits-5: the query shown above, left out of its results, and its pages
+    browser.find_element(By.CSS_SELECTOR, '#grid .card[data-id="digits-5"] button.sim').click()
+    _wait_idle(browser, wait, "similar to digits-5")
+    first = _ids(browser)
+    assert len(first) == PAGE and "digits-5" not in first
+    fig = browser.find_element(By.ID, "query")
+    assert fig.is_displayed() and "digits-5" in browser.find_element(By.ID, "query-img").get_attribute("src")
+    timings = browser.find_element(By.ID, "timings").text
+    assert "batch size 1" in timings and "batch_size" not in timings and "batch size 1000" not in timings
+    browser.find_element(By.ID, "next").click()
+    wait.until(lambda d: d.find_element(By.ID, "page-info").text.startswith("25–48"))
+    second = _ids(browser)
+    assert len(second) == PAGE and not set(second) & set(first) and "digits-5" not in second
+    assert browser.find_element(By.CSS_SELECTOR, "#grid .card .meta").text.startswith("#25 ")
+    # an uploaded image is shown above its results
+    png = tmp_path / "q.png"
+    Image.fromarray(np.full((24, 24), 200, np.uint8)).save(png)
+    browser.find_element(By.ID, "file-input").send_keys(str(png))
+    _wait_idle(browser, wait, "similar to q.png")
+    assert browser.find_element(By.ID, "query-img").get_attribute("src").startswith("blob:")
+    assert "q.png" in browser.find_element(By.ID, "query-caption").text
+    # an error clears the grid, the query and the pager
+    box = browser.find_element(By.ID, "tag-input")
+    box.clear()
+    box.send_keys("no-such-tag", Keys.ENTER)
+    wait.until(lambda d: "no item is tagged" in _status(d))
+    assert _ids(browser) == [] and not browser.find_element(By.ID, "query").is_displayed()
+    assert not browser.find_element(By.ID, "pager").is_displayed()
+
+
+def test_page_concept_from_selected_items_feedback_and_one_model_per_concept(server, browser):
+    wait = WebDriverWait(browser, 60, poll_frequency=0.1)
+    browser.get(server)
+    wait.until(lambda d: len(_ids(d)) == PAGE)
+    learn = browser.find_element(By.ID, "learn")
+    assert not learn.is_enabled()
+    # select three 0s in the browse view (✓) and learn a concept from them
+    zeros = [c for c in browser.find_elements(By.CSS_SELECTOR, "#grid .card") if c.text.split("\n")[0].endswith(" · 0")][:3]
+    assert len(zeros) == 3
+    chosen = [c.get_attribute("data-id") for c in zeros]
+    for c in zeros:
+        c.find_element(By.CSS_SELECTOR, "button.rel").click()
+    assert browser.find_element(By.ID, "n-selected").text == "3" and learn.is_enabled()
+    learn.click()
+    _wait_idle(browser, wait, "results from model")
+    name = browser.find_element(By.ID, "model-name").text
+    assert name == f"model: items-{chosen[0]}" and "trained on 3 positives" in _status(browser)
+    metas = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#grid .card .meta")]
+    assert sum(" · 0 · " in t for t in metas) >= 12
+    # feedback: one ✗, one more ✓; the ✗ item leaves the list, the marks persist across rounds
+    cards = browser.find_elements(By.CSS_SELECTOR, "#grid .card")
+    rejected = next(c for c in cards if " · 0 · " not in c.text and c.get_attribute("data-id") not in chosen)
+    rejected_id = rejected.get_attribute("data-id")
+    rejected.find_element(By.CSS_SELECTOR, "button.notrel").click()
+    kept = next(c for c in cards if " · 0 · " in c.text and c.get_attribute("data-id") not in chosen)
+    kept_id = kept.get_attribute("data-id")
+    kept.find_element(By.CSS_SELECTOR, "button.rel").click()
+    browser.find_element(By.ID, "rerank").click()
+    _wait_idle(browser, wait, "re-ranked")
+    ids = _ids(browser)
+    assert rejected_id not in ids and kept_id in ids
+    card = browser.find_element(By.CSS_SELECTOR, f'#grid .card[data-id="{kept_id}"]')
+    assert "rel" in card.get_attribute("class").split()
+    assert card.find_element(By.CSS_SELECTOR, "button.rel").get_attribute("aria-pressed") == "true"
+    assert browser.find_element(By.ID, "n-marked").text == "5"
+    browser.find_element(By.ID, "next").click()  # later pages leave it out too
+    wait.until(lambda d: d.find_element(By.ID, "page-info").text.startswith("25–48"))
+    assert rejected_id not in _ids(browser)
+    # the same tag twice: one model, replaced
+    for _ in range(2):
+        box = browser.find_element(By.ID, "tag-input")
+        box.clear()
+        box.send_keys("4", Keys.ENTER)
+        _wait_idle(browser, wait, "concept “4”")
+    names = [li.get_attribute("data-name") for li in browser.find_elements(By.CSS_SELECTOR, "#models-list li")]
+    assert names.count("4") == 1 and "4-2" not in names
+
+
+def test_page_says_while_the_feature_extractor_loads(browser, tmp_path, monkeypatch):
+    from hardneg.serve import create_app
+    from hardneg.serve._images import ImageQuery
+    from hardneg.store import FeatureStore
+
+    path = tmp_path / "cnn.store"
+    with FeatureStore.create(path, dim=4, attrs={"extractor": {"extractor": "cnn", "input_size": 16}}) as s:
+        s.append(np.eye(4, dtype=np.float32), ids=["a", "b", "c", "d"])
+    gate = threading.Event()
+
+    class Fake:
+        def transform(self, images):
+            return np.ones((len(images), 4), np.float32)
+
+    def build(self):
+        assert gate.wait(60)
+        return Fake()
+
+    monkeypatch.setattr(ImageQuery, "_build", build)
+    with _serving(create_app(path, models_dir=tmp_path / "models")) as url:
+        wait = WebDriverWait(browser, 30, poll_frequency=0.1)
+        browser.get(url)
+        note = browser.find_element(By.ID, "extractor-status")
+        assert note.is_displayed() and "loading the feature extractor" in note.text
+        gate.set()
+        wait.until(lambda d: not d.find_element(By.ID, "extractor-status").is_displayed())

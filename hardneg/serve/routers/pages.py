@@ -23,4 +23,5 @@ def index(request: Request, state: ServeState = Depends(get_state)):
         "modes": list(state.modes.values()), "tags": state.tag_counts.most_common(30),
         "upload": state.image_query.available, "upload_reason": state.image_query.reason,
         "token_required": state.settings.token_required, "max_upload_mb": state.settings.max_upload_bytes / 2**20,
+        "concept_split": state.concept_split, "extractor": state.extractor_status,
     })

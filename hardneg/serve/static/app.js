@@ -1,7 +1,10 @@
 // hardneg search page: vanilla JS over the JSON API (no build step, no network dependencies).
 "use strict";
 const $ = (s) => document.querySelector(s);
-const state = { model: null, marks: new Map(), busy: false };
+const PAGE = 24;
+// view: what the grid shows, so that Previous / Next can ask for another page of it
+//   {kind: "browse"} | {kind: "example", id} | {kind: "upload", file} | {kind: "model", name}
+const state = { model: null, marks: new Map(), busy: false, view: { kind: "browse" }, offset: 0, hasMore: false, queryUrl: null };
 
 function token() { const t = $("#token-input"); return t ? t.value : ""; }
 function headers(json) {
@@ -18,17 +21,41 @@ async function api(method, url, body) {
   return data;
 }
 function setStatus(text, err) { const s = $("#status"); s.textContent = text; s.style.color = err ? "#b42318" : ""; }
+// seconds (keys ending in _s) as milliseconds; anything else (batch_size, nprobe) is a count
 function fmtTimings(t, wall) {
-  const parts = Object.entries(t || {}).map(([k, v]) => `${k.replace(/_s$/, "")} ${(v * 1000).toFixed(v < 1 ? 1 : 0)} ms`);
+  const parts = Object.entries(t || {}).map(([k, v]) => (k.endsWith("_s")
+    ? `${k.slice(0, -2).replace(/_/g, " ")} ${(v * 1000).toFixed(v < 1 ? 1 : 0)} ms`
+    : `${k.replace(/_/g, " ")} ${Number.isInteger(v) ? v : v.toFixed(2)}`));
   if (wall !== undefined) parts.unshift(`total ${(wall * 1000).toFixed(0)} ms`);
   return parts.join(" · ");
 }
+function selected() { return [...state.marks].filter(([, m]) => m === "rel").map(([id]) => id); }
 function updateMarked() {
   $("#n-marked").textContent = state.marks.size;
   $("#rerank").disabled = !state.model || state.marks.size === 0 || state.busy;
+  $("#n-selected").textContent = selected().length;
+  $("#learn").disabled = selected().length === 0 || state.busy;
+  $("#prev").disabled = state.offset === 0 || state.busy;
+  $("#next").disabled = !state.hasMore || state.busy;
 }
-function render(results, scoreLabel) {
-  const grid = $("#grid"); grid.innerHTML = "";
+function showQuery(src, caption) {
+  const fig = $("#query");
+  if (state.queryUrl && state.queryUrl !== src) { URL.revokeObjectURL(state.queryUrl); state.queryUrl = null; }
+  if (!src) { fig.hidden = true; $("#query-img").removeAttribute("src"); return; }
+  if (src.startsWith("blob:")) state.queryUrl = src;
+  $("#query-img").src = src; $("#query-caption").textContent = caption; fig.hidden = false;
+}
+function showPager(offset, n, hasMore, total) {
+  state.offset = offset; state.hasMore = hasMore;
+  $("#pager").hidden = offset === 0 && !hasMore;
+  $("#page-info").textContent = n ? `${offset + 1}–${offset + n}${total !== undefined ? " of " + total.toLocaleString("en") : ""}` : "no more results";
+}
+function clearResults() {  // after an error: nothing stale stays under the message
+  $("#grid").innerHTML = ""; $("#timings").textContent = ""; $("#pager").hidden = true; showQuery(null);
+  state.offset = 0; state.hasMore = false;
+}
+function render(results, scoreLabel, offset) {
+  const grid = $("#grid"); grid.innerHTML = ""; grid.classList.remove("stale");
   results.forEach((it, i) => {
     const li = document.createElement("li"); li.className = "card"; li.dataset.id = it.id;
     const mark = state.marks.get(it.id); if (mark) li.classList.add(mark);
@@ -37,7 +64,8 @@ function render(results, scoreLabel) {
     img.onerror = () => { img.style.visibility = "hidden"; };
     const meta = document.createElement("div"); meta.className = "meta";
     const label = it.label_name || (it.label >= 0 ? String(it.label) : "");
-    meta.textContent = `#${i + 1} ${it.id}${label ? " · " + label : ""} · ${scoreLabel} ${it.score === null ? "" : it.score.toFixed(3)}`;
+    const score = it.score === null || it.score === undefined ? "" : ` · ${scoreLabel} ${it.score.toFixed(3)}`;
+    meta.textContent = `#${offset + i + 1} ${it.id}${label ? " · " + label : ""}${score}`;
     const btns = document.createElement("div"); btns.className = "btns";
     const mk = (cls, text, title) => {
       const b = document.createElement("button"); b.type = "button"; b.className = cls; b.textContent = text; b.title = title;
@@ -67,69 +95,104 @@ async function waitJob(job) {
   return job;
 }
 async function run(label, fn) {
-  if (state.busy) return; state.busy = true; updateMarked();
-  const t0 = performance.now();
-  try { await fn((performance.now() - t0) / 1000); }
-  catch (e) { setStatus(`${label}: ${e.message}`, true); }
-  finally { state.busy = false; updateMarked(); }
+  if (state.busy) return; state.busy = true; updateMarked(); $("#grid").classList.add("stale");
+  try { await fn(); }
+  catch (e) { setStatus(`${label}: ${e.message}`, true); clearResults(); }
+  finally { state.busy = false; updateMarked(); $("#grid").classList.remove("stale"); }
+}
+function setModel(name) {
+  if (state.model !== name) state.marks.clear();  // marks belong to one concept; they persist across its rounds
+  state.model = name; $("#model-name").textContent = name ? `model: ${name}` : "";
 }
 function showConcept(job, label, t0) {
-  const res = job.result; state.model = res.model; state.marks.clear();
-  render(res.results, "score");
+  const res = job.result; setModel(res.model); state.view = { kind: "model", name: res.model };
+  showQuery(null); render(res.results, "score", res.offset); showPager(res.offset, res.results.length, res.has_more);
   const wall = (performance.now() - t0) / 1000;
-  setStatus(`${label}: ${res.k} results from model “${res.model}”. Mark results ✓ / ✗, then re-rank.`);
+  const from = res.train_split ? ` (${res.train_split} split)` : "";
+  setStatus(`${label}: ${res.k} results from model “${res.model}”, trained on ${res.n_positives} positives${from}. ` +
+            "Mark results ✓ / ✗, then re-rank.");
   $("#timings").textContent = fmtTimings(res.timings, wall);
-  $("#model-name").textContent = `model: ${res.model}`;
   loadModels();
 }
 function concept(tag) {
   return run("concept search", async () => {
     const t0 = performance.now(); setStatus(`training “${tag}”…`);
-    const job = await waitJob(await api("POST", "api/concept", { tag, k: 24 }));
+    const job = await waitJob(await api("POST", "api/concept", { tag, k: PAGE }));
     showConcept(job, `concept “${tag}”`, t0);
+  });
+}
+function learnSelected() {
+  return run("concept from examples", async () => {
+    const t0 = performance.now(); const positive_ids = selected();
+    setStatus(`training a concept from ${positive_ids.length} selected items…`);
+    const job = await waitJob(await api("POST", "api/concept", { positive_ids, k: PAGE }));
+    state.model = job.result.model;  // the selection becomes this model's marks
+    showConcept(job, `concept from ${positive_ids.length} selected items`, t0);
   });
 }
 function rerank() {
   return run("feedback", async () => {
     const t0 = performance.now();
-    const relevant_ids = [...state.marks].filter(([, m]) => m === "rel").map(([id]) => id);
+    const relevant_ids = selected();
     const not_relevant_ids = [...state.marks].filter(([, m]) => m === "notrel").map(([id]) => id);
     const job = await waitJob(await api("POST", `api/models/${encodeURIComponent(state.model)}/feedback`,
-      { relevant_ids, not_relevant_ids, k: 24 }));
+      { relevant_ids, not_relevant_ids, k: PAGE }));
     showConcept(job, `re-ranked after ${relevant_ids.length} relevant / ${not_relevant_ids.length} not relevant`, t0);
   });
 }
+function scoreLabel() { return ($("#mode-select").selectedOptions[0] || {}).value === "hamming" ? "−dist" : "score"; }
 function showSearch(res, label, t0) {
-  state.model = null; state.marks.clear();
-  const scoreLabel = ($("#mode-select").selectedOptions[0] || {}).value === "hamming" ? "−dist" : "score";
-  render(res.results, scoreLabel);
+  render(res.results, res.mode.startsWith("concept:") ? "score" : scoreLabel(), res.offset);
+  showPager(res.offset, res.results.length, res.has_more);
   setStatus(`${label}: ${res.results.length} results (${res.mode}).`);
   $("#timings").textContent = fmtTimings(res.timings, (performance.now() - t0) / 1000);
-  $("#model-name").textContent = "";
 }
+// one page of the current view
+async function fetchPage(view, offset) {
+  const t0 = performance.now();
+  if (view.kind === "browse") {
+    const page = await api("GET", `api/items?offset=${offset}&limit=${PAGE}`);
+    render(page.items, "score", offset); showPager(offset, page.items.length, offset + page.items.length < page.total, page.total);
+    setStatus(`Browsing the store. Type a tag and press Enter, drop an image, or pick “similar” on an item.`);
+    $("#timings").textContent = "";
+  } else if (view.kind === "example") {
+    const res = await api("POST", "api/search/example", { id: view.id, mode: view.mode, k: PAGE, offset });
+    showSearch(res, `similar to ${view.id}`, t0);
+  } else if (view.kind === "upload") {
+    const fd = new FormData();
+    fd.append("file", view.file); fd.append("mode", view.mode); fd.append("k", String(PAGE)); fd.append("offset", String(offset));
+    const res = await api("POST", "api/search/upload", fd);
+    showSearch(res, `similar to ${view.file.name}`, t0);
+  } else {
+    const res = await api("POST", `api/models/${encodeURIComponent(view.name)}/search`, { k: PAGE, offset });
+    showSearch(res, `model “${view.name}”`, t0);
+  }
+}
+function page(delta) { return run("page", () => fetchPage(state.view, Math.max(0, state.offset + delta))); }
+function browse() { state.view = { kind: "browse" }; return run("browse", () => fetchPage(state.view, 0)); }
 function queryExample(id) {
   return run("query by example", async () => {
-    const t0 = performance.now();
-    const res = await api("POST", "api/search/example", { id, mode: $("#mode-select").value, k: 24 });
-    showSearch(res, `similar to ${id}`, t0);
+    const view = { kind: "example", id, mode: $("#mode-select").value };
+    setModel(null);  // ✓ marks made while searching by example stay: they can become a concept
+    await fetchPage(view, 0);
+    state.view = view;
+    showQuery(`api/items/${encodeURIComponent(id)}/thumbnail`, `query: stored item ${id} (left out of its results)`);
   });
 }
 function upload(file) {
   return run("image query", async () => {
-    const t0 = performance.now(); const fd = new FormData();
-    fd.append("file", file); fd.append("mode", $("#mode-select").value); fd.append("k", "24");
-    const res = await api("POST", "api/search/upload", fd);
-    showSearch(res, `similar to ${file.name}`, t0);
+    const view = { kind: "upload", file, mode: $("#mode-select").value };
+    setModel(null);
+    await fetchPage(view, 0);
+    state.view = view;
+    showQuery(URL.createObjectURL(file), `query: uploaded image ${file.name}`);
   });
 }
 function useModel(name) {
   return run("saved model", async () => {
-    const t0 = performance.now();
-    const res = await api("POST", `api/models/${encodeURIComponent(name)}/search`, { k: 24 });
-    state.model = name; state.marks.clear(); render(res.results, "score");
-    setStatus(`saved model “${name}”: ${res.results.length} results.`);
-    $("#timings").textContent = fmtTimings(res.timings, (performance.now() - t0) / 1000);
-    $("#model-name").textContent = `model: ${name}`;
+    setModel(name); state.view = { kind: "model", name };
+    await fetchPage(state.view, 0);
+    showQuery(null);
   });
 }
 async function loadModels() {
@@ -153,8 +216,22 @@ async function loadModels() {
     }
   } catch (e) { ul.textContent = `cannot list models: ${e.message}`; }
 }
+// the upload feature extractor loads in the background at start-up: say so until it is ready
+async function watchExtractor() {
+  const note = $("#extractor-status");
+  for (;;) {
+    let info; try { info = await api("GET", "api/info"); } catch (e) { return; }
+    if (info.extractor === "loading") { note.hidden = false; await new Promise((r) => setTimeout(r, 500)); continue; }
+    if (info.extractor === "failed") { note.textContent = "the feature extractor could not be loaded: image upload will fail"; note.hidden = false; }
+    else note.hidden = true;
+    return;
+  }
+}
 $("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const t = $("#tag-input").value.trim(); if (t) concept(t); });
 $("#rerank").addEventListener("click", rerank);
+$("#learn").addEventListener("click", learnSelected);
+$("#prev").addEventListener("click", () => page(-PAGE));
+$("#next").addEventListener("click", () => page(PAGE));
 const drop = $("#drop-zone"), fileInput = $("#file-input");
 fileInput.addEventListener("change", () => { if (fileInput.files.length) upload(fileInput.files[0]); fileInput.value = ""; });
 drop.addEventListener("keydown", (ev) => { if ((ev.key === "Enter" || ev.key === " ") && !fileInput.disabled) { ev.preventDefault(); fileInput.click(); } });
@@ -165,3 +242,5 @@ drop.addEventListener("drop", (ev) => {
   if (!fileInput.disabled && ev.dataTransfer.files.length) upload(ev.dataTransfer.files[0]);
 });
 loadModels();
+watchExtractor();
+browse();
