@@ -71,8 +71,75 @@ class CompressedConcept:
         return isinstance(self.table, HIKExactTable)
 
     def decision_function(self, X) -> np.ndarray:
+        """Scores G(x), Eq. (13). A uint8 block of codes with a grid (a block of a
+        :class:`~hardneg.store.BinnedStore`) is scored by look-up: :meth:`decision_function_bins`."""
+        if isinstance(X, np.ndarray) and X.dtype == np.uint8:
+            return self.decision_function_bins(X)
         X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features_in_)
         return self.table.decision_function(X, check=False)
+
+    def decision_function_bins(self, codes, grid=None) -> np.ndarray:
+        """Score uint8 codes on a grid (a binned store's block) by look-up + sum, no float conversion.
+
+        The model's H_i (Eq. (14), tabulated as in Eq. (16)) is evaluated once at
+        the grid's q + 1 nodes per dimension (a d x (q + 1) table, cached for
+        the grid), then a row's score is the sum of one entry per dimension.
+        For a q-bin model the result equals :meth:`decision_function` of the
+        node values (``grid.dequantize(codes)``) bit for bit; the node values
+        sit within half a bin of the original features (see :meth:`bins_error_bound`).
+
+        Parameters
+        ----------
+        codes : ndarray (n, d) of uint8
+            Node indices 0..q; a :class:`~hardneg.store.CodeBlock` carries its grid.
+        grid : BinGrid, optional
+            The codes' grid, when ``codes`` is a plain array.
+        """
+        from hardneg.svm._hik_tables import score_codes
+
+        grid = grid if grid is not None else getattr(codes, "grid", None)
+        if grid is None:
+            raise TypeError("codes: a uint8 array needs its grid: pass grid=, or score blocks of a BinnedStore "
+                            "(they carry it)")
+        codes = np.asarray(codes)  # drops the CodeBlock subclass: the kernel sees a plain array
+        if codes.ndim != 2 or codes.shape[1] != self.n_features_in_:
+            raise ValueError(f"codes: expected shape (n, {self.n_features_in_}), got {codes.shape}")
+        if grid.dim != self.n_features_in_:
+            raise ValueError(f"grid: has {grid.dim} dimensions, the model {self.n_features_in_}")
+        return score_codes(codes, self._bins_table(grid)) + self.table.intercept
+
+    def _bins_table(self, grid) -> np.ndarray:
+        key = grid.key()
+        cached = getattr(self, "_bins_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        nodes = grid.nodes()
+        # q-bin model: float32 terms, the same arithmetic as its float scan (bit-exact);
+        # exact model: H_i in float64.
+        table = self.table.H(nodes)
+        self._bins_cache = (key, table)
+        return table
+
+    def bins_error_bound(self, grid) -> float:
+        """Bound on |score of codes - score of the original features| for features inside the grid.
+
+        Rounding to the nearest node moves a value by at most half a bin
+        (delta_i / 2); H_i is Lipschitz with constant max|H_i'| (the largest
+        slope of its piecewise-linear table, Eq. (15)), so the bound is
+        sum_i delta_i / 2 * max|H_i'|. Add the table's own ``error_bound``
+        for the distance to the exact ensemble.
+        """
+        t = self.table
+        if self.exact:
+            # slopes of Eq. (15): suffix sums of a
+            slope = np.abs(t.suffix).max(axis=1)
+        else:
+            width = t.hi - t.lo
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inner = np.where(width > 0, np.abs(np.diff(t.values, axis=1)).max(axis=1) * t.n_bins / np.where(width > 0, width, 1.0), 0.0)
+            slope = np.maximum(inner, np.maximum(np.abs(t.below), np.abs(t.above)))
+        delta = (grid.hi - grid.lo) / grid.n_bins
+        return float(np.sum(delta / 2.0 * slope))
 
     def __repr__(self) -> str:
         kind = "exact" if self.exact else f"{self.table.n_bins} bins"

@@ -2,6 +2,8 @@
 
 from ._edit import store_summary
 from ._feature_store import FORMAT_VERSION, FeatureStore, StoreDamagedError, StoreError, StoreLockedError, check_output_not_input
+from ._quantize import BinGrid, BinnedStore, CodeBlock, quantize_store
 from ._verify import VerifyReport
 
-__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "StoreDamagedError", "VerifyReport", "FORMAT_VERSION", "store_summary", "check_output_not_input"]
+__all__ = ["FeatureStore", "StoreError", "StoreLockedError", "StoreDamagedError", "VerifyReport", "FORMAT_VERSION", "store_summary", "check_output_not_input",
+           "BinGrid", "BinnedStore", "CodeBlock", "quantize_store"]

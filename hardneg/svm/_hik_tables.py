@@ -35,7 +35,7 @@ import numpy as np
 
 from hardneg._validation import check_matrix
 
-__all__ = ["HIKBinTable", "HIKExactTable", "compress_hik", "merge_hik_ensemble"]
+__all__ = ["HIKBinTable", "HIKExactTable", "compress_hik", "merge_hik_ensemble", "score_codes"]
 
 
 # --------------------------------------------------------------------------- kernels
@@ -59,29 +59,94 @@ def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover, no mutate blo
         out[r] = s + intercept
 
 
-def _score_bins_py(X, lo, hi, inv_delta, table, below, above, q, out):  # pragma: no cover, no mutate block - compiled
+# Scoring runs single-threaded: the machines this serves are shared, and a scan
+# parallelizes over blocks (hardneg.distributed), not inside one.
+# Flags: fastmath without reassociation or contraction, so the quantization pass
+# vectorizes while every sum keeps one fixed order (the uint8 scan below then
+# reproduces the float scan bit for bit).
+_FAST = {"nnan", "ninf", "nsz", "arcp", "afn"}
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
+    """Eq. (13) with H_i interpolated in the extended table ``V`` (see ``HIKBinTable._pack``).
+
+    Two passes per row: the quantization (value -> bin, fraction) is branch-free
+    and vectorizes; the look-up + sum then reads one table row per dimension.
+    Node k of dimension i sits at ``V[i, k + 1]``; the virtual nodes -1 and q + 1
+    carry the exact linear pieces below ``lo`` and above ``hi``, so no per-value
+    test is needed outside the grid.
+    """
     n, d = X.shape
-    stride = 2 * (q + 1)
-    zero = np.float32(0.0)
-    for r in numba.prange(n):
-        s = np.float32(0.0)
+    stride = V.shape[1]
+    flat = V.ravel()
+    idx = np.empty(d, dtype=np.int64)
+    frac = np.empty(d, dtype=np.float32)
+    lowest = np.float32(-1.0)
+    top = np.float32(q)
+    one = np.float32(1.0)
+    for r in range(n):
         for i in range(d):
-            z = X[r, i]
-            # Branch-free: clamp into the grid, interpolate, then add the exact
-            # linear pieces outside it (slope ``below`` under lo, ``above`` over hi).
-            zc = min(max(z, lo[i]), hi[i])
-            t = (zc - lo[i]) * inv_delta[i]
-            k = min(np.int32(t), q - 1)
-            # table holds (H_i at node k, H_i(node k+1) - H_i(node k)) side by side: one cache line
-            base = i * stride + 2 * k
-            s += table[base] + (t - np.float32(k)) * table[base + 1] + min(z - lo[i], zero) * below[i] + max(z - hi[i], zero) * above[i]
-        out[r] = s
+            t = (X[r, i] - lo[i]) * inv[i]
+            # clamp before the conversion: a float beyond int range has no defined int
+            k = np.int64(min(max(t, lowest), top) + one)  # 0 .. q + 1
+            idx[i] = i * stride + k
+            frac[i] = t - np.float32(k - 1)
+        out[r] = _gather_interp(flat, idx, frac, d)
 
 
-# Threaded for big blocks, single-threaded for small ones (see hardneg.svm._hik).
-_score_bins_par = numba.njit(parallel=True, fastmath=True, cache=True)(_score_bins_py)
-_score_bins_ser = numba.njit(fastmath=True, cache=True)(_score_bins_py)
-_PARALLEL_MIN_OPS = 1 << 22
+@numba.njit(fastmath=_FAST, cache=True, inline="always")
+def _gather_interp(flat, idx, frac, d):  # pragma: no cover, no mutate block - compiled
+    s0 = 0.0
+    s1 = 0.0
+    for j in range(d >> 1):  # two chains: even and odd dimensions
+        b = idx[2 * j]
+        a = flat[b]
+        s0 += a + frac[2 * j] * (flat[b + 1] - a)
+        b = idx[2 * j + 1]
+        a = flat[b]
+        s1 += a + frac[2 * j + 1] * (flat[b + 1] - a)
+    if d & 1:
+        b = idx[d - 1]
+        a = flat[b]
+        s0 += a + frac[d - 1] * (flat[b + 1] - a)
+    return s0 + s1
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _eval_bins(Z, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
+    """H_i at points ``Z[i, :]`` with exactly the arithmetic of ``_score_bins`` (float32 terms)."""
+    d, m = Z.shape
+    lowest = np.float32(-1.0)
+    top = np.float32(q)
+    one = np.float32(1.0)
+    for i in range(d):
+        for c in range(m):
+            t = (Z[i, c] - lo[i]) * inv[i]
+            k = np.int64(min(max(t, lowest), top) + one)
+            f = t - np.float32(k - 1)
+            a = V[i, k]
+            out[i, c] = a + f * (V[i, k + 1] - a)
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _score_codes(B, T, out):  # pragma: no cover, no mutate block - compiled
+    """Sum of per-dimension table entries ``T[i, B[r, i]]`` for uint8 codes (no float conversion).
+
+    The caller checks every code against ``T.shape[1]`` first (one vectorized
+    ``max`` per block): no read outside the table. Summed in the order of
+    ``_gather_interp``, so equal terms give equal scores.
+    """
+    n, d = B.shape
+    for r in range(n):
+        s0 = 0.0
+        s1 = 0.0
+        for j in range(d >> 1):
+            s0 += T[2 * j, B[r, 2 * j]]
+            s1 += T[2 * j + 1, B[r, 2 * j + 1]]
+        if d & 1:
+            s0 += T[d - 1, B[r, d - 1]]
+        out[r] = s0 + s1
 
 
 @numba.njit(cache=True)
@@ -362,28 +427,51 @@ class HIKBinTable:
         return self.values.shape[1] - 1
 
     def _pack(self):
+        """Float32 copies for the kernel: lo, q / width, and the extended node table.
+
+        ``V[i, k + 1]`` is H_i at node k (k = 0..q); the virtual nodes -1 and
+        q + 1 continue the exact linear pieces below ``lo`` (slope ``below``) and
+        above ``hi`` (slope ``above``), Eq. (15), so interpolating between nodes
+        -1 and 0, or q and q + 1, is exact outside the grid. A dimension whose
+        grid has zero width gets a pseudo-grid of width 1 on which H_i is the
+        same linear function (all its support values equal ``lo``).
+        """
         if self._packed is None:
             q = self.n_bins
             width = self.hi - self.lo
-            inv = np.where(width > 0, q / np.where(width > 0, width, 1.0), 0.0)
-            table = np.zeros((self.n_features, q + 1, 2), dtype=np.float32)
-            table[:, :, 0] = self.values
-            table[:, :q, 1] = np.diff(self.values, axis=1)
-            table = table.reshape(-1)
-            self._packed = (self.lo.astype(np.float32), self.hi.astype(np.float32), inv.astype(np.float32), table,
-                            self.below.astype(np.float32), self.above.astype(np.float32))
+            flat = width <= 0
+            delta = np.where(flat, 1.0 / q, width / q)
+            V = np.empty((self.n_features, q + 3))
+            V[:, 1:q + 2] = np.where(flat[:, None], self.values[:, :1] + self.above[:, None] * delta[:, None] * np.arange(q + 1),
+                                     self.values)
+            V[:, 0] = V[:, 1] - self.below * delta
+            V[:, q + 2] = V[:, q + 1] + self.above * delta
+            self._packed = (self.lo.astype(np.float32), (1.0 / delta).astype(np.float32), V.astype(np.float32))
         return self._packed
 
     def decision_function(self, X, *, check: bool = True) -> np.ndarray:
-        """Score rows of ``X`` in O(d) each, Eq. (13) with tabulated H_i."""
+        """Score rows of ``X`` in O(d) each, Eq. (13) with tabulated H_i (Eq. (16))."""
         if check:
             X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
         out = np.empty(X.shape[0], dtype=np.float64)
         if X.shape[0]:
-            lo, hi, inv, table, below, above = self._pack()
-            big = X.shape[0] * X.shape[1] >= _PARALLEL_MIN_OPS
-            (_score_bins_par if big else _score_bins_ser)(X, lo, hi, inv, table, below, above, self.n_bins, out)
+            lo, inv, V = self._pack()
+            _score_bins(X, lo, inv, V, self.n_bins, out)
             out += self.intercept
+        return out
+
+    def H(self, Z) -> np.ndarray:
+        """H_i at points ``Z[i, :]`` per dimension, with the arithmetic of :meth:`decision_function`.
+
+        Float32 terms: summing ``H(Z)`` over dimensions in the kernel's order
+        gives the kernel's score bit for bit (what the uint8 scan relies on).
+        """
+        Z = np.ascontiguousarray(Z, dtype=np.float32)
+        if Z.ndim != 2 or Z.shape[0] != self.n_features:
+            raise ValueError(f"Z: expected shape ({self.n_features}, m), got {Z.shape}")
+        out = np.empty(Z.shape, dtype=np.float32)
+        lo, inv, V = self._pack()
+        _eval_bins(Z, lo, inv, V, self.n_bins, out)
         return out
 
     def same_grid(self, other: HIKBinTable) -> bool:
@@ -413,6 +501,39 @@ class HIKBinTable:
             float(sum(wt * t.intercept for wt, t in zip(w, tables))),
             error_bound=float(sum(wt * t.error_bound for wt, t in zip(w, tables))),
         )
+
+
+def score_codes(codes, table) -> np.ndarray:
+    """Sum of ``table[i, codes[r, i]]`` over dimensions: scoring uint8 codes by look-up only.
+
+    Parameters
+    ----------
+    codes : ndarray (n, d) of uint8
+    table : ndarray (d, m)
+        One row of values per dimension; every code must be < m.
+
+    Returns
+    -------
+    ndarray (n,) of float64
+    """
+    codes = np.ascontiguousarray(codes)
+    if codes.dtype != np.uint8 or codes.ndim != 2:
+        raise TypeError(f"codes: expected a 2-D uint8 array, got {codes.dtype} with shape {codes.shape}")
+    table = np.ascontiguousarray(table)
+    if table.dtype not in (np.float32, np.float64):
+        table = table.astype(np.float64)
+    if table.ndim != 2 or table.shape[0] != codes.shape[1]:
+        raise ValueError(f"table: expected shape ({codes.shape[1]}, m), got {table.shape}")
+    out = np.empty(codes.shape[0], dtype=np.float64)
+    if codes.size:
+        top = int(codes.max())
+        if top >= table.shape[1]:
+            raise ValueError(f"codes: value {top} has no table entry (the grid has {table.shape[1]} levels); "
+                             "the codes were made for another grid, or are damaged")
+        _score_codes(codes, table, out)
+    else:
+        out[:] = 0.0
+    return out
 
 
 def compress_hik(support_vectors, dual_coef, intercept, n_bins: int | None = 100, *, lo=None, hi=None):
