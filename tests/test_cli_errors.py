@@ -63,7 +63,7 @@ def files(tmp_path_factory):
     hasher = LSHHasher(n_bits=8, random_state=0).fit(X)
     hasher.save(root / "lsh.npz")
     HammingIndex.from_store(FeatureStore.open(root / "s"), hasher).save(root / "idx.npz")
-    assert main(["concept", "train", str(root / "s"), "-c", "boat", "-o", str(root / "boat.npz"), "-T", "1", "-q", "8"]) == 0
+    assert main(["concept", "train", str(root / "s"), "-c", "boat", "-o", str(root / "boat.npz"), "-T", "1", "--bins", "8"]) == 0
     (root / "folder").mkdir()
     np.save(root / "q.npy", X[:2])
     return root
@@ -76,8 +76,8 @@ def files(tmp_path_factory):
     "argv",
     [
         ["concept", "train", "{s}", "-c", "boat", "-o", "{folder}", "-T", "1"],
-        ["hash", "train", "{s}", "-m", "lsh", "-b", "8", "-o", "{folder}"],
-        ["hash", "index", "{s}", "{lsh}", "-o", "{folder}"],
+        ["hash", "train", "{s}", "--method", "lsh", "-b", "8", "-o", "{folder}"],
+        ["hash", "index", "{lsh}", "{s}", "-o", "{folder}"],
     ],
     ids=["concept-train", "hash-train", "hash-index"],
 )
@@ -88,7 +88,7 @@ def test_output_file_that_is_a_folder(capsys, files, argv):
 
 
 def test_output_file_under_a_file(capsys, files, tmp_path):
-    result = run(capsys, "hash", "train", files / "s", "-m", "lsh", "-b", "8", "-o", files / "lsh.npz" / "sub" / "m.npz")
+    result = run(capsys, "hash", "train", files / "s", "--method", "lsh", "-b", "8", "-o", files / "lsh.npz" / "sub" / "m.npz")
     assert_one_line_error(result, "--out", "is a file, not a folder")
     result = run(capsys, "datasets", "import", "digits", files / "lsh.npz" / "x.store")
     assert_one_line_error(result, "is a file, not a folder")
@@ -106,30 +106,30 @@ def test_unwritable_output_is_one_line(capsys, files, tmp_path, monkeypatch):
 
     monkeypatch.setattr(LSHHasher, "save", refuse)
     out = tmp_path / "m.npz"
-    line = assert_one_line_error(run(capsys, "hash", "train", files / "s", "-m", "lsh", "-b", "8", "-o", out), "Permission denied")
+    line = assert_one_line_error(run(capsys, "hash", "train", files / "s", "--method", "lsh", "-b", "8", "-o", out), "Permission denied")
     assert str(out) in line and "Errno" not in line
 
 
 def test_store_given_as_model_and_model_as_store(capsys, files):
     assert_one_line_error(run(capsys, "concept", "search", files / "s", files / "s"), "is a FeatureStore, not a concept model file")
     assert_one_line_error(run(capsys, "hash", "index", files / "s", files / "s", "-o", files / "i.npz"), "is a FeatureStore")
-    assert_one_line_error(run(capsys, "hash", "search", files / "s", files / "lsh.npz", "--query-npy", files / "q.npy"), "not an index file")
+    assert_one_line_error(run(capsys, "hash", "search", files / "lsh.npz", files / "s", "--query-npy", files / "q.npy"), "not an index file")
     assert_one_line_error(run(capsys, "concept", "search", files / "boat.npz", files / "lsh.npz"), "not a FeatureStore")
     assert_one_line_error(run(capsys, "concept", "search", files / "lsh.npz", files / "s"), "lsh.npz")
-    assert_one_line_error(run(capsys, "hash", "index", files / "s", files / "boat.npz", "-o", files / "i.npz"), "not a hasher")
+    assert_one_line_error(run(capsys, "hash", "index", files / "boat.npz", files / "s", "-o", files / "i.npz"), "not a hasher")
     assert_one_line_error(run(capsys, "store", "info", files / "lsh.npz"), "not a FeatureStore")
 
 
 def test_missing_files(capsys, files):
     assert_one_line_error(run(capsys, "concept", "search", files / "nope.npz", files / "s"), "nope.npz")
-    assert_one_line_error(run(capsys, "hash", "search", files / "idx.npz", files / "nope.npz", "--query-npy", files / "q.npy"), "nope.npz")
+    assert_one_line_error(run(capsys, "hash", "search", files / "nope.npz", files / "idx.npz", "--query-npy", files / "q.npy"), "nope.npz")
     assert_one_line_error(run(capsys, "concept", "train", files / "nostore", "-c", "boat", "-o", files / "m.npz"), "nostore")
 
 
 def test_wrong_store_dimension(capsys, files):
     assert_one_line_error(run(capsys, "concept", "search", files / "boat.npz", files / "s3"), "3-d")
-    assert_one_line_error(run(capsys, "hash", "index", files / "s3", files / "lsh.npz", "-o", files / "i3.npz"), "3-d")
-    result = run(capsys, "hash", "search", files / "idx.npz", files / "lsh.npz", "--store", files / "s3", "-q", "0")
+    assert_one_line_error(run(capsys, "hash", "index", files / "lsh.npz", files / "s3", "-o", files / "i3.npz"), "3-d")
+    result = run(capsys, "hash", "search", files / "lsh.npz", files / "idx.npz", "--store", files / "s3", "-q", "0")
     assert_one_line_error(result, "--store", "3-d")
 
 
@@ -158,13 +158,13 @@ def test_bad_query_npy(capsys, files, tmp_path, content, message):
         np.save(path, np.zeros((2, 5), np.float32))
     else:
         np.save(path, np.full((1, DIM), np.nan, np.float32))
-    line = assert_one_line_error(run(capsys, "hash", "search", files / "idx.npz", files / "lsh.npz", "--query-npy", path), "--query-npy", message)
+    line = assert_one_line_error(run(capsys, "hash", "search", files / "lsh.npz", files / "idx.npz", "--query-npy", path), "--query-npy", message)
     assert "allow_pickle" not in line
 
 
 def test_one_query_vector_and_a_huge_k(capsys, files, tmp_path):
     np.save(tmp_path / "one.npy", np.zeros(DIM, np.float32))
-    code, out, err = run(capsys, "hash", "search", files / "idx.npz", files / "lsh.npz", "--query-npy", tmp_path / "one.npy", "-k", "1000000")
+    code, out, err = run(capsys, "hash", "search", files / "lsh.npz", files / "idx.npz", "--query-npy", tmp_path / "one.npy", "-k", "1000000")
     assert code == 0, err
     assert "top 40" in out  # k is capped at the size of the index
 
@@ -180,7 +180,7 @@ def test_unknown_concept_and_split(capsys, files):
     result = run(capsys, "concept", "train", files / "s", "-c", "boat", "-o", files / "m.npz", "--split", "nosuch")
     assert_one_line_error(result, "--split", "nosuch")
     assert_one_line_error(run(capsys, "concept", "search", files / "boat.npz", files / "s", "--split", "nosuch"), "--split")
-    result = run(capsys, "hash", "train", files / "s", "-m", "lsh", "-b", "8", "-o", files / "m.npz", "--split", "nosuch")
+    result = run(capsys, "hash", "train", files / "s", "--method", "lsh", "-b", "8", "-o", files / "m.npz", "--split", "nosuch")
     assert_one_line_error(result, "--split", "nosuch")
 
 
@@ -203,26 +203,26 @@ def test_datasets_fetch_without_network(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "argv, option",
     [
-        (["hash", "train", "{s}", "-m", "lsh", "-b", "0", "-o", "{out}"], "--bits"),
-        (["hash", "train", "{s}", "-m", "lsh", "-b", "-3", "-o", "{out}"], "--bits"),
-        (["hash", "train", "{s}", "-m", "lsh", "-b", "4097", "-o", "{out}"], "--bits"),
-        (["hash", "train", "{s}", "-m", "lsh", "-b", "100000", "-o", "{out}"], "--bits"),
-        (["hash", "train", "{s}", "-m", "pca-itq", "-b", "7", "-o", "{out}"], "--bits"),
-        (["hash", "train", "{s}", "-m", "tsvm", "-b", "8", "--n-unlabeled", "-5", "-o", "{out}"], "--n-unlabeled"),
-        (["hash", "train", "{s}", "-m", "tsvm", "-b", "8", "--C", "-1", "-o", "{out}"], "--C"),
-        (["hash", "train", "{s}", "-m", "tsvm", "-b", "8", "--C", "nan", "-o", "{out}"], "--C"),
-        (["hash", "train", "{s}", "-m", "tsvm", "-b", "8", "--C", "inf", "-o", "{out}"], "--C"),
-        (["hash", "train", "{s}", "-m", "tsvm", "-b", "8", "--mode", "foo", "-o", "{out}"], "--mode"),
-        (["hash", "train", "{s}", "-m", "foo", "-b", "8", "-o", "{out}"], "--method"),
-        (["hash", "train", "{s}", "-m", "lsh", "-b", "8", "--seed", "-1", "-o", "{out}"], "--seed"),
-        (["hash", "index", "{s}", "{lsh}", "--chunk-rows", "0", "-o", "{out}"], "--chunk-rows"),
-        (["hash", "search", "{idx}", "{lsh}", "--query-npy", "{q}", "-k", "0"], "-k"),
+        (["hash", "train", "{s}", "--method", "lsh", "-b", "0", "-o", "{out}"], "--bits"),
+        (["hash", "train", "{s}", "--method", "lsh", "-b", "-3", "-o", "{out}"], "--bits"),
+        (["hash", "train", "{s}", "--method", "lsh", "-b", "4097", "-o", "{out}"], "--bits"),
+        (["hash", "train", "{s}", "--method", "lsh", "-b", "100000", "-o", "{out}"], "--bits"),
+        (["hash", "train", "{s}", "--method", "pca-itq", "-b", "7", "-o", "{out}"], "--bits"),
+        (["hash", "train", "{s}", "--method", "tsvm", "-b", "8", "--n-unlabeled", "-5", "-o", "{out}"], "--n-unlabeled"),
+        (["hash", "train", "{s}", "--method", "tsvm", "-b", "8", "--cost", "-1", "-o", "{out}"], "--cost"),
+        (["hash", "train", "{s}", "--method", "tsvm", "-b", "8", "--cost", "nan", "-o", "{out}"], "--cost"),
+        (["hash", "train", "{s}", "--method", "tsvm", "-b", "8", "--cost", "inf", "-o", "{out}"], "--cost"),
+        (["hash", "train", "{s}", "--method", "tsvm", "-b", "8", "--embedding", "foo", "-o", "{out}"], "--embedding"),
+        (["hash", "train", "{s}", "--method", "foo", "-b", "8", "-o", "{out}"], "--method"),
+        (["hash", "train", "{s}", "--method", "lsh", "-b", "8", "--seed", "-1", "-o", "{out}"], "--seed"),
+        (["hash", "index", "{lsh}", "{s}", "--chunk-rows", "0", "-o", "{out}"], "--chunk-rows"),
+        (["hash", "search", "{lsh}", "{idx}", "--query-npy", "{q}", "-k", "0"], "-k"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "-T", "0"], "--iterations"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "-T", "100000"], "--iterations"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "--bins", "-1"], "--bins"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "--bins", "5000"], "--bins"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "-p", "0"], "--positives"),
-        (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "-m", "0"], "--candidates"),
+        (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "--candidates", "0"], "--candidates"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "--method", "foo"], "--method"),
         (["concept", "train", "{s}", "-c", "boat", "-o", "{out}", "--seed", "-2"], "--seed"),
         (["concept", "search", "{boat}", "{s}", "-k", "0"], "-k"),
@@ -291,10 +291,10 @@ def test_efficientnet_refuses_bad_input_size_at_construction():
 
 def test_bits_bound_end_to_end(capsys, files, tmp_path):
     out = tmp_path / "h.npz"
-    assert_one_line_error(run(capsys, "hash", "train", files / "s", "-m", "lsh", "-b", "100000", "-o", out), "--bits", "4096")
+    assert_one_line_error(run(capsys, "hash", "train", files / "s", "--method", "lsh", "-b", "100000", "-o", out), "--bits", "4096")
     assert not out.exists()
     # The bound itself is accepted (sklsh: cheap at any length on a 6-d store).
-    code, stdout, err = run(capsys, "hash", "train", files / "s", "-m", "sklsh", "-b", "4096", "-o", out)
+    code, stdout, err = run(capsys, "hash", "train", files / "s", "--method", "sklsh", "-b", "4096", "-o", out)
     assert code == 0, err
     assert "4096 bits" in stdout and load_hasher(out).n_bits_ == 4096
 
@@ -336,7 +336,7 @@ def test_disk_full_is_a_user_error(capsys, files, monkeypatch):
 def test_vv_shows_the_traceback(files):
     try:
         with pytest.raises(Exception, match="is a folder"):
-            main(["-vv", "hash", "train", str(files / "s"), "-m", "lsh", "-b", "8", "-o", str(files / "folder")])
+            main(["-vv", "hash", "train", str(files / "s"), "--method", "lsh", "-b", "8", "-o", str(files / "folder")])
     finally:
         logging.getLogger().setLevel(logging.WARNING)
 

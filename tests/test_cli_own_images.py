@@ -117,9 +117,9 @@ def test_store_tag_by_id_folder_csv_labels(store, tmp_path, capsys):
     assert run(capsys, "store", "tag", s, "--add", "lined", "--folder", store.parent / "photos" / "stripes")[0] == 0  # by image folder
     assert FeatureStore.open(s).select(tags="lined").tolist() == list(range(6, 12))
     (tmp_path / "t.csv").write_text("rings/3.png,a;b\n")
-    assert run(capsys, "store", "tag", s, "--csv", tmp_path / "t.csv")[0] == 0
+    assert run(capsys, "store", "tag", s, "--from-csv", tmp_path / "t.csv")[0] == 0
     assert FeatureStore.open(s).items.column("tags")[3].as_py() == ["rings", "round", "a", "b"]
-    assert run(capsys, "store", "tag", s, "--csv", tmp_path / "t.csv", "--remove-csv")[0] == 0
+    assert run(capsys, "store", "tag", s, "--from-csv", tmp_path / "t.csv", "--remove-csv")[0] == 0
     code, out, _ = run(capsys, "store", "tag", s, "--remove", "fav")
     assert code == 0 and "2 item(s) changed" in out and FeatureStore.open(s).select(tags="fav").size == 0
     assert run(capsys, "store", "tag", s, "--remove", "rings", "--remove", "stripes")[0] == 0
@@ -146,7 +146,7 @@ def test_store_split_random_stratified_and_csv(store, tmp_path, capsys):
     assert run(capsys, "store", "split", s, "--test-fraction", "0.34", "--seed", "3", "--overwrite")[0] == 0
     assert FeatureStore.open(s).items.column("split").to_pylist() == first  # seeded: the same assignment
     (tmp_path / "sp.csv").write_text("id,split\nrings/0.png,val\n")
-    assert run(capsys, "store", "split", s, "--csv", tmp_path / "sp.csv")[0] == 0
+    assert run(capsys, "store", "split", s, "--from-csv", tmp_path / "sp.csv")[0] == 0
     assert FeatureStore.open(s).select(split="val").tolist() == [0]
     code, _, err = run(capsys, "store", "split", s, "--test-fraction", "1.5")
     assert code == 2 and "--test-fraction" in err
@@ -194,24 +194,24 @@ def test_concept_without_splits_uses_all_rows_and_no_items_error(store, tmp_path
 def test_hash_search_query_left_out_and_by_image(store, tmp_path, capsys):
     s = _copy(store, tmp_path)
     assert run(capsys, "store", "split", s, "--test-fraction", "0.34")[0] == 0
-    code, out, _ = run(capsys, "hash", "train", s, "-m", "lsh", "-b", "16", "-o", tmp_path / "h.npz")
+    code, out, _ = run(capsys, "hash", "train", s, "--method", "lsh", "-b", "16", "-o", tmp_path / "h.npz")
     assert code == 0 and "split 'train': 8 rows" in out  # the test split is left out by default
-    assert run(capsys, "hash", "index", s, tmp_path / "h.npz", "-o", tmp_path / "h.idx")[0] == 0
-    code, out, _ = run(capsys, "hash", "search", tmp_path / "h.idx", tmp_path / "h.npz", "-q", "rings/0.png", "-k", "3", "--json")
+    assert run(capsys, "hash", "index", tmp_path / "h.npz", s, "-o", tmp_path / "h.idx")[0] == 0
+    code, out, _ = run(capsys, "hash", "search", tmp_path / "h.npz", tmp_path / "h.idx", "-q", "rings/0.png", "-k", "3", "--json")
     res = json.loads(out)
     assert len(res) == 3 and "rings/0.png" not in [r["id"] for r in res]
     assert {"label", "tags", "path", "distance", "relevant"} <= set(res[0])
-    code, out, _ = run(capsys, "hash", "search", tmp_path / "h.idx", tmp_path / "h.npz", "-q", "rings/0.png", "-k", "3", "--json", "--keep-query")
+    code, out, _ = run(capsys, "hash", "search", tmp_path / "h.npz", tmp_path / "h.idx", "-q", "rings/0.png", "-k", "3", "--json", "--keep-query")
     assert json.loads(out)[0] == {**json.loads(out)[0], "id": "rings/0.png", "distance": 0}
     # an image file that is in the store is found at distance 0: extracted with the store's own settings
     img = store.parent / "photos" / "stripes" / "2.png"
-    code, out, err = run(capsys, "hash", "search", tmp_path / "h.idx", tmp_path / "h.npz", "--query-image", img, "-k", "2", "--json",
+    code, out, err = run(capsys, "hash", "search", tmp_path / "h.npz", tmp_path / "h.idx", "--query-image", img, "-k", "2", "--json",
                          "--html", tmp_path / "q.html")
     assert code == 0, err
     res = json.loads(out)
     assert res[0]["distance"] == 0 and "stripes/2.png" in [r["id"] for r in res if r["distance"] == 0]
     assert (tmp_path / "q.html").read_text().count("<img") == 3  # the query and 2 results
-    code, out, _ = run(capsys, "hash", "eval", s, tmp_path / "h.npz", "-k", "4", "--json")
+    code, out, _ = run(capsys, "hash", "eval", tmp_path / "h.npz", s, "-k", "4", "--json")
     fig = json.loads(out)
     assert fig["queries"] == 4 and fig["database"] == 8 and 0 <= fig["map@4"] <= 1
     assert fig["precision_recall_by_radius"][-1]["recall"] == pytest.approx(1.0)

@@ -21,7 +21,7 @@ def make_store(path):
 def test_train_and_search(tmp_path, capsys):
     make_store(tmp_path / "s")
     model = tmp_path / "boat.npz"
-    rc = main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "--related", "ship", "-q", "20"])
+    rc = main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "--related", "ship", "--bins", "20"])
     assert rc == 0 and model.is_file()
     capsys.readouterr()
     rc = main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "5", "--split", "test", "--json"])

@@ -241,19 +241,19 @@ def test_cli_fit_encode_search(tmp_path):
     app = typer.Typer()
     app.add_typer(esvm_app, name="esvm")
     runner = CliRunner()
-    r = runner.invoke(app, ["esvm", "fit", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--split", "train",
-                            "--min-negatives", "100", "--alpha-neg", "0.01", "-k", "2"])
+    r = runner.invoke(app, ["esvm", "train", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--split", "train",
+                            "--min-negatives", "100", "--alpha-neg", "0.01", "--recursions", "2"])
     assert r.exit_code == 0, r.output
     assert len(load_esvm_encoder(tmp_path / "e.npz").pools_) == 2
-    r = runner.invoke(app, ["esvm", "encode", str(tmp_path / "s"), str(tmp_path / "e.npz"), "-o", str(tmp_path / "c")])
+    r = runner.invoke(app, ["esvm", "encode", str(tmp_path / "e.npz"), str(tmp_path / "s"), "-o", str(tmp_path / "c")])
     assert r.exit_code == 0, r.output
     for mode in ("symmetric", "asymmetric"):
-        r = runner.invoke(app, ["esvm", "search", str(tmp_path / "s"), str(tmp_path / "e.npz"), "-q", "x0", "-q", "x5",
+        r = runner.invoke(app, ["esvm", "search", str(tmp_path / "e.npz"), str(tmp_path / "s"), "-q", "x0", "-q", "x5",
                                 "--codes", str(tmp_path / "c"), "--mode", mode, "-k", "3"])
         assert r.exit_code == 0, r.output
         lines = [ln for ln in r.output.splitlines() if " x0 " in ln or " x5 " in ln]
         assert lines and "x0" in r.output
-    r = runner.invoke(app, ["esvm", "search", str(tmp_path / "s"), str(tmp_path / "e.npz"), "-q", "nope"])
+    r = runner.invoke(app, ["esvm", "search", str(tmp_path / "e.npz"), str(tmp_path / "s"), "-q", "nope"])
     assert r.exit_code != 0
 
 
@@ -280,7 +280,7 @@ def test_cli_fit_defaults_to_auto_alpha_neg(tmp_path):
         s.append(rng.normal(size=(150, 12)).astype(np.float32), ids=[f"x{i}" for i in range(150)])
     app = typer.Typer()
     app.add_typer(esvm_app, name="esvm")
-    r = CliRunner().invoke(app, ["esvm", "fit", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--min-negatives", "100"])
+    r = CliRunner().invoke(app, ["esvm", "train", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--min-negatives", "100"])
     assert r.exit_code == 0, r.output
     enc = load_esvm_encoder(tmp_path / "e.npz")
     assert enc.alpha_neg == "auto" and enc.alpha_neg_ == pytest.approx(2 * 0.1 / 150)

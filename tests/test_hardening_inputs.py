@@ -135,7 +135,7 @@ def test_zsl_on_a_junk_mat_file_is_one_line_naming_it(capsys, tmp_path, junk, na
     _xlsa17(tmp_path / "d")
     JUNK[junk](tmp_path / "d" / name)
     argv = ["zsl", "train", tmp_path / "d", "-o", tmp_path / "m.npz"] if command == "train" else \
-        ["zsl", "eval", tmp_path / "d", tmp_path / "m.npz"]
+        ["zsl", "eval", tmp_path / "m.npz", tmp_path / "d"]
     assert_one_line_error(run(capsys, *argv), str(tmp_path / "d" / name))
 
 
@@ -143,7 +143,7 @@ def test_zsl_on_a_junk_mat_file_is_one_line_naming_it(capsys, tmp_path, junk, na
 
 
 def test_concept_eval_refuses_concept_and_label_together(capsys, files, tmp_path):
-    assert main(["concept", "train", str(files / "s"), "-c", "boat", "-o", str(tmp_path / "boat.npz"), "-T", "1", "-q", "8"]) == 0
+    assert main(["concept", "train", str(files / "s"), "-c", "boat", "-o", str(tmp_path / "boat.npz"), "-T", "1", "--bins", "8"]) == 0
     capsys.readouterr()
     assert_one_line_error(run(capsys, "concept", "eval", tmp_path / "boat.npz", files / "s", "-c", "boat", "--label", "1"),
                           "--concept", "--label")
@@ -155,10 +155,10 @@ def test_store_split_refuses_csv_with_a_test_fraction(capsys, tmp_path):
     (tmp_path / "split.csv").write_text("id,split\nx0,test\nx1,train\n")
     before = FeatureStore.open(tmp_path / "s").items.column("split").to_pylist()
     for extra in (["--test-fraction", "0.5"], ["--seed", "3"], ["--no-stratify"]):
-        assert_one_line_error(run(capsys, "store", "split", tmp_path / "s", "--csv", tmp_path / "split.csv", *extra),
-                              "--csv", extra[0])
+        assert_one_line_error(run(capsys, "store", "split", tmp_path / "s", "--from-csv", tmp_path / "split.csv", *extra),
+                              "--from-csv", extra[0])
     assert FeatureStore.open(tmp_path / "s").items.column("split").to_pylist() == before
-    assert run(capsys, "store", "split", tmp_path / "s", "--csv", tmp_path / "split.csv")[0] == 0
+    assert run(capsys, "store", "split", tmp_path / "s", "--from-csv", tmp_path / "split.csv")[0] == 0
 
 
 # ---------------------------------------------------------------- 5. malformed tags
@@ -185,7 +185,7 @@ def test_store_tag_refuses_a_malformed_tag(capsys, tmp_path, tag):
 def test_store_tag_refuses_a_line_break_from_a_csv_cell(capsys, tmp_path):
     _dense_store(tmp_path / "s")
     (tmp_path / "t.csv").write_text('id,tags\nx0,"ok;two\nlines"\n')
-    assert_one_line_error(run(capsys, "store", "tag", tmp_path / "s", "--csv", tmp_path / "t.csv"), repr("two\nlines"))
+    assert_one_line_error(run(capsys, "store", "tag", tmp_path / "s", "--from-csv", tmp_path / "t.csv"), repr("two\nlines"))
     assert FeatureStore.open(tmp_path / "s").items.column("tags").to_pylist()[0] == ["boat"]
 
 
@@ -264,17 +264,17 @@ def test_forged_lda_precision_that_is_not_positive_definite_is_refused(files, tm
 # ---------------------------------------------------------------- 7. refused encoding leaves no output
 
 
-@pytest.mark.parametrize("extra", [["-k", "0"], ["-k", "5"], ["-k", "2"], ["--batch-rows", "0"]])
+@pytest.mark.parametrize("extra", [["--recursions", "0"], ["--recursions", "5"], ["--recursions", "2"], ["--batch-rows", "0"]])
 def test_esvm_encode_refused_options_create_no_output(capsys, files, tmp_path, extra):
     out = tmp_path / "codes"
-    assert_one_line_error(run(capsys, "esvm", "encode", files / "s", files / "enc.npz", "-o", out, *extra),
-                          "--recursions (-k)" if extra[0] == "-k" else extra[0])
+    assert_one_line_error(run(capsys, "esvm", "encode", files / "enc.npz", files / "s", "-o", out, *extra),
+                          extra[0])
     assert not out.exists()
 
 
 def test_esvm_encode_failing_before_the_first_row_removes_the_output_it_created(capsys, files, tmp_path):
     out = tmp_path / "codes"
-    assert_one_line_error(run(capsys, "esvm", "encode", files / "zero", files / "enc.npz", "-o", out), "all zeros")
+    assert_one_line_error(run(capsys, "esvm", "encode", files / "enc.npz", files / "zero", "-o", out), "all zeros")
     assert not out.exists()
 
 
@@ -322,11 +322,11 @@ def test_esvm_encode_commits_every_batch_rows(capsys, files, tmp_path, monkeypat
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(FeatureStore, "append", append_then_die)
-    assert main(["esvm", "encode", str(files / "s"), str(files / "enc.npz"), "-o", str(tmp_path / "b"), "--batch-rows", "8"]) != 0
+    assert main(["esvm", "encode", str(files / "enc.npz"), str(files / "s"), "-o", str(tmp_path / "b"), "--batch-rows", "8"]) != 0
     assert len(FeatureStore.open(tmp_path / "b")) == 16
     monkeypatch.setattr(FeatureStore, "append", real)
     capsys.readouterr()
-    assert run(capsys, "esvm", "encode", files / "s", files / "enc.npz", "-o", tmp_path / "b", "--batch-rows", "8")[0] == 0
+    assert run(capsys, "esvm", "encode", files / "enc.npz", files / "s", "-o", tmp_path / "b", "--batch-rows", "8")[0] == 0
     assert np.array_equal(FeatureStore.open(tmp_path / "b").take(np.arange(40)), FeatureStore.open(tmp_path / "a").take(np.arange(40)))
 
 
@@ -344,11 +344,11 @@ def test_in_process_encode_store_commits_every_batch_rows(files, tmp_path, monke
 
 
 def test_esvm_search_refuses_codes_not_written_by_the_encoder(capsys, files, tmp_path):
-    assert run(capsys, "esvm", "encode", files / "s", files / "other.npz", "-o", tmp_path / "other-codes")[0] == 0
-    assert run(capsys, "esvm", "encode", files / "s", files / "enc.npz", "-o", tmp_path / "codes")[0] == 0
+    assert run(capsys, "esvm", "encode", files / "other.npz", files / "s", "-o", tmp_path / "other-codes")[0] == 0
+    assert run(capsys, "esvm", "encode", files / "enc.npz", files / "s", "-o", tmp_path / "codes")[0] == 0
     for codes, why in ((files / "s", "no E-SVM encoder stamp"), (tmp_path / "other-codes", "another encoder")):
-        assert_one_line_error(run(capsys, "esvm", "search", files / "s", files / "enc.npz", "-q", "x0", "--codes", codes),
+        assert_one_line_error(run(capsys, "esvm", "search", files / "enc.npz", files / "s", "-q", "x0", "--codes", codes),
                               "--codes", why)
-    code, out, err = run(capsys, "esvm", "search", files / "s", files / "enc.npz", "-q", "x0", "--codes", tmp_path / "codes", "-k", "3")
+    code, out, err = run(capsys, "esvm", "search", files / "enc.npz", files / "s", "-q", "x0", "--codes", tmp_path / "codes", "-k", "3")
     assert code == 0, err
     assert "x0" in out

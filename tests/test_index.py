@@ -111,13 +111,13 @@ def test_store_index_and_cli(tmp_path):
 
     model, idx = tmp_path / "m.npz", tmp_path / "idx.bin"
     assert main(["hash", "train", str(store_path), "--out", str(model), "--bits", "18", "--n-unlabeled", "100"]) == 0
-    assert main(["hash", "index", str(store_path), str(model), "--out", str(idx)]) == 0
-    assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "d3", "-k", "5"]) == 0
-    assert main(["hash", "search", str(idx), str(model), "--store", str(store_path), "-q", "missing"]) == 2
+    assert main(["hash", "index", str(model), str(store_path), "--out", str(idx)]) == 0
+    assert main(["hash", "search", str(model), str(idx), "--store", str(store_path), "-q", "d3", "-k", "5"]) == 0
+    assert main(["hash", "search", str(model), str(idx), "--store", str(store_path), "-q", "missing"]) == 2
     assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "nope"]) == 2
     assert main(["hash", "train", str(store_path), "--out", str(model), "--C", "0"]) == 2
     balanced = tmp_path / "balanced.npz"
-    args = ["--bits", "9", "--n-unlabeled", "100", "--C", "3", "--balance"]
+    args = ["--bits", "9", "--n-unlabeled", "100", "--cost", "3", "--balance"]
     assert main(["hash", "train", str(store_path), "--out", str(balanced), *args]) == 0
     back = load_hasher(balanced)
     assert back.balance is True and back.C == 3.0
@@ -217,8 +217,8 @@ def test_to_approximate_and_cli_nlist(tmp_path):
         store.append(X, ids=[f"d{i}" for i in range(300)], labels=y)
     model, idx = tmp_path / "m.npz", tmp_path / "idx.bin"
     assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "lsh", "--bits", "16"]) == 0
-    assert main(["hash", "index", str(store_path), str(model), "--out", str(idx), "--nlist", "4", "--nprobe", "2"]) == 0
+    assert main(["hash", "index", str(model), str(store_path), "--out", str(idx), "--nlist", "4", "--nprobe", "2"]) == 0
     back = HammingIndex.load(idx)
     assert back.approximate and back.nlist == 4 and back.nprobe == 2 and len(back) == 300
-    assert main(["hash", "search", str(idx), str(model), "-q", "d3", "-k", "5", "--nprobe", "4"]) == 0
-    assert main(["hash", "index", str(store_path), str(model), "--out", str(tmp_path / "x.bin"), "--nlist", "301"]) == 2
+    assert main(["hash", "search", str(model), str(idx), "-q", "d3", "-k", "5", "--nprobe", "4"]) == 0
+    assert main(["hash", "index", str(model), str(store_path), "--out", str(tmp_path / "x.bin"), "--nlist", "301"]) == 2

@@ -415,10 +415,10 @@ def test_cli_search_refuses_another_hasher(store_and_index, capsys):
     folder, _, X = store_and_index
     np.save(folder / "q.npy", X[:2])
     LSHHasher(n_bits=16, random_state=1).fit(X).save(folder / "other.npz")
-    base = ["hash", "search", str(folder / "idx.bin")]
-    assert main([*base, str(folder / "lsh.npz"), "--query-npy", str(folder / "q.npy"), "-k", "3"]) == 0
+    base = ["hash", "search"]
+    assert main([*base, str(folder / "lsh.npz"), str(folder / "idx.bin"), "--query-npy", str(folder / "q.npy"), "-k", "3"]) == 0
     capsys.readouterr()
-    assert main([*base, str(folder / "other.npz"), "--query-npy", str(folder / "q.npy"), "-k", "3"]) == 2
+    assert main([*base, str(folder / "other.npz"), str(folder / "idx.bin"), "--query-npy", str(folder / "q.npy"), "-k", "3"]) == 2
     err = capsys.readouterr().err.strip()
     assert "another hasher" in err and "Traceback" not in err
     assert len(err.splitlines()) == 1 or "another hasher" in err.splitlines()[0]

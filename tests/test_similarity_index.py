@@ -115,7 +115,7 @@ def test_cli_train_index_search(tmp_path):
     assert res.exit_code == 0, res.output
     model = load_similarity(model_path)
     assert isinstance(model, SolisADA) and model.input_l2_ and model.n_triplets_seen_ == 3 * 4 * 3 * 20
-    res = runner.invoke(cli, ["similarity", "index", str(store_path), str(model_path), "-o", str(index_path), "--chunk-rows", "50"])
+    res = runner.invoke(cli, ["similarity", "index", str(model_path), str(store_path), "-o", str(index_path), "--chunk-rows", "50"])
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, ["similarity", "search", str(index_path), "--store", str(store_path), "-q", "img0", "-k", "3"])
     assert res.exit_code == 0, res.output
@@ -132,7 +132,7 @@ def test_cli_eta_reaches_every_solver(tmp_path, solver, param, expected):
     X, y = np.asarray(_data(n=60)[0].todense()), np.arange(60) % 3
     with FeatureStore.create(tmp_path / "bow.store", dim=X.shape[1], sparse=True) as store:
         store.append(sp.csr_matrix(X), labels=y)
-    res = CliRunner().invoke(_cli(), ["similarity", "train", str(tmp_path / "bow.store"), "-o", str(tmp_path / "m.npz"), "-s", solver,
+    res = CliRunner().invoke(_cli(), ["similarity", "train", str(tmp_path / "bow.store"), "-o", str(tmp_path / "m.npz"), "--solver", solver,
                                       "--eta", "0.25", "--n-positives", "3", "--n-negatives", "5"])
     assert res.exit_code == 0, res.output
     assert load_similarity(tmp_path / "m.npz").get_params()[param] == pytest.approx(expected)  # S-DA: γ = 1/η

@@ -105,9 +105,9 @@ def test_esvm_encode_onto_its_own_input_is_refused_and_loses_nothing(tmp_path, c
     rng = np.random.default_rng(0)
     with FeatureStore.create(tmp_path / "S.store", dim=8) as store:
         store.append(rng.normal(size=(300, 8)).astype(np.float32), ids=[f"x{i}" for i in range(300)])
-    code, _, err = run_cli(capsys, "esvm", "fit", tmp_path / "S.store", "-o", tmp_path / "enc.npz", "--min-negatives", "100", "--n-negatives", "200")
+    code, _, err = run_cli(capsys, "esvm", "train", tmp_path / "S.store", "-o", tmp_path / "enc.npz", "--min-negatives", "100", "--n-negatives", "200")
     assert code == 0, err
-    code, _, err = run_cli(capsys, "esvm", "encode", tmp_path / "S.store", tmp_path / "enc.npz", "-o", tmp_path / "S.store", "--overwrite")
+    code, _, err = run_cli(capsys, "esvm", "encode", tmp_path / "enc.npz", tmp_path / "S.store", "-o", tmp_path / "S.store", "--overwrite")
     assert code != 0 and "also an input" in err and "Traceback" not in err
     assert len(FeatureStore.open(tmp_path / "S.store")) == 300
 

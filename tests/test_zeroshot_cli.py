@@ -46,11 +46,11 @@ def test_train_and_eval(tmp_path):
                                "--epochs", "5", "-n", "3"])
     assert r.exit_code == 0, r.output
     assert model.is_file()
-    r = runner.invoke(_app(), ["zsl", "eval", str(tmp_path), str(model), "--json"])
+    r = runner.invoke(_app(), ["zsl", "eval", str(model), str(tmp_path), "--json"])
     assert r.exit_code == 0, r.output
     scores = json.loads(r.output)
     assert set(scores) == {"zsl", "seen", "unseen", "harmonic"}
-    r = runner.invoke(_app(), ["zsl", "eval", str(tmp_path), str(model)])
+    r = runner.invoke(_app(), ["zsl", "eval", str(model), str(tmp_path)])
     assert "GZSC" in r.output
 
 
@@ -58,7 +58,7 @@ def test_user_errors(tmp_path):
     from hardneg.cli._common import CLIError
 
     _write_xlsa17(tmp_path)
-    r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m.npz"), "-s", "correlation"])
+    r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m.npz"), "--sampler", "correlation"])
     assert isinstance(r.exception, CLIError) and "per-image" in str(r.exception)
-    r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path / "missing"), "-o", str(tmp_path / "m.npz"), "-s", "random"])
+    r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path / "missing"), "-o", str(tmp_path / "m.npz"), "--sampler", "random"])
     assert isinstance(r.exception, FileNotFoundError)

@@ -10,13 +10,37 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from hardneg.exceptions import CLIError  # defined there, re-exported here
 
-console = Console()  # results
-err_console = Console(stderr=True)  # progress and errors
+
+class _LazyConsole:
+    """A rich Console made on first use: importing the CLI does not import rich (``hardneg --help`` stays fast)."""
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        self._console = None
+
+    def real(self):
+        """The rich Console itself (for rich objects that take one)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name):
+        return getattr(self.real(), name)
+
+
+console = _LazyConsole()  # results
+err_console = _LazyConsole(stderr=True)  # progress and errors
+
+
+def escape(text: str) -> str:
+    """``text`` safe to print with rich (brackets are not markup)."""
+    from rich.markup import escape as _escape
+
+    return _escape(text)
 
 
 # Exceptions that are the user's to fix (bad input, missing files, bad models):
@@ -157,15 +181,17 @@ def setup_logging(verbose: int) -> None:
     logging.getLogger("faiss").setLevel(logging.DEBUG if verbose >= 2 else logging.WARNING)
 
 
-def progress() -> Progress:
+def progress():
     """A rich progress bar for long work (shown on stderr, hidden when not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=err_console,
+        console=err_console.real(),
         transient=False,
         disable=not err_console.is_terminal,
     )
@@ -315,12 +341,126 @@ def item_info(store, rows) -> list[dict]:
     return out
 
 
+def as_rows(results) -> list[dict]:
+    """Result rows as plain dicts, whatever holds them: a list of dicts, one dict of figures,
+    or a result object with ``to_rows()`` / ``to_dicts()``."""
+    for name in ("to_rows", "to_dicts"):
+        if hasattr(results, name):
+            return [dict(r) for r in getattr(results, name)()]
+    if isinstance(results, dict):
+        return [results]
+    return [dict(r) for r in results]
+
+
+def check_result_outputs(as_json: bool, csv_out: str | None, html_out: str | None, inputs=()) -> None:
+    """Refuse, before any work, result outputs that cannot be written or that clash."""
+    if as_json and csv_out == "-":
+        raise CLIError("--json and --csv - both write to stdout: give --csv a file name, or drop one of them")
+    if csv_out and csv_out != "-":
+        check_output_file(csv_out, "--csv", inputs=inputs)
+    if html_out:
+        check_output_file(html_out, "--html", inputs=inputs)
+    if csv_out and html_out and csv_out != "-" and os.path.realpath(csv_out) == os.path.realpath(html_out):
+        raise CLIError(f"--csv {csv_out} and --html {html_out}: the same file; give two names")
+
+
+def _cell(value) -> str:
+    import json
+
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return ";".join(value)  # tags, as in the CSV files the CLI reads
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _columns(rows: list[dict]) -> list[str]:
+    cols: list[str] = []
+    for r in rows:
+        cols.extend(c for c in r if c not in cols)
+    return cols
+
+
+def write_csv(rows: list[dict], out: str) -> None:
+    """Rows as CSV (a header of every key seen, in order): ``-`` is stdout, else a UTF-8 file."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    cols = _columns(rows)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(cols)
+    for r in rows:
+        writer.writerow([_cell(r.get(c)) for c in cols])
+    if out == "-":
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+    else:
+        Path(out).write_text(buf.getvalue(), encoding="utf-8")
+
+
+def _figures_html(out: str, title: str, rows: list[dict]) -> None:
+    import html
+
+    cols = _columns(rows)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
+    page = (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head><body>"
+            f"<h1>{html.escape(title)}</h1><table border=\"1\"><tr>{head}</tr>{body}</table></body></html>\n")
+    Path(out).write_text(page, encoding="utf-8")
+    err_console.print(f"report: {out}", highlight=False, markup=False, soft_wrap=True)
+
+
+def emit_results(results, *, title: str, score: str | None = "score", as_json: bool = False, csv_out: str | None = None,
+                 html_out: str | None = None, groups: list[dict] | None = None, query_column: bool = False,
+                 figures: bool = False) -> None:
+    """The one writer of every result command: a table on the terminal, or ``--json``, ``--csv``, ``--html``.
+
+    ``results`` are rows of dicts (see :func:`as_rows`): ranked items (``rank``,
+    ``id``, ``score`` or ``distance``, ``label``, ``tags``, ``path``...) or, with
+    ``figures=True``, one dict of named figures (an evaluation). ``groups`` are
+    the contact-sheet groups of ``--html`` (default: one group of all rows);
+    figures get an HTML table instead. JSON keeps non-ASCII text as UTF-8.
+    """
+    import json
+
+    rows = as_rows(results)
+    if html_out:
+        if figures:
+            _figures_html(html_out, title, rows)
+        else:
+            write_html(html_out, title=title, groups=groups if groups is not None else [{"name": title, "results": rows}])
+    if csv_out:
+        write_csv(rows, csv_out)
+    if as_json:
+        payload = rows[0] if figures and isinstance(results, dict) else rows
+        sys.stdout.write(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+        return
+    if csv_out == "-":
+        return
+    if figures:
+        from rich.table import Table
+
+        table = Table(title=title, show_header=False)
+        for row in rows:
+            for key, value in row.items():
+                if not isinstance(value, (list, dict)):
+                    table.add_row(escape(str(key)), f"{value:.4f}" if isinstance(value, float) else escape(str(value)))
+        console.print(table)
+        return
+    print_results(rows, title=title, score=score, as_json=False, query_column=query_column)
+
+
 def print_results(results: list[dict], *, title: str, score: str, as_json: bool, query_column: bool = False) -> None:
     """Search results as a table (rank, id, score, label, tags, path) or, with ``--json``, a JSON list."""
     import json
 
     if as_json:
-        sys.stdout.write(json.dumps(results, indent=1) + "\n")
+        sys.stdout.write(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
         return
     from rich.table import Table
 
@@ -439,15 +579,17 @@ def cluster_options(func):
 
     import typer
 
+    from ._options import SCHEDULER_HELP, WORKERS_HELP
+
     sig = inspect.signature(func, eval_str=True)
     params = [p for p in sig.parameters.values() if p.name != "runner"]
     kind = inspect.Parameter.KEYWORD_ONLY
     extra = [
         inspect.Parameter("workers", kind, annotation=int | None, default=typer.Option(
-            None, "--workers", min=1, help="Run on a local Dask cluster of N worker processes (same results as in process).")),
+            None, "--workers", min=1, help=WORKERS_HELP)),
         inspect.Parameter("scheduler", kind, annotation=str | None, default=typer.Option(
             None, "--scheduler", envvar=_SCHEDULER_ENV, show_envvar=True,
-            help="Run on a running Dask cluster at this scheduler address (tcp://host:8786); the store must be reachable by the workers at the same path.")),
+            help=SCHEDULER_HELP)),
     ]
 
     @functools.wraps(func)

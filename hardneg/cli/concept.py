@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-import json
-
-import numpy as np
 import typer
-from rich.table import Table
 
-from ._common import CLIError, check_input_file, check_output_file, cluster_options, console, item_info, print_results, task_progress, write_html
+from ._common import (
+    CLIError,
+    check_input_file,
+    check_output_file,
+    check_result_outputs,
+    cluster_options,
+    console,
+    emit_results,
+    item_info,
+    task_progress,
+)
+from ._options import csv_option, html_option, json_option, k_option, method_option, out_option
+
+# = hardneg.concept DEFAULT_N_ITER (not imported here: importing hardneg.concept loads the
+# learners, and the CLI must answer --help at once); tests/test_cli_tree.py checks they agree.
+_DEFAULT_T = 50
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
 
@@ -55,7 +66,7 @@ def _estimator(method: str, iterations: int, candidates: int | None, bins: int, 
 def train(
     store_path: str = typer.Argument(..., help="FeatureStore holding positives and the tagged pool."),
     concept: str = typer.Option(..., "--concept", "-c", help="Concept tag: items with it are the positives and never negatives."),
-    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
+    out: str = out_option("Model file to write (.npz)."),
     related: list[str] = typer.Option(
         [], "--related",
         help="Related tags to exclude from the negatives (repeatable); 'auto' finds them as in the paper: "
@@ -70,16 +81,22 @@ def train(
     split: str | None = typer.Option(
         None, "--split", help="Take positives and pool from this split ('' for all rows). Default: train when the store has one, else all rows."
     ),
-    method: str = typer.Option("bootstrap", "--method", help="bootstrap | bagging | random | positives | pooled"),
-    iterations: int = typer.Option(50, "--iterations", "-T", min=1, max=_MAX_ITER, help=f"Number of meta classifiers T (1 to {_MAX_ITER})."),
-    candidates: int | None = typer.Option(None, "--candidates", "-m", min=1, help="Candidates scored per iteration (default 10 x |B+|)."),
+    method: str = method_option("bootstrap", "bootstrap | bagging | random | positives | pooled"),
+    iterations: int = typer.Option(
+        _DEFAULT_T, "--iterations", "-T", min=1, max=_MAX_ITER,
+        help=f"Number of meta classifiers T (1 to {_MAX_ITER}; the service's default too).",
+    ),
+    candidates: int | None = typer.Option(None, "--candidates", min=1, help="Candidates scored per iteration (default 10 x |B+|)."),
     bins: int = typer.Option(
-        100, "--bins", "-q", min=0, max=_MAX_BINS,
+        100, "--bins", min=0, max=_MAX_BINS,
         help=f"Bins per dimension of the compressed model (at most {_MAX_BINS}: a table holds dim x bins values); 0 = exact tables.",
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed."),
 ):
     """Learn a concept classifier from tagged items of a store and save it compressed."""
+    import numpy as np
+    from rich.table import Table
+
     from ..store import FeatureStore
 
     if method not in _METHODS:
@@ -136,11 +153,12 @@ def _default_split(store, split: str | None) -> str | None:
 def search_cmd(
     model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
     store_path: str = typer.Argument(..., help="FeatureStore to search."),
-    k: int = typer.Option(20, "--k", "-k", min=1, help="Number of results."),
+    k: int = k_option(20, "Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
-    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
     runner=None,
 ):
     """Rank every item of a store by a concept model and print the top k (id, score, label, tags, path).
@@ -153,8 +171,7 @@ def search_cmd(
     from ..store import FeatureStore
 
     check_input_file(model_path, "a concept model file")
-    if html_out:
-        check_output_file(html_out, "--html", inputs=(model_path, store_path))
+    check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:
@@ -176,14 +193,15 @@ def search_cmd(
         results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
                         "path": info["path"], "relevant": None if relevant is None else relevant[i]})
     title = f"top {len(results)} for {concept or model_path!r}"
-    if html_out:
-        write_html(html_out, title=title, groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
-    print_results(results, title=title, score="score", as_json=as_json)
+    emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
+                 groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
 
 
 def _relevance(store, concept: str, rows) -> list[bool] | None:
     """Whether each row shows the concept: tagged with it, or labeled with a class of that name.
     None when the store has neither the tag nor the class (nothing to judge by)."""
+    import numpy as np
+
     tagged = np.zeros(len(store), dtype=bool)
     tagged[store.select(tags=[concept])] = True
     names = store.attrs.get("class_names") or []
@@ -204,10 +222,14 @@ def eval_cmd(
     label: str = typer.Option(None, "--label", help="Relevant items: this class (name or number) instead of a tag."),
     k: list[int] = typer.Option([10, 100], "--k", "-k", min=1, help="Report precision at these ranks (repeatable)."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
-    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
     runner=None,
 ):
     """Average precision and precision@k of a concept model on a split, against tags or labels."""
+    import numpy as np
+
     from ..concept import load_concept
     from ..distributed import score_rows
     from ..eval import average_precision, precision_at_k
@@ -216,6 +238,7 @@ def eval_cmd(
     if concept is not None and label is not None:
         raise CLIError(f"--concept {concept!r} and --label {label!r} both say which items are relevant (a tag, a class): give one")
     check_input_file(model_path, "a concept model file")
+    check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:
@@ -252,10 +275,5 @@ def eval_cmd(
                "n_relevant": int(positive.sum()), "ap": float(average_precision(positive, scores))}
     for kk in sorted(set(k)):
         figures[f"p@{kk}"] = float(precision_at_k(ranked[None, :], min(kk, ranked.size)))
-    if as_json:
-        typer.echo(json.dumps(figures, indent=1))
-        return
-    table = Table(title=f"{model.meta.get('concept', model_path)!r} on {store_path}" + (f" ({split})" if split else ""), show_header=False)
-    for key, value in figures.items():
-        table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
-    console.print(table)
+    title = f"{model.meta.get('concept', model_path)!r} on {store_path}" + (f" ({split})" if split else "")
+    emit_results(figures, title=title, as_json=as_json, csv_out=csv_out, html_out=html_out, figures=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from ._common import CLIError, check_output_dir, console, task_progress
 
@@ -17,6 +16,8 @@ def _list(ctx: typer.Context):
     """Without a subcommand: list the datasets and whether they are available here."""
     if ctx.invoked_subcommand is not None:
         return
+    from rich.table import Table
+
     from ..datasets import list_datasets
 
     table = Table(title="hardneg datasets")

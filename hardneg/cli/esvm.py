@@ -1,24 +1,37 @@
-"""``hardneg esvm``: exemplar-SVM feature encoding (E-SVM / RE-SVM): fit, encode a store, search."""
+"""``hardneg esvm``: exemplar-SVM feature encoding (E-SVM / RE-SVM): train, encode a store, search."""
 
 from __future__ import annotations
 
-import numpy as np
-import typer
-from rich.table import Table
+import functools
+import sys
 
-from ._common import CLIError, check_input_file, check_output_dir, check_output_file, cluster_options, console, task_progress
+import typer
+
+from ._common import (
+    CLIError,
+    check_input_file,
+    check_output_dir,
+    check_output_file,
+    check_result_outputs,
+    cluster_options,
+    console,
+    emit_results,
+    item_info,
+    task_progress,
+)
+from ._options import csv_option, html_option, json_option, k_option, out_option, query_id_option, solver_option
 
 app = typer.Typer(help="Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM.", no_args_is_help=True)
 
 
-@app.command("fit")
-def fit(
+@app.command("train")
+def train(
     store_path: str = typer.Argument(..., help="FeatureStore whose rows give the negatives pool."),
-    out: str = typer.Option(..., "--out", "-o", help="Encoder file to write (.npz)."),
+    out: str = out_option("Encoder file to write (.npz)."),
     split: str = typer.Option(None, "--split", help="Draw the negatives from this split only (e.g. train); default: the whole store."),
     n_negatives: int = typer.Option(20_000, "--n-negatives", help="Size of the random negatives pool."),
-    n_recursions: int = typer.Option(1, "--recursions", "-k", help="k of RE-SVM-k (1: E-SVM)."),
-    solver: str = typer.Option("batch", "--solver", help="batch (exact), sgd, liblinear (slow baseline) or lda (whitened LDA, an extra)."),
+    n_recursions: int = typer.Option(1, "--recursions", help="k of RE-SVM-k (1: E-SVM)."),
+    solver: str = solver_option("batch", "batch (exact), sgd, liblinear (slow baseline) or lda (whitened LDA, an extra)."),
     lam: float = typer.Option(0.1, "--lam", help="λ of Eq. (1)."),
     alpha_pos: float = typer.Option(1.0, "--alpha-pos", help="α₊ of Eq. (1)."),
     alpha_neg: float = typer.Option(
@@ -28,6 +41,8 @@ def fit(
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ):
     """Sample a negatives pool from a store and fit an E-SVM / RE-SVM encoder."""
+    import numpy as np
+
     from ..encoding import ESVMEncoder
     from ..store import FeatureStore
 
@@ -51,13 +66,22 @@ def fit(
     console.print(f"fitted RE-SVM-{n_recursions} ({solver}) on {X.shape[0]:,} negatives of {store.dim} features into {out}")
 
 
+@functools.wraps(train)
+def _fit_alias(*args, **kwargs):
+    print("hardneg: 'esvm fit' is deprecated; use 'esvm train'", file=sys.stderr)
+    return train(*args, **kwargs)
+
+
+app.command("fit", hidden=True, help="Deprecated name of `hardneg esvm train`.")(_fit_alias)
+
+
 @app.command("encode")
 @cluster_options
 def encode(
+    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm train`."),
     store_path: str = typer.Argument(..., help="FeatureStore to encode."),
-    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm fit`."),
-    out: str = typer.Option(..., "--out", "-o", help="New FeatureStore of encodings (resumed if it exists)."),
-    n_recursions: int = typer.Option(None, "--recursions", "-k", help="Level of the codes (default: the encoder's)."),
+    out: str = out_option("New FeatureStore of encodings (resumed if it exists)."),
+    n_recursions: int = typer.Option(None, "--recursions", help="Level of the codes (default: the encoder's)."),
     batch_rows: int = typer.Option(1024, "--batch-rows", help="Rows encoded per batch."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start the output store afresh."),
     runner=None,
@@ -73,7 +97,7 @@ def encode(
         raise CLIError(f"--batch-rows: must be >= 1, got {batch_rows}")
     enc = load_esvm_encoder(encoder_path)
     if n_recursions is not None and not 1 <= n_recursions <= len(enc.pools_):
-        raise CLIError(f"--recursions (-k): expected a level in 1..{len(enc.pools_)} (those {encoder_path} was fitted for), got {n_recursions}")
+        raise CLIError(f"--recursions: expected a level in 1..{len(enc.pools_)} (those {encoder_path} was fitted for), got {n_recursions}")
     src = FeatureStore.open(store_path)
     if src.dim != enc.n_features_in_:
         raise CLIError(f"{store_path} has {src.dim} features but the encoder was fitted on {enc.n_features_in_}")
@@ -87,22 +111,31 @@ def encode(
 
 
 @app.command("search")
+@cluster_options
 def search(
+    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm train`."),
     store_path: str = typer.Argument(..., help="Database: a FeatureStore of base features."),
-    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm fit`."),
-    query_id: list[str] = typer.Option(..., "--query-id", "-q", help="Id of a query row in the store (repeatable)."),
+    query_id: list[str] = query_id_option(required=True),
     codes_path: str = typer.Option(None, "--codes", help="Store of the database's encodings (`hardneg esvm encode`); needed for symmetric scoring."),
     mode: str = typer.Option("symmetric", "--mode", help="symmetric (w_j . w°, database encoded) or asymmetric (x_j . w°)."),
-    k: int = typer.Option(10, "--k", "-k", help="Results per query."),
+    k: int = k_option(10, "Results per query."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", help="Database rows scored per chunk."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
+    runner=None,
 ):
     """Query by example: the k database items scored highest by each query's exemplar SVM."""
+    import numpy as np
+
     from ..encoding import load_esvm_encoder
+    from ..encoding._retrieval import esvm_search
     from ..store import FeatureStore
 
     if mode not in ("symmetric", "asymmetric"):
         raise CLIError(f"--mode: expected symmetric or asymmetric, got {mode!r}")
-    check_input_file(encoder_path, "an encoder file")  # search writes no output: no --out to check
+    check_input_file(encoder_path, "an encoder file")
+    check_result_outputs(as_json, csv_out, html_out, inputs=(store_path, encoder_path))
     enc = load_esvm_encoder(encoder_path)
     store = FeatureStore.open(store_path)
     if store.dim != enc.n_features_in_:
@@ -113,43 +146,24 @@ def search(
         raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
     if k < 1:
         raise CLIError(f"--k: must be >= 1, got {k}")
-    if mode == "symmetric":
-        if codes_path is None:
-            raise CLIError("--mode symmetric needs --codes (the database encoded by `hardneg esvm encode`)")
-        db = FeatureStore.open(codes_path)
-        if len(db) != len(store) or db.dim != store.dim or (db.ids() != store.ids()).any():
-            raise CLIError(f"--codes {codes_path}: does not hold the encodings of {store_path} (rows or ids differ)")
-        # the same ids are not enough (the raw features, another encoder's codes): the stamp of `esvm encode` says who wrote them
-        stamp = (db.attrs or {}).get("esvm")
-        if not isinstance(stamp, dict) or stamp.get("fingerprint") != enc.fingerprint():
-            raise CLIError(f"--codes {codes_path}: was not encoded by {encoder_path} ("
-                           + ("no E-SVM encoder stamp in its attrs" if not isinstance(stamp, dict) else "another encoder's fingerprint")
-                           + f"); encode the database with `hardneg esvm encode {store_path} {encoder_path}`")
-        level = stamp.get("n_recursions")
-        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= len(enc.pools_):
-            raise CLIError(f"--codes {codes_path}: records level {level!r}, not one of the 1..{len(enc.pools_)} of {encoder_path}")
-    else:
-        db, level = store, None
-    q = store.take(np.array([pos[i] for i in query_id]))
-    codes = enc.transform(q.toarray() if hasattr(q, "toarray") else q, n_recursions=level)  # queries at the level of the codes
-    k = min(k, len(db))
-    best_s = np.full((len(query_id), 0), -np.inf, np.float32)
-    best_i = np.empty((len(query_id), 0), np.int64)
-    for lo, block in db.iter_chunks(chunk_rows):
-        block = block.toarray() if hasattr(block, "toarray") else block
-        s = codes @ np.asarray(block, np.float32).T
-        best_s = np.hstack([best_s, s])
-        best_i = np.hstack([best_i, np.broadcast_to(np.arange(lo, lo + s.shape[1]), s.shape)])
-        if best_s.shape[1] > k:
-            top = np.argpartition(-best_s, k - 1, axis=1)[:, :k]
-            best_s, best_i = np.take_along_axis(best_s, top, 1), np.take_along_axis(best_i, top, 1)
-    order = np.argsort(-best_s, axis=1, kind="stable")
-    best_s, best_i = np.take_along_axis(best_s, order, 1), np.take_along_axis(best_i, order, 1)
-    ids = store.ids()
-    table = Table(title=f"top {k} by {mode} E-SVM score")
-    for col, justify in (("query", "left"), ("rank", "right"), ("id", "left"), ("score", "right")):
-        table.add_column(col, justify=justify)
-    for name, rows, scores in zip(query_id, best_i, best_s):
-        for r, (i, s) in enumerate(zip(rows, scores), 1):
-            table.add_row(name if r == 1 else "", str(r), str(ids[i]), f"{s:.4g}")
-    console.print(table)
+    if mode == "symmetric" and codes_path is None:
+        raise CLIError("--mode symmetric needs --codes (the database encoded by `hardneg esvm encode`)")
+    k = min(k, len(store))
+    with task_progress("scoring", len(store)) as advance:
+        try:
+            best = esvm_search(enc, store, store.take(np.array([pos[i] for i in query_id])), k, mode=mode, codes=codes_path,
+                               chunk_rows=chunk_rows, runner=runner, progress=advance)
+        except ValueError as exc:
+            if not str(exc).startswith("codes "):
+                raise
+            raise CLIError(f"--{exc} ({encoder_path})") from None
+    results = []
+    for name, rows, scores in zip(query_id, best.rows, best.scores):
+        keep = [(int(r), float(s)) for r, s in zip(rows, scores) if r >= 0]
+        for rank, ((r, s), info) in enumerate(zip(keep, item_info(store, [r for r, _ in keep])), 1):
+            results.append({"query": name, "rank": rank, "id": info["id"], "score": s, "label": info["label"],
+                            "tags": info["tags"], "path": info["path"]})
+    groups = [{"name": f"query {q}", "query_path": item_info(store, [pos[q]])[0]["path"],
+               "results": [r for r in results if r["query"] == q]} for q in dict.fromkeys(query_id)]
+    emit_results(results, title=f"top {k} by {mode} E-SVM score", score="score", as_json=as_json, csv_out=csv_out,
+                 html_out=html_out, groups=groups, query_column=True)

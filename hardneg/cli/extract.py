@@ -5,7 +5,6 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
-import numpy as np
 import typer
 
 from ._common import CLIError, check_output_dir, cluster_options, console, task_progress
@@ -306,6 +305,8 @@ def dataset(
     ds = load(name)
     if ds.images is None:
         raise CLIError(f"dataset {name!r} has no images to extract features from")
+    import numpy as np
+
     images = ds.images
     if images.dtype != np.uint8:
         # e.g. digits hold 0-16 floats: scale by the dataset's maximum, not per image.

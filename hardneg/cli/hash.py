@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import numpy as np
 import typer
-from rich.table import Table
 
 from ._common import (
     CLIError,
     check_input_file,
     check_output_file,
+    check_result_outputs,
     cluster_options,
     console,
+    emit_results,
     extract_query_images,
     item_info,
-    print_results,
     rows_of_ids,
     same_class,
     task_progress,
-    write_html,
+)
+from ._options import (
+    cost_alias_option,
+    cost_option,
+    csv_option,
+    html_option,
+    json_option,
+    k_option,
+    method_option,
+    out_option,
+    pick_cost,
+    query_id_option,
 )
 
 app = typer.Typer(help="Compact binary codes: train hashers, build Hamming indexes, search.", no_args_is_help=True)
@@ -36,8 +43,8 @@ _MAX_BITS = 4096
 @app.command("train")
 def train(
     store_path: str = typer.Argument(..., help="FeatureStore with the training features."),
-    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
-    method: str = typer.Option("tsvm", "--method", "-m", help=_METHODS_HELP),
+    out: str = out_option("Model file to write (.npz)."),
+    method: str = method_option("tsvm", _METHODS_HELP),
     bits: int = typer.Option(
         64, "--bits", "-b", min=1, max=_MAX_BITS,
         help=f"Code length in bits, 1 to {_MAX_BITS} (codes are meant to be compact; training memory grows with dim x bits).",
@@ -47,33 +54,37 @@ def train(
     ),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
     mode: str = typer.Option(
-        "bits", "--mode",
+        "bits", "--embedding",
         help="TSVM hashing: bits (Eq. 12) or itq (the paper's embedding: the outputs of every node of 20 trees, then ITQ).",
     ),
-    cost: str = typer.Option(
-        "auto", "--C", help="TSVM hashing: cost C of the labeled samples at every node, or 'auto' (chosen from 1 and 10 "
+    cost: str = cost_option(
+        "auto", "TSVM hashing: cost C of the labeled samples at every node, or 'auto' (chosen from 1 and 10 "
         "on a validation fifth of the labeled rows)."
     ),
+    cost_alias: str = cost_alias_option(),
     balance: bool = typer.Option(
         False, "--balance/--no-balance", help="TSVM hashing: the RTSVM balancing constraint at every node (Eq. 6)."
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed."),
 ):
     """Fit a hasher on a store (labels are used by TSVM hashing only)."""
+    import numpy as np
+
     from ..hashing import HASHERS, TSVMHashing
     from ..store import FeatureStore
 
     if method not in HASHERS or method == "pq":
         raise CLIError(f"--method: expected one of {', '.join(m for m in HASHERS if m != 'pq')}, got {method!r}")
     if method == "tsvm" and mode not in ("bits", "itq"):
-        raise CLIError(f"--mode: expected bits or itq, got {mode!r}")
+        raise CLIError(f"--embedding: expected bits or itq, got {mode!r}")
+    cost = pick_cost(cost, cost_alias)
     if cost != "auto":
         try:
             cost = float(cost)
         except ValueError:
-            raise CLIError(f"--C: expected a positive number or 'auto', got {cost!r}") from None
+            raise CLIError(f"--cost: expected a positive number or 'auto', got {cost!r}") from None
         if not (np.isfinite(cost) and cost > 0):
-            raise CLIError(f"--C: must be a positive number or 'auto', got {cost}")
+            raise CLIError(f"--cost: must be a positive number or 'auto', got {cost}")
     check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     if method in ("pca-itq", "pca-rr") and bits > store.dim:
@@ -113,7 +124,9 @@ def train(
                   f"{'split ' + repr(split) if split else 'all rows'}: {rows.size:,} rows) to {out}")
 
 
-def _read_rows(store, rows, advance, block: int = 8192) -> np.ndarray:
+def _read_rows(store, rows, advance, block: int = 8192):
+    import numpy as np
+
     parts = []
     for lo in range(0, rows.size, block):
         parts.append(_dense(store.take(rows[lo : lo + block])))
@@ -125,8 +138,10 @@ def _dense(block):
     return block.toarray() if hasattr(block, "toarray") else block
 
 
-def _load_queries(path: str, dim: int) -> np.ndarray:
+def _load_queries(path: str, dim: int):
     """Query rows from a .npy file, refused with one line naming --query-npy."""
+    import numpy as np
+
     check_input_file(path, "a .npy file of query rows", "--query-npy")
     try:
         X = np.load(path, allow_pickle=False)
@@ -150,9 +165,9 @@ def _load_queries(path: str, dim: int) -> np.ndarray:
 @app.command("index")
 @cluster_options
 def index(
-    store_path: str = typer.Argument(..., help="FeatureStore to encode and index."),
     model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
-    out: str = typer.Option(..., "--out", "-o", help="Index file to write (a sidecar <out>.ids.npz holds the ids)."),
+    store_path: str = typer.Argument(..., help="FeatureStore to encode and index."),
+    out: str = out_option("Index file to write (a sidecar <out>.ids.npz holds the ids)."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", min=1, help="Rows encoded per chunk."),
     nlist: int = typer.Option(
         None, "--nlist", min=1, help="Approximate search: cluster the codes into this many inverted lists (FAISS "
@@ -190,36 +205,38 @@ def index(
 
 @app.command("search")
 def search(
-    index_path: str = typer.Argument(..., help="Index file from `hardneg hash index`."),
     model_path: str = typer.Argument(..., help="The hasher model the index was built with."),
+    index_path: str = typer.Argument(..., help="Index file from `hardneg hash index`."),
     store_path: str = typer.Option(
         None, "--store", help="Store of the items (query ids, query-image settings, labels, tags, paths). Default: the store the index was built from."
     ),
-    query_id: list[str] = typer.Option(None, "--query-id", "-q", help="Id of a query row in the store (repeatable)."),
+    query_id: list[str] = query_id_option(),
     query_image: list[str] = typer.Option(
         None, "--query-image", help="Image file to query with (repeatable); extracted with the store's own extractor settings."
     ),
     query_npy: str = typer.Option(None, "--query-npy", help=".npy file of query feature rows."),
-    k: int = typer.Option(10, "--k", "-k", min=1, help="Results per query (at most the size of the index)."),
+    k: int = k_option(10, "Results per query (at most the size of the index)."),
     nprobe: int = typer.Option(None, "--nprobe", min=1, help="Approximate index: lists scanned per query (default: the index's)."),
     keep_query: bool = typer.Option(False, "--keep-query", help="Keep a stored query item in its own results (left out by default)."),
     model: str = typer.Option(None, "--model", help="With --query-image: the torch model file of a store made with --model."),
     trust_model: bool = typer.Option(False, "--trust-model", help="Allow --model FILE to load (it runs code)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
-    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
 ):
     """Query by example: the k nearest indexed items of each query by Hamming distance.
 
     Results show each item's label, tags and image path (from the store); with
     --html a contact sheet marks results that share the query's label.
     """
+    import numpy as np
+
     from ..hashing import load_hasher
     from ..index import HammingIndex
 
     check_input_file(index_path, "an index file")
     check_input_file(model_path, "a hasher model file")
-    if html_out:
-        check_output_file(html_out, "--html", inputs=(index_path, model_path))
+    check_result_outputs(as_json, csv_out, html_out, inputs=(index_path, model_path))
     given = [bool(query_npy), bool(query_id), bool(query_image)]
     if sum(given) != 1:
         raise CLIError("give queries with one of --query-id ID, --query-image FILE or --query-npy FILE")
@@ -248,12 +265,12 @@ def search(
         raise CLIError(f"{index_path}: the index is empty")
     drop = not keep_query and any("id" in q for q in queries)
     k_search = min(k + (1 if drop else 0), len(idx))
-    found, dist = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
+    res = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
+    found, dist = res.ids, res.distances
     results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
     title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
-    if html_out:
-        write_html(html_out, title=title, groups=_groups(queries, results))
-    print_results(results, title=title, score="distance", as_json=as_json, query_column=True)
+    emit_results(results, title=title, score="distance", as_json=as_json, csv_out=csv_out, html_out=html_out,
+                 groups=_groups(queries, results), query_column=True)
 
 
 def _open_store(store_path, idx, *, required: bool):
@@ -298,9 +315,10 @@ def _groups(queries, results) -> list[dict]:
 
 
 @app.command("eval")
+@cluster_options
 def eval_cmd(
-    store_path: str = typer.Argument(..., help="Labeled FeatureStore."),
     model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
+    store_path: str = typer.Argument(..., help="Labeled FeatureStore."),
     queries_split: str = typer.Option("test", "--queries", help="Split whose items are the queries."),
     database_split: str = typer.Option(
         None, "--database", help="Split searched (default: every other row; '' for all rows, each query left out of its own results)."
@@ -308,7 +326,10 @@ def eval_cmd(
     k: int = typer.Option(100, "--k", "-k", min=1, help="mAP@k and precision@k at this rank."),
     max_queries: int = typer.Option(1000, "--max-queries", min=1, help="At most this many queries (a seeded random subset)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Seed of the query subset."),
-    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON on stdout."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
+    runner=None,
 ):
     """mAP@k, precision@k and a precision-recall summary of a hasher's Hamming ranking, against labels.
 
@@ -316,11 +337,14 @@ def eval_cmd(
     database by exact Hamming distance; an item is relevant when it shares
     the query's label (in a store without labels: its first tag).
     """
+    import numpy as np
+
     from ..eval import hamming_rank, mean_average_precision_at_k, precision_at_k, precision_at_ranks
     from ..hashing import load_hasher
     from ..store import FeatureStore
 
     check_input_file(model_path, "a hasher model file")
+    check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     hasher = load_hasher(model_path)
     if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
         raise CLIError(f"{model_path}: product-quantization codes have no Hamming ranking")
@@ -361,14 +385,12 @@ def eval_cmd(
     figures.update({f"p@{int(r)}": float(v) for r, v in zip(at, prec)})
     # precision-recall of the whole Hamming ranking, at each radius
     figures["precision_recall_by_radius"] = _pr_by_radius(q_codes, db_codes, labels[q_rows], labels[db_rows], overlap, q_rows, db_rows)
-    if as_json:
-        typer.echo(json.dumps(figures, indent=1))
+    emit_results(figures, title=f"{model_path} on {store_path}", as_json=as_json, csv_out=csv_out, html_out=html_out,
+                 figures=True)
+    if as_json or csv_out == "-":
         return
-    table = Table(title=f"{model_path} on {store_path}", show_header=False)
-    for key, value in figures.items():
-        if key != "precision_recall_by_radius":
-            table.add_row(key, f"{value:.4f}" if isinstance(value, float) else str(value))
-    console.print(table)
+    from rich.table import Table
+
     pr = Table(title="precision / recall within Hamming radius r")
     for c in ("r", "precision", "recall"):
         pr.add_column(c, justify="right")
@@ -377,8 +399,10 @@ def eval_cmd(
     console.print(pr)
 
 
-def _classes(store) -> np.ndarray:
+def _classes(store):
     """Class of each row for relevance: its label; in a store without labels, its first tag (-1: none)."""
+    import numpy as np
+
     labels = store.labels()
     if (labels >= 0).any():
         return labels
@@ -389,6 +413,8 @@ def _classes(store) -> np.ndarray:
 
 def _pr_by_radius(q_codes, db_codes, q_labels, db_labels, overlap, q_rows, db_rows, block: int = 256) -> list[dict]:
     """Mean precision and recall of the items within Hamming radius r of each query, r = 0..bits."""
+    import numpy as np
+
     from ..eval import hamming_distances
 
     n_bits = q_codes.shape[1] * 8

@@ -7,21 +7,20 @@ against; ``--index hnsw`` is the approximate option (FAISS HNSW graph).
 
 from __future__ import annotations
 
-import numpy as np
 import typer
 
 from ._common import (
     CLIError,
-    check_output_file,
+    check_result_outputs,
     cluster_options,
+    emit_results,
     extract_query_images,
     item_info,
-    print_results,
     rows_of_ids,
     same_class,
     task_progress,
-    write_html,
 )
+from ._options import csv_option, html_option, json_option, k_option, query_id_option
 
 _METRICS = ("cosine", "ip", "l2")
 _INDEXES = ("exact", "hnsw")
@@ -33,8 +32,8 @@ def knn(
     query_image: list[str] = typer.Option(
         None, "--query-image", help="Image file to query with (repeatable); extracted with the store's own extractor settings."
     ),
-    query_id: list[str] = typer.Option(None, "--query-id", "-q", help="Id of a stored item to query with (repeatable)."),
-    k: int = typer.Option(10, "--k", "-k", min=1, help="Neighbours per query."),
+    query_id: list[str] = query_id_option(),
+    k: int = k_option(10, "Neighbours per query."),
     metric: str = typer.Option("cosine", "--metric", help="cosine (inner product of l2-normalized rows), ip (inner product) or l2."),
     index: str = typer.Option("exact", "--index", help="exact (FAISS flat: the baseline) or hnsw (approximate, FAISS HNSW)."),
     hnsw_m: int = typer.Option(32, "--hnsw-m", min=2, max=512, help="HNSW: neighbours per graph node."),
@@ -44,11 +43,14 @@ def knn(
     model: str = typer.Option(None, "--model", help="With --query-image: the torch model file of a store made with --model."),
     trust_model: bool = typer.Option(False, "--trust-model", help="Allow --model FILE to load (it runs code)."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows added to the index per block."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
-    html_out: str = typer.Option(None, "--html", help="Also write a contact sheet (HTML image grid of the results) to this file."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
     runner=None,
 ):
     """Nearest neighbours of image files or stored items in a store (exact, or HNSW)."""
+    import numpy as np
+
     from ..store import FeatureStore
 
     if metric not in _METRICS:
@@ -57,8 +59,7 @@ def knn(
         raise CLIError(f"--index: expected one of {', '.join(_INDEXES)}, got {index!r}")
     if bool(query_image) == bool(query_id):
         raise CLIError("give queries with --query-image FILE or --query-id ID (one of them)")
-    if html_out:
-        check_output_file(html_out, "--html")
+    check_result_outputs(as_json, csv_out, html_out, inputs=(store_path,))
     if index == "hnsw" and runner.client is not None:
         raise CLIError("--index hnsw builds one graph in this process; --workers / --scheduler run the exact scan (--index exact)")
     store = FeatureStore.open(store_path)
@@ -92,11 +93,10 @@ def knn(
         for r in results:
             r["distance"] = float(np.sqrt(max(r.pop("score"), 0.0)))  # FAISS returns squared L2
     title = f"{k} nearest neighbours ({index}, {metric}) in {store_path}"
-    if html_out:
-        groups = [{"name": f"query {q['name']}", "query_path": q.get("query_path"), "results": [r for r in results if r["query"] == q["name"]]}
-                  for q in queries]
-        write_html(html_out, title=title, groups=groups)
-    print_results(results, title=title, score=score_name, as_json=as_json, query_column=True)
+    groups = [{"name": f"query {q['name']}", "query_path": q.get("query_path"), "results": [r for r in results if r["query"] == q["name"]]}
+              for q in queries]
+    emit_results(results, title=title, score=score_name, as_json=as_json, csv_out=csv_out, html_out=html_out, groups=groups,
+                 query_column=True)
 
 
 def _exact(store, Q, k, metric, rows, chunk_rows, runner):
@@ -107,12 +107,13 @@ def _exact(store, Q, k, metric, rows, chunk_rows, runner):
     with task_progress(f"indexing (exact, {metric})", int(rows.size)) as advance:
         best = knn_topk(store, Q, k, metric=metric, rows=None if rows.size == len(store) else rows, block_rows=chunk_rows,
                         runner=runner, progress=advance)
-    return (-best.scores if metric == "l2" else best.scores), best.rows
+    return best.scores, best.rows  # squared distances for l2 (best.distances), as FAISS gives them
 
 
 def _hnsw(store, Q, k, metric, rows, chunk_rows, hnsw_m, ef_search):
     """An HNSW graph built in this process; FAISS scores and store rows (-1 where none)."""
     import faiss
+    import numpy as np
 
     faiss_metric = faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT
     ix = faiss.IndexHNSWFlat(store.dim, hnsw_m, faiss_metric)

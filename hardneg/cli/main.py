@@ -32,6 +32,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain (click) help: wrapped to the terminal, at most 80 columns, and without importing
+    # rich's markdown and traceback modules (a third of `hardneg --help`'s time).
+    rich_markup_mode=None,
 )
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(store_app, name="store")

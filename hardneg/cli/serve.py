@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ._common import CLIError, console
+from .concept import _DEFAULT_T  # = hardneg.concept.DEFAULT_N_ITER, shared by CLI and service
 
 _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); required when --host is not loopback."
 
@@ -51,9 +52,10 @@ def serve(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),
     models_dir: str | None = typer.Option(None, "--models", help="Models folder (default <STORE>.models beside the store)."),
-    workers: int = typer.Option(2, "--workers", min=1, max=32, help="Threads for training jobs."),
+    threads: int = typer.Option(2, "--threads", min=1, max=32, help="Threads for training jobs."),
     max_upload_mb: float = typer.Option(8.0, "--max-upload-mb", min=0.01, max=1024, help="Largest accepted image upload."),
-    iterations: int = typer.Option(10, "--iterations", "-T", min=1, max=100, help="Negative Bootstrap iterations per concept."),
+    iterations: int = typer.Option(_DEFAULT_T, "--iterations", "-T", min=1, max=100,
+                                   help="Negative Bootstrap iterations T per concept (as `concept train`)."),
     nprobe: int | None = typer.Option(None, "--nprobe", min=1, help="Approximate Hamming index (hardneg hash index "
                                       "--nlist): lists scanned per query (default: the one saved with the index)."),
     batch_window_ms: float = typer.Option(1.0, "--batch-window-ms", min=0, max=1000, help="Micro-batching: wait this "
@@ -86,8 +88,9 @@ def serve(
                or --similarity-index FILE
     Saved concept models: <models>/concepts/<name>.npz.
     """
-    _run(store, host, port, token, models_dir, workers, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
+    _run(store, host, port, token, models_dir, threads, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
          batch_workers, allowed_hosts, {"hasher": hasher, "index": index, "similarity_index": similarity_index})
+
 
 
 def serve_demo(
@@ -105,4 +108,4 @@ def serve_demo(
         raise CLIError(f"--dataset: expected one of {', '.join(DEMO_DATASETS)}, got {dataset!r}")
     with console.status("building the demo store and its TSVM Hamming index"):
         store, _ = build_demo_store(out, dataset=dataset, limit=limit)
-    _run(str(store), host, port, token, None, 2, 8.0, 10)
+    _run(str(store), host, port, token, None, 2, 8.0, _DEFAULT_T)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import numpy as np
 import typer
-from rich.table import Table
 
-from ._common import CLIError, console, task_progress
+from ._common import CLIError, check_output_file, check_result_outputs, console, emit_results, item_info, task_progress
+from ._options import (
+    cost_alias_option,
+    cost_option,
+    csv_option,
+    html_option,
+    json_option,
+    k_option,
+    out_option,
+    pick_cost,
+    query_id_option,
+    solver_option,
+)
 
 app = typer.Typer(help="Sparse online similarity learning (SOLIS) for bag-of-words stores, with an inverted index.", no_args_is_help=True)
 
@@ -28,8 +38,6 @@ def _check_n_triplets(n_triplets: int) -> None:
             f"--n-triplets {n_triplets:,}: needs about {_human(n_triplets * _TRIPLET_BYTES)} of memory but only {_human(avail)}"
             f" is available; the largest value that fits is {avail // _TRIPLET_BYTES:,}"
         )
-
-
 
 
 def _open_sparse(path):
@@ -61,8 +69,8 @@ def _make_model(solver: str, lam: float, eta: float, w_init: float, C: float, se
 @app.command("train")
 def train(
     store_path: str = typer.Argument(..., help="Sparse FeatureStore (bag of words) with class labels."),
-    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
-    solver: str = typer.Option("ada", "--solver", "-s", help=_SOLVER_HELP),
+    out: str = out_option("Model file to write (.npz)."),
+    solver: str = solver_option("ada", _SOLVER_HELP),
     protocol: str = typer.Option("concept", "--protocol", help="concept: 7 positives x 6 x 500 negatives per class; random: --n-triplets random triplets."),
     n_triplets: int = typer.Option(1_000_000, "--n-triplets", help="Triplets for --protocol random."),
     n_positives: int = typer.Option(7, "--n-positives", help="Positives per class (--protocol concept)."),
@@ -70,12 +78,15 @@ def train(
     lam: float = typer.Option(1e-4, "--lam", help="l1 strength λ (SOLIS)."),
     eta: float = typer.Option(0.1, "--eta", min=1e-12, help="Step size η (SOLIS TG, AFB, ADA; S-DA: γ = 1/η). 0.1 was chosen most often on held-out triplets."),
     w_init: float = typer.Option(0.0, "--w-init", help="Initial weights: 0 (paper) or 1 (a correction to TF-IDF cosine)."),
-    C: float = typer.Option(0.1, "--C", help="OASIS aggressiveness."),
+    cost: float = cost_option(0.1, "OASIS aggressiveness C."),
+    cost_alias: float = cost_alias_option(),
     tfidf: bool = typer.Option(True, "--tfidf/--no-tfidf", help="Learn on TF-IDF weighted, l2-normalized vectors (idf from the store)."),
     split: str = typer.Option(None, "--split", help="Draw triplets only from rows of this split."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ):
     """Learn a similarity from triplets drawn from the store's labels."""
+    import numpy as np
+
     from ..similarity import TfidfCosine, concept_triplets, random_triplets, tfidf_transform
     from ..similarity._checks import check_bow
 
@@ -83,7 +94,8 @@ def train(
         raise CLIError(f"--protocol: expected concept or random, got {protocol!r}")
     if protocol == "random" and solver != "tfidf":
         _check_n_triplets(n_triplets)
-    model = _make_model(solver, lam, eta, w_init, C, seed)
+    check_output_file(out, "--out", inputs=(store_path,))
+    model = _make_model(solver, lam, eta, w_init, pick_cost(cost, cost_alias), seed)
     store = _open_sparse(store_path)
     rows = store.select(split=split) if split else None
     labels = store.labels()
@@ -117,15 +129,16 @@ def train(
 
 @app.command("index")
 def index(
-    store_path: str = typer.Argument(..., help="Sparse FeatureStore to index."),
     model_path: str = typer.Argument(..., help="Model file from `hardneg similarity train`."),
-    out: str = typer.Option(..., "--out", "-o", help="Index file to write (.npz)."),
+    store_path: str = typer.Argument(..., help="Sparse FeatureStore to index."),
+    out: str = out_option("Index file to write (.npz)."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", help="Rows read per chunk."),
 ):
     """Build a persistent inverted index whose postings carry the learned weights."""
     from ..index import InvertedIndex
     from ..similarity import load_similarity
 
+    check_output_file(out, "--out", inputs=(store_path, model_path))
     model = load_similarity(model_path)
     store = _open_sparse(store_path)
     if store.dim != model.n_features_in_:
@@ -140,11 +153,18 @@ def index(
 def search(
     index_path: str = typer.Argument(..., help="Index file from `hardneg similarity index`."),
     store_path: str = typer.Option(..., "--store", help="Store holding the query rows."),
-    query_id: list[str] = typer.Option(..., "--query-id", "-q", help="Id of a query row in --store (repeatable)."),
-    k: int = typer.Option(10, "--k", "-k", help="Results per query."),
+    query_id: list[str] = query_id_option("Id of a query row in --store (repeatable).", required=True),
+    k: int = k_option(10, "Results per query."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
 ):
     """Query by example: the k most similar indexed items of each query."""
+    import numpy as np
+
     from ..index import InvertedIndex
+
+    check_result_outputs(as_json, csv_out, html_out, inputs=(index_path, store_path))
 
     idx = InvertedIndex.load(index_path)
     store = _open_sparse(store_path)
@@ -154,13 +174,17 @@ def search(
     missing = [q for q in query_id if q not in pos]
     if missing:
         raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
-    found, scores = idx.search(store.take(np.array([pos[q] for q in query_id])), k)
-    table = Table(title=f"top {k} by learned similarity")
-    table.add_column("query")
-    table.add_column("rank", justify="right")
-    table.add_column("id")
-    table.add_column("score", justify="right")
+    res = idx.search(store.take(np.array([pos[q] for q in query_id])), k)
+    found, scores = res.ids, res.scores
+    # item columns (label, tags, path) when the indexed items are rows of --store
+    results = []
     for name, row_ids, row_scores in zip(query_id, found, scores):
-        for r, (i, s) in enumerate(zip(row_ids, row_scores), 1):
-            table.add_row(name if r == 1 else "", str(r), str(i), f"{s:.4g}")
-    console.print(table)
+        rows = [pos.get(i) for i in row_ids]
+        infos = dict(zip([r for r in rows if r is not None], item_info(store, [r for r in rows if r is not None])))
+        for rank, (i, s, r) in enumerate(zip(row_ids, row_scores, rows), 1):
+            info = infos.get(r, {})
+            results.append({"query": name, "rank": rank, "id": str(i), "score": float(s), "label": info.get("label"),
+                            "tags": info.get("tags", []), "path": info.get("path")})
+    groups = [{"name": f"query {q}", "results": [r for r in results if r["query"] == q]} for q in dict.fromkeys(query_id)]
+    emit_results(results, title=f"top {k} by learned similarity", score="score", as_json=as_json, csv_out=csv_out,
+                 html_out=html_out, groups=groups, query_column=True)

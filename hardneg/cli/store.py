@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import typer
-from rich.table import Table
 
 from ._common import CLIError, console, read_id_csv, split_tags
 
@@ -16,6 +14,8 @@ app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/tes
 @app.command("info")
 def info(path: str = typer.Argument(..., help="Store directory.")):
     """Rows, dimension, layout, splits, labels and tags of a store."""
+    from rich.table import Table
+
     from ..store import FeatureStore
 
     store = FeatureStore.open(path)
@@ -63,8 +63,8 @@ def tag(
     folder: list[str] = typer.Option(
         [], "--folder", help="Items whose id starts with this folder (e.g. cats for cats/x.jpg), or whose image lies under it (repeatable)."
     ),
-    csv_file: str = typer.Option(None, "--csv", help="CSV of id,tags rows (tags separated by ';'): add them (or remove them with --remove-csv)."),
-    remove_csv: bool = typer.Option(False, "--remove-csv", help="Remove the tags of --csv instead of adding them."),
+    csv_file: str = typer.Option(None, "--from-csv", help="CSV of id,tags rows (tags separated by ';'): add them (or remove them with --remove-csv)."),
+    remove_csv: bool = typer.Option(False, "--remove-csv", help="Remove the tags of --from-csv instead of adding them."),
     from_folders: bool = typer.Option(False, "--from-folders", help="Tag every item with its first folder (cats/x.jpg -> cats)."),
     from_labels: bool = typer.Option(False, "--from-labels", help="Tag every labeled item with its class name (or number)."),
 ):
@@ -77,9 +77,9 @@ def tag(
     from ..store._items import check_tag
 
     if not (add or remove or csv_file or from_folders or from_labels):
-        raise CLIError("nothing to do: give --add/--remove TAG with --id/--folder, --csv FILE, --from-folders or --from-labels")
+        raise CLIError("nothing to do: give --add/--remove TAG with --id/--folder, --from-csv FILE, --from-folders or --from-labels")
     if remove_csv and not csv_file:
-        raise CLIError("--remove-csv: needs --csv FILE")
+        raise CLIError("--remove-csv: needs --from-csv FILE")
     if add and not (ids or folder):
         raise CLIError("--add: say which items with --id ID or --folder FOLDER")
     for t in add:
@@ -87,7 +87,7 @@ def tag(
             check_tag(t, 0)
         except ValueError as exc:
             raise CLIError(f"--add: {str(exc).split(': ', 1)[-1].replace('row 0 holds ', '')}") from None
-    csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None
+    csv_rows = read_id_csv(csv_file, "--from-csv") if csv_file else None
     with FeatureStore.open(path, mode="a") as store:
         all_ids = store.ids().tolist()
         chosen: list[str] = []
@@ -125,7 +125,7 @@ def tag(
             known = set(all_ids)
             missing = [i for i in csv_rows if i not in known]
             if missing:
-                raise CLIError(f"--csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
+                raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
             target_map = remove_map if remove_csv else add_map
             for i, value in csv_rows.items():
                 target_map.setdefault(i, []).extend(split_tags(value))
@@ -155,7 +155,7 @@ def split(
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Share of items put in the test split (seeded random)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed of the assignment."),
     stratify: bool = typer.Option(True, "--stratify/--no-stratify", help="Keep each label's (or first tag's) share in both splits."),
-    csv_file: str = typer.Option(None, "--csv", help="CSV of id,split rows instead of a random assignment (other items keep theirs)."),
+    csv_file: str = typer.Option(None, "--from-csv", help="CSV of id,split rows instead of a random assignment (other items keep theirs)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Reassign a store that already has splits."),
 ):
     """Assign items to train/test: seeded random (stratified by label or tag), or from a CSV.
@@ -169,10 +169,10 @@ def split(
         given = [name for name, value, default in (("--test-fraction", test_fraction, 0.2), ("--seed", seed, 0),
                                                    ("--no-stratify", stratify, True)) if value != default]
         if given:
-            raise CLIError(f"--csv: assigns the splits from the file; {', '.join(given)} would be ignored: give one or the other")
+            raise CLIError(f"--from-csv: assigns the splits from the file; {', '.join(given)} would be ignored: give one or the other")
     if csv_file is None and not 0.0 < test_fraction < 1.0:
         raise CLIError(f"--test-fraction: must lie strictly between 0 and 1, got {test_fraction}")
-    csv_rows = read_id_csv(csv_file, "--csv") if csv_file else None
+    csv_rows = read_id_csv(csv_file, "--from-csv") if csv_file else None
     with FeatureStore.open(path, mode="a") as store:
         if len(store) == 0:
             raise CLIError(f"{path}: the store is empty")
@@ -181,11 +181,13 @@ def split(
             known = set(ids)
             missing = [i for i in csv_rows if i not in known]
             if missing:
-                raise CLIError(f"--csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
+                raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
             assignment = {i: (v or None) for i, v in csv_rows.items()}
         else:
             if store.items.column("split").null_count < len(store) and not overwrite:
                 raise CLIError(f"{path} already has splits ({store.summary().split('splits: ')[-1]}); pass --overwrite to reassign them")
+            import numpy as np
+
             groups = _strata(store) if stratify else np.zeros(len(store), np.int64)
             rng = np.random.default_rng(seed)
             is_test = np.zeros(len(store), dtype=bool)
@@ -201,8 +203,10 @@ def split(
     console.print(f"{path}: {changed:,} item(s) changed; {summary}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _strata(store) -> np.ndarray:
+def _strata(store):
     """Group of each row for a stratified split: its label, else its first tag, else one group."""
+    import numpy as np
+
     labels = store.labels()
     if (labels >= 0).any():
         return labels

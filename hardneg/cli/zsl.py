@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 
-from ._common import CLIError, check_output_file, console
+from ._common import CLIError, check_output_file, check_result_outputs, console, emit_results
+from ._options import csv_option, html_option, json_option, out_option
 
-app = typer.Typer(help="Zero-shot classification (Bucher et al. 2016) on xlsa17 data (res101.mat + att_splits.mat).",
+app = typer.Typer(help="Zero-shot classification by metric learning (Bucher, Herbin & Jurie 2016) on xlsa17 data (res101.mat + att_splits.mat).",
                   no_args_is_help=True)
 
 
 @app.command("train")
 def train(
     data: str = typer.Argument(..., help="Folder with the xlsa17 files res101.mat and att_splits.mat."),
-    out: str = typer.Option(..., "--out", "-o", help="Model file to write (.npz)."),
-    sampler: str = typer.Option("uncertainty", "--sampler", "-s", help="random, uncertainty (Eq. 8); correlation (Eq. 9-10) needs per-image attributes, which xlsa17 lacks."),
+    out: str = out_option("Model file to write (.npz)."),
+    sampler: str = typer.Option("uncertainty", "--sampler", help="random, uncertainty (Eq. 8); correlation (Eq. 9-10) needs per-image attributes, which xlsa17 lacks."),
     n_negatives: int = typer.Option(10, "--n-negatives", "-n", help="Negative pairs per positive pair."),
     m: int = typer.Option(16, "--m", help="Columns of the metric W_A."),
     lam: float = typer.Option(0.1, "--lam", help="λ: weight of the attribute regression (Eq. 6)."),
@@ -43,9 +42,11 @@ def train(
 
 @app.command("eval")
 def evaluate(
-    data: str = typer.Argument(..., help="Folder with the xlsa17 files."),
     model: str = typer.Argument(..., help="Model file from `hardneg zsl train`."),
-    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    data: str = typer.Argument(..., help="Folder with the xlsa17 files."),
+    as_json: bool = json_option(),
+    csv_out: str = csv_option(),
+    html_out: str = html_option(),
 ):
     """ZSC accuracy on test_unseen; GZSC seen / unseen / harmonic mean with test_seen."""
     import numpy as np
@@ -53,14 +54,16 @@ def evaluate(
     from ..datasets import load_xlsa17
     from ..zeroshot import load_zero_shot, zero_shot_scores
 
+    check_result_outputs(as_json, csv_out, html_out, inputs=(data, model))
     ds = load_xlsa17(data)
     clf = load_zero_shot(model)
     if clf.n_features_in_ != ds.X.shape[1]:
         raise CLIError(f"{model} expects {clf.n_features_in_} features, {data} has {ds.X.shape[1]}")
     rows = np.concatenate([ds.splits["test_unseen"], ds.splits["test_seen"]])
     scores = zero_shot_scores(clf, ds.X[rows], ds.y[rows], ds.class_attributes, unseen_classes=ds.unseen_classes)
-    if as_json:
-        console.print_json(json.dumps(scores))
+    if as_json or csv_out or html_out:
+        emit_results(dict(scores), title=f"{model} on {data}", as_json=as_json, csv_out=csv_out, html_out=html_out, figures=True)
+    if as_json or csv_out == "-":
         return
     console.print(f"ZSC mean per-class accuracy (unseen): {100 * scores['zsl']:.2f}")
     if "harmonic" in scores:

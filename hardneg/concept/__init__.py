@@ -27,6 +27,10 @@ they work in ``GridSearchCV``:
 True
 """
 
+#: Meta classifiers T of concept training by default, in the CLI (`hardneg concept train`,
+#: `hardneg serve -T`) and the service alike: the paper's 50 (see the README's concept section).
+DEFAULT_N_ITER = 50
+
 from hardneg.concept._baselines import AsymmetricBagging, PooledClassifier, PositiveSampling, RandomSampling
 from hardneg.concept._compressed import CompressedConcept, load_concept
 from hardneg.concept._ensemble import HIKEnsembleConcept
@@ -35,6 +39,7 @@ from hardneg.concept._related import WordNetUnavailable, load_wordnet, ngd, ngd_
 from hardneg.concept._search import SearchResult, search
 
 __all__ = [
+    "DEFAULT_N_ITER",
     "AsymmetricBagging",
     "CompressedConcept",
     "HIKEnsembleConcept",

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..concept import DEFAULT_N_ITER
+
 logger = logging.getLogger(__name__)
 
 #: Positives and marked negatives one request may name (a kernel SVM holds an n x n Gram matrix).
@@ -41,7 +43,7 @@ class ConceptSpec:
     tag: str | None = None
     related_tags: list[str] = field(default_factory=list)
     split: str | None = None
-    n_iter: int = 10
+    n_iter: int = DEFAULT_N_ITER
     n_bins: int = 100
     n_candidates: int | None = None
     seed: int = 0

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..concept import DEFAULT_N_ITER
 from ._batch import MicroBatcher
 from ._errors import ServeError
 from ._images import ImageQuery, Thumbnails
@@ -54,7 +55,7 @@ class Settings:
     max_image_pixels: int = 40_000_000
     workers: int = 2
     thumbnail_size: int = 96
-    concept_iterations: int = 10
+    concept_iterations: int = DEFAULT_N_ITER
     concept_bins: int = 100
     concept_positives: int = 100
     memory_bytes: int = 2 << 30

@@ -1,0 +1,169 @@
+"""One CLI dialect: walk the whole ``hardneg`` command tree and check its conventions.
+
+A flag has one meaning everywhere; every result command offers --json, --csv
+and --html; every store-wide command offers --workers and --scheduler; models
+come before the data they run on; help fits 80 columns.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import typer
+
+from hardneg.cli.main import app, main
+
+# commands that print results (rankings or figures)
+RESULT_COMMANDS = {
+    "knn", "concept search", "concept eval", "hash search", "hash eval", "similarity search", "esvm search", "zsl eval",
+}
+# commands that take a STORE argument and scan every row of it
+STORE_WIDE = {
+    "knn", "concept search", "concept eval", "hash index", "hash eval", "esvm encode", "esvm search", "extract images",
+}
+# store-wide but not (yet) distributed, with the reason
+NOT_DISTRIBUTED = {
+    "similarity index": "InvertedIndex.from_store builds the postings in one process; no Dask map-reduce yet",
+}
+# positional names that are models (come first) and data (come after)
+MODELS = {"model_path", "encoder_path", "model"}
+DATA = {"store_path", "index_path", "data", "store"}
+# flags every command shares, defined once in hardneg/cli/_options.py: same help everywhere
+SHARED_HELP = {"--json", "--csv", "--html", "--workers", "--scheduler"}
+
+
+def _walk(cmd, path=()):
+    if hasattr(cmd, "commands"):  # a group (typer vendors click: duck typing)
+        for name, sub in cmd.commands.items():
+            yield from _walk(sub, (*path, name))
+    else:
+        yield " ".join(path), cmd
+
+
+def _commands():
+    return dict(_walk(typer.main.get_command(app)))
+
+
+def _options(cmd):
+    for p in cmd.params:
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "hidden", False):
+            yield p
+
+
+def test_the_tree_is_walked():
+    cmds = _commands()
+    assert {"knn", "concept train", "esvm train", "hash search", "store info"} <= set(cmds)
+    assert "esvm fit" in cmds and cmds["esvm fit"].hidden  # the deprecated alias
+
+
+def test_one_meaning_per_flag():
+    meaning: dict[str, set[str]] = {}
+    shared_help: dict[str, set[str]] = {}
+    for _, cmd in _commands().items():
+        for p in _options(cmd):
+            for flag in (*p.opts, *p.secondary_opts):
+                meaning.setdefault(flag, set()).add(p.name)
+                if flag in SHARED_HELP:
+                    shared_help.setdefault(flag, set()).add(p.help)
+    clashes = {f: names for f, names in meaning.items() if len(names) > 1}
+    assert not clashes, f"flags with more than one meaning: {clashes}"
+    differing = {f: h for f, h in shared_help.items() if len(h) > 1}
+    assert not differing, f"shared flags not defined once (hardneg/cli/_options.py): {differing}"
+    # one-letter flags that must keep their one meaning
+    assert meaning["-k"] == {"k"} and meaning["-q"] == {"query_id"} and meaning["-o"] == {"out"}
+    for paper_symbol in ("-m", "-s"):
+        assert paper_symbol not in meaning, f"{paper_symbol}: paper symbols have long names only"
+
+
+def test_result_commands_have_every_format():
+    cmds = _commands()
+    for name in sorted(RESULT_COMMANDS):
+        flags = {f for p in _options(cmds[name]) for f in p.opts}
+        missing = {"--json", "--csv", "--html"} - flags
+        assert not missing, f"hardneg {name}: missing {sorted(missing)}"
+
+
+def test_store_wide_commands_scale_out():
+    cmds = _commands()
+    for name, cmd in cmds.items():
+        args = [p.name for p in cmd.params if getattr(p, "param_type_name", "") == "argument"]
+        if "store_path" in args and name not in STORE_WIDE | set(NOT_DISTRIBUTED) and not name.startswith(("store ", "hash train", "concept train", "esvm train", "esvm fit", "similarity train")):
+            pytest.fail(f"hardneg {name}: takes a STORE; list it in STORE_WIDE (and give it --workers) or among the trainers")
+    for name in sorted(STORE_WIDE):
+        flags = {f for p in _options(cmds[name]) for f in p.opts}
+        assert {"--workers", "--scheduler"} <= flags, f"hardneg {name}: store-wide without --workers/--scheduler"
+
+
+def test_models_come_before_data():
+    for name, cmd in _commands().items():
+        args = [p.name for p in cmd.params if getattr(p, "param_type_name", "") == "argument"]
+        models = [i for i, a in enumerate(args) if a in MODELS]
+        data = [i for i, a in enumerate(args) if a in DATA]
+        if models and data:
+            assert max(models) < min(data), f"hardneg {name}: positional order {args}, expected MODEL before STORE/INDEX/DATA"
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_help_fits_80_columns(columns, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", columns)
+    for name, cmd in _commands().items():
+        if getattr(cmd, "hidden", False):
+            continue
+        assert main([*name.split(), "--help"]) == 0
+        out = capsys.readouterr().out
+        long = [line for line in out.splitlines() if len(line) > 80]
+        assert not long, f"hardneg {name} --help: lines over 80 columns: {long}"
+        assert "…" not in out, f"hardneg {name} --help: text cut off"
+        assert out.count("-k,") + out.count(" -k ") <= 1
+
+
+def test_concept_default_shared_by_cli_and_service():
+    from hardneg.cli.concept import _DEFAULT_T
+    from hardneg.concept import DEFAULT_N_ITER
+    from hardneg.serve._concept import ConceptSpec
+    from hardneg.serve._state import Settings
+
+    assert _DEFAULT_T == DEFAULT_N_ITER == ConceptSpec.__dataclass_fields__["n_iter"].default
+    assert Settings.__dataclass_fields__["concept_iterations"].default == DEFAULT_N_ITER
+
+
+def test_esvm_fit_is_a_deprecated_alias(capsys):
+    assert main(["esvm", "fit", "--help"]) == 0
+    assert "Usage" in capsys.readouterr().out
+
+
+def test_help_does_not_import_the_heavy_libraries():
+    code = ("import sys; from hardneg.cli.main import main; main(['--help']); "
+            "print(sorted(m for m in ('numpy', 'faiss', 'torch', 'pyarrow', 'rich.table', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"},
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_csv_and_json_outputs(tmp_path, capsys):
+    import csv
+    import io
+    import json
+
+    import numpy as np
+
+    from hardneg.store import FeatureStore
+
+    rng = np.random.default_rng(0)
+    st = FeatureStore.create(tmp_path / "s", 8)
+    st.append(rng.random((30, 8), dtype=np.float32), ids=[f"é{i}" for i in range(30)], tags=[["ça"]] * 30)
+    assert main(["knn", str(tmp_path / "s"), "-q", "é3", "-k", "4", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "é" in out and "\\u00e9" not in out  # UTF-8, not escaped
+    rows = json.loads(out)
+    assert main(["knn", str(tmp_path / "s"), "-q", "é3", "-k", "4", "--csv", "-"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["id"] for r in table] == [r["id"] for r in rows] and table[0]["tags"] == "ça"
+    assert main(["knn", str(tmp_path / "s"), "-q", "é3", "-k", "4", "--csv", str(tmp_path / "r.csv"),
+                 "--html", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.csv").read_text(encoding="utf-8").startswith("query,rank,id")
+    assert (tmp_path / "r.html").is_file()
+    assert main(["knn", str(tmp_path / "s"), "-q", "é3", "--json", "--csv", "-"]) == 2
