@@ -29,7 +29,7 @@ from hardneg.similarity._base import DiagonalSimilarity, load_similarity, tfidf_
 from hardneg.similarity._checks import check_triplets, triplet_loss
 from hardneg.similarity._da import SolisDA
 from hardneg.similarity._oasis import OasisDiagonal, OasisFull, full_matrix_bytes
-from hardneg.similarity._sampling import concept_triplets, random_triplets
+from hardneg.similarity._sampling import concept_protocol, concept_triplets, random_triplets
 from hardneg.similarity._select import heldout_map
 from hardneg.similarity._tfidf import TfidfCosine
 from hardneg.similarity._tg import SolisTG
@@ -49,6 +49,7 @@ __all__ = [
     "SolisTG",
     "TfidfCosine",
     "check_triplets",
+    "concept_protocol",
     "concept_triplets",
     "full_matrix_bytes",
     "heldout_map",

@@ -71,6 +71,13 @@ class SolisADA(SolisBase):
         δ > 0 of ``H_t``.
     w_init : float
         ``w_1``: 0 (paper) or 1 (a correction to the plain dot product).
+    clock : {"triplets", "updates"}
+        What ``t`` counts. ``"triplets"`` (default, [Gao17] Algorithm 4): every
+        triplet advances ``t``, a satisfied one with a zero subgradient, so
+        the average gradient and the threshold ``η t λ / H_t`` follow the whole stream.
+        ``"updates"``: only violated triplets advance ``t`` (the earlier
+        behaviour of this library; a model file written before this
+        parameter existed loads with it).
     n_triplets : int
         Triplets drawn from ``y`` when ``fit`` gets no triplets.
     random_state : int, Generator or None
@@ -90,11 +97,12 @@ class SolisADA(SolisBase):
     _nonneg_rows = (1,)  # G_t, a sum of squares
     _inv_h_row = 2
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state=None):
         self.lam = lam
         self.eta = eta
         self.delta = delta
         self.w_init = w_init
+        self.clock = clock
         self.n_triplets = n_triplets
         self.random_state = random_state
 
@@ -104,7 +112,18 @@ class SolisADA(SolisBase):
         p[ETA] = check_finite_param(self.eta, "eta", minimum=0.0, strict=True)
         p[DELTA] = check_finite_param(self.delta, "delta", minimum=0.0, strict=True)
         p[W0] = check_finite_param(self.w_init, "w_init")
+        self._clock()
         return p
+
+    def _clock(self) -> str:
+        from ._lazy import check_clock  # _lazy imports this module
+
+        return check_clock(self.clock)
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        if "clock" not in meta.get("params", {}):
+            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
+        super()._restore(arrays, meta)
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         state = np.zeros((3, n_words), np.float64)

@@ -328,6 +328,10 @@ class SolisBase(DiagonalSimilarity):
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         return np.zeros((self._n_state, n_words), np.float64)
 
+    def _clock(self) -> str:
+        """What the clock ``t`` counts (:mod:`._lazy`): S-TG / S-AFB ``"updates"``; S-DA / S-ADA take ``clock=``."""
+        return "updates"
+
     @property
     def n_features_in_(self) -> int:
         self._check_fitted()
@@ -374,6 +378,7 @@ class SolisBase(DiagonalSimilarity):
         if batches is None:
             raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
         params = self._param_vector()
+        clock = self._clock()
         n_features = self.n_features_in_ if self.__sklearn_is_fitted__() else None
         seen = 0
         from ._lazy import stream
@@ -387,7 +392,7 @@ class SolisBase(DiagonalSimilarity):
                 self.n_updates_ = 0
                 self.n_triplets_seen_ = 0
             self._w = None
-            self.n_updates_ += stream(self._kind, Xb, tb, self._state, self._glob, params)
+            self.n_updates_ += stream(self._kind, Xb, tb, self._state, self._glob, params, clock)
             self.n_triplets_seen_ += tb.shape[0]
             seen += tb.shape[0]
         if seen == 0:
@@ -435,5 +440,6 @@ class SolisBase(DiagonalSimilarity):
             raise ValueError("the stored weights are not those the solver state implies")
         self.n_updates_ = _count(meta.get("n_updates", 0), "n_updates")
         self.n_triplets_seen_ = _count(meta.get("n_triplets_seen", 0), "n_triplets_seen")
-        if self.n_updates_ > self.n_triplets_seen_ or self.n_updates_ != glob[0]:
+        ticks = self.n_triplets_seen_ if self._clock() == "triplets" else self.n_updates_
+        if self.n_updates_ > self.n_triplets_seen_ or ticks != glob[0]:
             raise ValueError(f"n_updates={self.n_updates_} disagrees with n_triplets_seen={self.n_triplets_seen_} or the clock {glob[0]:.0f}")

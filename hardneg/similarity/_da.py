@@ -61,6 +61,13 @@ class SolisDA(SolisBase):
         Extra sparsity ρ early on: ``λ_t = λ + γρ/√t``.
     w_init : float
         ``w_1``: 0 (paper) or 1.
+    clock : {"triplets", "updates"}
+        What ``t`` counts. ``"triplets"`` (default, [Gao17] Algorithm 2): every
+        triplet advances ``t``, a satisfied one with a zero subgradient, so
+        the average gradient and λ_t follow the whole stream.
+        ``"updates"``: only violated triplets advance ``t`` (the earlier
+        behaviour of this library; a model file written before this
+        parameter existed loads with it).
     n_triplets : int
         Triplets drawn from ``y`` when ``fit`` gets no triplets.
     random_state : int, Generator or None
@@ -77,11 +84,12 @@ class SolisDA(SolisBase):
     _kind = DA
     _n_state = 1
 
-    def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, n_triplets: int = 100_000, random_state=None):
+    def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state=None):
         self.lam = lam
         self.gamma = gamma
         self.rho = rho
         self.w_init = w_init
+        self.clock = clock
         self.n_triplets = n_triplets
         self.random_state = random_state
 
@@ -91,4 +99,15 @@ class SolisDA(SolisBase):
         p[GAMMA] = check_finite_param(self.gamma, "gamma", minimum=0.0, strict=True)
         p[RHO] = check_finite_param(self.rho, "rho", minimum=0.0)
         p[W0] = check_finite_param(self.w_init, "w_init")
+        self._clock()
         return p
+
+    def _clock(self) -> str:
+        from ._lazy import check_clock  # _lazy imports this module
+
+        return check_clock(self.clock)
+
+    def _restore(self, arrays: dict, meta: dict) -> None:
+        if "clock" not in meta.get("params", {}):
+            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
+        super()._restore(arrays, meta)

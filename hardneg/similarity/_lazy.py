@@ -11,8 +11,21 @@ gradient sums that its closed form reads), so a triplet costs
 ``O(nnz(x_a) + nnz(x_p) + nnz(x_n))`` at any vocabulary size. All words are
 brought up to date once, when the weights are read (:func:`finalize`).
 
-The clock ``t`` (``glob[0]``) counts updates: a satisfied triplet changes
-nothing, not even the clock ("an update only when L > 0", Algorithms 1-4).
+The clock ``t`` (``glob[0]``) has two declared meanings, compiled as two
+specialised loops:
+
+* ``"triplets"`` (the default of S-DA and S-ADA): ``t`` advances on EVERY
+  triplet, as in [Gao17] Algorithm 2 and Algorithm 4: a satisfied triplet
+  contributes a zero subgradient, so the average gradient ``ḡ_t`` shrinks by
+  ``(t-1)/t`` and ``λ_t`` (S-DA) / the threshold ``η t λ / H`` (S-ADA) grow
+  with it. The loss is read with ``w_t`` (the clock before the triplet), then
+  ``t`` advances.
+* ``"updates"``: ``t`` counts violated triplets only; a satisfied triplet
+  changes nothing, not even the clock. S-TG and S-AFB always run this way:
+  they are step methods (``w_{t+1}`` from ``w_t`` and ``g_t``), their
+  per-word state does not read ``t``, and a zero subgradient takes no step;
+  S-TG's gravity ``ηλ`` (Eq. 11) is owed only for the steps taken. S-DA and
+  S-ADA accept it as ``clock="updates"`` (this library's earlier behaviour).
 
 Parameter vector ``params``: ``[eta, lam, gamma, rho, delta, theta, w_init]``
 (index constants below); global state ``glob``: ``[t, accumulated TG
@@ -31,7 +44,7 @@ from ._da import da_update, da_weight
 from ._prox import ADA, AFB, DA, ETA, LAM, TG, as_scalars
 from ._tg import tg_update, tg_weight
 
-__all__ = ["stream", "weights"]
+__all__ = ["CLOCKS", "check_clock", "stream", "weights"]
 
 
 @numba.njit(cache=True)
@@ -56,11 +69,12 @@ def gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals):
     return nt
 
 
-def _make_kernels(weight, update, tg_clock: bool):
-    """The pass and the read-out, compiled for one solver.
+def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
+    """The pass and the read-out, compiled for one solver and clock.
 
     ``weight`` / ``update`` are that solver's per-word functions (inlined);
-    ``tg_clock`` is a compile-time constant. One specialized loop per solver,
+    ``tg_clock`` and ``every_triplet`` (the ``"triplets"`` clock) are
+    compile-time constants. One specialized loop per solver,
     rather than one loop that branches on the solver at every word, measured
     2-3x faster per triplet (the branches kept Numba from inlining and
     optimizing the per-word work)."""
@@ -75,8 +89,11 @@ def _make_kernels(weight, update, tg_clock: bool):
             margin = 0.0
             for q in range(nt):
                 margin += weight(touched[q], S, g, p) * vals[q]
+            if every_triplet:
+                g[0] += 1.0  # [Gao17] Alg. 2 / 4: t advances on every triplet, after the loss is read with w_t
             if 1.0 - margin > 0.0:
-                g[0] += 1.0
+                if not every_triplet:
+                    g[0] += 1.0
                 if tg_clock:
                     g[1] += p[ETA] * p[LAM]  # Eq. (11): the threshold owed by every word this step
                 for q in range(nt):
@@ -94,12 +111,23 @@ def _make_kernels(weight, update, tg_clock: bool):
     return run_stream, finalize
 
 
+CLOCKS = ("triplets", "updates")
+
 _KERNELS = {
-    TG: _make_kernels(tg_weight, tg_update, True),
-    DA: _make_kernels(da_weight, da_update, False),
-    AFB: _make_kernels(afb_weight, afb_update, False),
-    ADA: _make_kernels(ada_weight, ada_update, False),
+    (TG, "updates"): _make_kernels(tg_weight, tg_update, True),
+    (DA, "updates"): _make_kernels(da_weight, da_update, False),
+    (DA, "triplets"): _make_kernels(da_weight, da_update, False, True),
+    (AFB, "updates"): _make_kernels(afb_weight, afb_update, False),
+    (ADA, "updates"): _make_kernels(ada_weight, ada_update, False),
+    (ADA, "triplets"): _make_kernels(ada_weight, ada_update, False, True),
 }
+
+
+def check_clock(clock) -> str:
+    """``clock`` of S-DA / S-ADA: ``"triplets"`` ([Gao17] Alg. 2 / 4) or ``"updates"``."""
+    if not isinstance(clock, str) or clock not in CLOCKS:
+        raise ValueError(f"clock: expected 'triplets' (t advances on every triplet, the paper's) or 'updates' (only on violated ones), got {clock!r}")
+    return clock
 
 
 def csr_buffers(X):
@@ -112,13 +140,14 @@ def csr_buffers(X):
     )
 
 
-def stream(kind: int, X, triplets, state, glob, params) -> int:
-    """Run :func:`run_stream` on a checked CSR ``X`` and ``(n, 3)`` int64 triplets."""
+def stream(kind: int, X, triplets, state, glob, params, clock: str = "updates") -> int:
+    """Run :func:`run_stream` on a checked CSR ``X`` and ``(n, 3)`` int64 triplets;
+    return the number of violated triplets (updates)."""
     indptr, indices, data, scratch, touched, vals = csr_buffers(X)
-    return int(_KERNELS[kind][0](indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
+    return int(_KERNELS[kind, clock][0](indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
 
 
 def weights(kind: int, state, glob, params) -> np.ndarray:
     out = np.empty(state.shape[1], np.float64)
-    _KERNELS[kind][1](state, glob, params, out)
+    _KERNELS[kind, "updates"][1](state, glob, params, out)  # the read-out does not depend on the clock
     return out
