@@ -1,10 +1,14 @@
 """Zero-shot classification by metric learning with hard negative pair mining.
 
-Bucher, Herbin & Jurie, ECCV 2016 workshops: an image embedding into attribute
-space and a metric learned together from positive and negative
+[Bucher16] Bucher, Herbin & Jurie, "Hard Negative Mining for Metric Learning
+Based Zero-Shot Classification", ECCV 2016 workshops: an image embedding into
+attribute space and a metric learned together from positive and negative
 (image, attribute vector) pairs, with negatives drawn at random, by
-uncertainty (Eq. 8) or by uncertainty and correlation (Eq. 9-10). Baselines
-ESZSL and DAP share the API. PyTorch is imported only when a model is trained.
+uncertainty ([Bucher16] Eq. (8)) or by uncertainty and correlation
+([Bucher16] Eq. (9)-(10)), added epoch after epoch to a growing negative set
+(``negative_set="grow"``, Section 2.2). Baselines ESZSL and DAP share the API.
+:func:`zero_shot_scores` also gives generalized zero-shot (GZSL) scores, an
+extra not in [Bucher16]. PyTorch is imported only when a model is trained.
 
 Examples
 --------

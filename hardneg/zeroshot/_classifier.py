@@ -1,9 +1,9 @@
 """Zero-shot classification by metric learning with hard negative pair mining.
 
-Bucher, Herbin & Jurie, "Hard Negative Mining for Metric Learning Based
-Zero-Shot Classification", ECCV 2016 workshops (TASK-CV), extending Bucher,
-Herbin & Jurie, "Improving semantic embedding consistency by metric learning
-for zero-shot classification", ECCV 2016 ([1]).
+[Bucher16] Bucher, Herbin & Jurie, "Hard Negative Mining for Metric Learning
+Based Zero-Shot Classification", ECCV 2016 workshops (TASK-CV), extending
+Bucher, Herbin & Jurie, "Improving semantic embedding consistency by metric
+learning for zero-shot classification", ECCV 2016 ([1]).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ._sampler_base import NegativeSampler
 from ._samplers import SAMPLERS, make_sampler
 from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
 
-__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "load_zero_shot"]
+__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot"]
 
 
 logger = logging.getLogger(__name__)
@@ -37,9 +37,20 @@ _SCHEMA = {
     "mean": ArraySpec("f", 1), "scale": ArraySpec("f", 1), "classes": ArraySpec("iuU", 1),
     "prototypes": ArraySpec("f", 2),
 }
-_PARAMS = ("sampler", "n_negatives", "m", "lam", "mu", "balanced", "n_epochs", "lr", "momentum", "batch_size",
-           "standardize", "random_state")
+_PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam", "mu", "balanced", "n_epochs", "lr",
+           "momentum", "batch_size", "standardize", "random_state")
+# parameters added after version 1 files were first written, with the value those files were trained with
+_PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100}
 _MAX_VALUE = 1e30
+
+
+def grow_negatives(current, drawn, cap):
+    """D₋ after one epoch's draws ([Bucher16] Section 2.2): ``drawn`` (n, k_new) appended to ``current``
+    (n, k) or None, the oldest columns dropped past ``cap`` pairs per image; ``cap=None`` replaces it."""
+    if current is None or cap is None:
+        return np.ascontiguousarray(drawn)
+    grown = np.concatenate([current, drawn], axis=1)
+    return np.ascontiguousarray(grown[:, -cap:] if grown.shape[1] > cap else grown)
 
 
 def _torch():
@@ -51,47 +62,74 @@ def _torch():
 
 
 class ZeroShotClassifier(BaseEstimator):
-    """Metric-learning zero-shot classifier with hard negative pair mining.
+    """Metric-learning zero-shot classifier with hard negative pair mining ([Bucher16]).
 
     An image ``X`` is embedded into attribute space, ``Â_X(X) = max(0, XᵀW_X + b_X)``
-    (Eq. 2), and compared with an attribute vector ``Y`` through a learned metric,
-    ``S(X, Y) = ‖(Â_X(X) - Y)ᵀ W_A‖₂`` (Eq. 1), ``W_A`` of size (attributes × m).
-    A test image goes to the candidate class of smallest ``S`` (Eq. 7). Training
-    minimizes, by stochastic gradient descent on mini-batches of pairs, the pair
-    hinge with a learned threshold τ (Eq. 3, in the form ``max(0, 1 - Z(τ - S²))``
-    of [1]: see :mod:`hardneg.zeroshot._losses` for why it departs from the print),
-    plus λ times the attribute regression on positive pairs (Eq. 4), plus μ times
-    the squared norms of the parameters (Eq. 5): Eq. (6), or with ``balanced=True``
-    the imbalance-weighted Eq. (11). Negative pairs are re-drawn every epoch by
-    the ``sampler``.
+    ([Bucher16] Eq. (2)), and compared with an attribute vector ``Y`` through a learned
+    metric, ``S(X, Y) = ‖(Â_X(X) - Y)ᵀ W_A‖₂`` ([Bucher16] Eq. (1)), ``W_A`` of size
+    (attributes × m). A test image goes to the candidate class of smallest ``S``
+    ([Bucher16] Eq. (7)). Training minimizes, by stochastic gradient descent on
+    mini-batches of pairs, the pair hinge with a learned threshold τ ([Bucher16] Eq. (3),
+    in the form ``max(0, 1 - Z(τ - S²))`` of [1]: see :mod:`hardneg.zeroshot._losses`
+    for why it departs from the print), plus λ times the attribute regression on
+    positive pairs ([Bucher16] Eq. (4)), plus μ times the squared norms of the parameters
+    ([Bucher16] Eq. (5)): [Bucher16] Eq. (6) (divided by the number of pairs, a declared
+    departure: see :func:`hardneg.zeroshot._losses.objective`), or with
+    ``balanced=True`` the imbalance-weighted [Bucher16] Eq. (11).
+
+    The negative set D₋ ([Bucher16] Section 2.2). With ``negative_set="grow"``
+    (the default, as the paper: "iteratively increasing the set" of negative
+    pairs), every epoch adds ``n_negatives`` pairs per image, drawn by the
+    ``sampler`` under the current model, to the pairs kept from earlier epochs,
+    and the epoch trains on all of them: image ``i`` has ``min(t · n_negatives,
+    max_negatives)`` negative pairs at epoch ``t``. Past ``max_negatives`` the
+    oldest pairs are dropped first (those drawn under the oldest, least trained
+    model), so memory stays ``n_samples × max_negatives`` indices. D₋ is a
+    multiset: a candidate drawn again is kept again, so a negative that stays
+    hard weighs more. [Bucher16] Eq. (11) (``balanced=True``) is what keeps the growing
+    negative side from swamping the positive pairs. ``negative_set="redraw"``
+    draws a fresh D₋ of ``n_negatives`` pairs per image every epoch instead
+    (the behaviour before issue 28; cheaper, and a baseline for the growth).
+    Epoch 1 always draws random negatives: there is no model yet to be
+    uncertain about.
 
     Parameters
     ----------
     sampler : {"random", "uncertainty", "correlation"} or NegativeSampler
         How negative pairs are drawn: uniformly among other seen classes; by
-        uncertainty, Eq. (8); by uncertainty and correlation, Eq. (9)-(10), which
-        needs ``sample_attributes``. ``sampler="random", n_negatives=1,
-        balanced=False`` is Bucher et al. [1].
+        uncertainty, [Bucher16] Eq. (8); by uncertainty and correlation,
+        [Bucher16] Eq. (9)-(10), which needs ``sample_attributes``.
+        ``sampler="random", n_negatives=1, balanced=False, negative_set="redraw"``
+        is Bucher et al. [1].
     n_negatives : int
-        Negative pairs per positive pair (``n`` of Table 2).
+        Negative pairs drawn per positive pair and epoch (``n`` of [Bucher16] Table 2).
+    negative_set : {"grow", "redraw"}
+        ``"grow"``: the drawn pairs join D₋, which grows epoch after epoch up to
+        ``max_negatives`` per image ([Bucher16] Section 2.2); ``"redraw"``: D₋ is
+        replaced every epoch.
+    max_negatives : int
+        Cap on the negative pairs kept per image with ``negative_set="grow"``
+        (the oldest are dropped past it); at least ``n_negatives``. Ignored by
+        ``"redraw"``. Memory: 4 bytes × n_samples × max_negatives; time per
+        epoch grows with the set, up to ``1 + max_negatives`` pairs per image.
     m : int
         Columns of the metric ``W_A``.
     lam : float
-        λ, weight of the attribute regression (Eq. 6).
+        λ, weight of the attribute regression ([Bucher16] Eq. (6)).
     mu : float
-        μ, weight of the regularizer (Eq. 6).
+        μ, weight of the regularizer ([Bucher16] Eq. (6)).
     balanced : bool
-        Divide positive and negative terms by the sizes of their sets (Eq. 11).
+        Divide positive and negative terms by the sizes of their sets ([Bucher16] Eq. (11)).
     n_epochs : int
-        Passes over the training images; negatives are re-drawn before each.
+        Passes over the training images; negatives are drawn before each.
     lr : float
         SGD step size.
     momentum : float
         SGD momentum (the paper says only "stochastic gradient descent"; 0 is plain SGD).
     batch_size : int
-        Training images per mini-batch (each with its positive and ``n_negatives`` negative pairs).
+        Training images per mini-batch (each with its positive pair and its negative pairs).
     standardize : bool
-        Centre and scale the features to unit variance before Eq. (2) (an input
+        Centre and scale the features to unit variance before [Bucher16] Eq. (2) (an input
         convention, not part of the paper's model).
     random_state : None, int or numpy Generator
     class_attributes : dict, 2-D array, (labels, matrix) or None
@@ -111,9 +149,13 @@ class ZeroShotClassifier(BaseEstimator):
     prototypes_ : ndarray (n_classes, n_attributes)
         Their attribute vectors (class means of ``sample_attributes`` where given).
     W_X_, b_X_, W_A_ : ndarrays
-        The learned parameters of Eq. (1)-(2); ``tau_`` the threshold of Eq. (3).
+        The learned parameters of [Bucher16] Eq. (1)-(2); ``tau_`` the threshold of [Bucher16] Eq. (3).
+    negatives_ : ndarray (n_samples, k) int32
+        D₋ after the last epoch: row ``i`` the candidates of image ``i``'s negative
+        pairs (indices into the training candidates), oldest first.
     history_ : dict of lists
-        Per epoch: ``loss``, ``pairs``, ``seconds``, ``sampler_seconds`` and, with
+        Per epoch: ``loss``, ``pairs`` (positive + negative pairs trained on),
+        ``negatives`` (size of D₋), ``seconds``, ``sampler_seconds`` and, with
         ``eval_set``, ``eval_accuracy`` (mean per-class accuracy).
 
     Examples
@@ -128,7 +170,7 @@ class ZeroShotClassifier(BaseEstimator):
     >>> seen, unseen = y < 4, y >= 4
     >>> clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=3, m=8, batch_size=16, n_epochs=20, random_state=0)
     >>> clf = clf.fit(X[seen], y[seen], attrs[:4])
-    >>> float((clf.predict(X[seen]) == y[seen]).mean())  # Eq. (7) among the seen classes
+    >>> float((clf.predict(X[seen]) == y[seen]).mean())  # [Bucher16] Eq. (7) among the seen classes
     1.0
     >>> S = clf.decision_function(X[unseen], class_attributes={4: attrs[4], 5: attrs[5]})
     >>> pred = clf.predict(X[unseen], class_attributes={4: attrs[4], 5: attrs[5]})
@@ -139,6 +181,8 @@ class ZeroShotClassifier(BaseEstimator):
     _parameter_constraints = {
         "sampler": [StrOptions(set(SAMPLERS)), NegativeSampler],
         "n_negatives": [Interval(Integral, 1, 100_000, closed="both")],
+        "negative_set": [StrOptions({"grow", "redraw"})],
+        "max_negatives": [Interval(Integral, 1, 100_000, closed="both")],
         "m": [Interval(Integral, 1, 65_536, closed="both")],
         "lam": [Interval(Real, 0, None, closed="left")],
         "mu": [Interval(Real, 0, None, closed="left")],
@@ -152,11 +196,14 @@ class ZeroShotClassifier(BaseEstimator):
         "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
     }
 
-    def __init__(self, sampler="random", n_negatives: int = 1, m: int = 16, lam: float = 0.1, mu: float = 1e-4,
-                 balanced: bool = True, n_epochs: int = 20, lr: float = 0.01, momentum: float = 0.9,
-                 batch_size: int = 64, standardize: bool = True, random_state=None, class_attributes=None):
+    def __init__(self, sampler="random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
+                 m: int = 16, lam: float = 0.1, mu: float = 1e-4, balanced: bool = True, n_epochs: int = 20,
+                 lr: float = 0.01, momentum: float = 0.9, batch_size: int = 64, standardize: bool = True,
+                 random_state=None, class_attributes=None):
         self.sampler = sampler
         self.n_negatives = n_negatives
+        self.negative_set = negative_set
+        self.max_negatives = max_negatives
         self.m = m
         self.lam = lam
         self.mu = mu
@@ -196,6 +243,9 @@ class ZeroShotClassifier(BaseEstimator):
         self
         """
         validate_params(self)
+        if self.negative_set == "grow" and self.max_negatives < self.n_negatives:
+            raise ValueError(f"max_negatives: must be at least n_negatives ({self.n_negatives}) with negative_set='grow', "
+                             f"got {self.max_negatives}")
         X = validate_X(self, X, reset=True)
         t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
         sampler = make_sampler(self.sampler).prepare(t.candidates, t.candidate_codes)
@@ -231,11 +281,12 @@ class ZeroShotClassifier(BaseEstimator):
         from ._losses import objective
 
         self.classes_, self.prototypes_ = t.classes, t.prototypes
-        self.history_ = {"loss": [], "pairs": [], "seconds": [], "sampler_seconds": []}
+        self.history_ = {"loss": [], "pairs": [], "negatives": [], "seconds": [], "sampler_seconds": []}
         if eval_set is not None:
             self.history_["eval_accuracy"] = []
         self.sampler_ = sampler
         bs = int(self.batch_size)
+        negatives = None
         for epoch in range(1, self.n_epochs + 1):
             t0 = time.perf_counter()
             E = P = None
@@ -243,7 +294,10 @@ class ZeroShotClassifier(BaseEstimator):
                 with torch.no_grad():
                     E = (torch.relu(Xs @ W_X + b_X) @ W_A).numpy()
                     P = (C @ W_A).numpy()
-            neg = torch.from_numpy(sampler.sample(E, P, t.pos, t.codes, self.n_negatives, epoch, rng))
+            drawn = sampler.sample(E, P, t.pos, t.codes, self.n_negatives, epoch, rng).astype(np.int32)
+            negatives = grow_negatives(negatives if epoch > 1 else None, drawn, self._negative_cap())
+            neg = torch.from_numpy(negatives.astype(np.int64))
+            k = negatives.shape[1]
             t_sampler = time.perf_counter() - t0
             perm = torch.from_numpy(rng.permutation(n))
             total = 0.0
@@ -253,7 +307,7 @@ class ZeroShotClassifier(BaseEstimator):
                 AW = A @ W_A
                 Ypos = C[pos[b]]
                 s2_pos = ((AW - Ypos @ W_A) ** 2).sum(1)
-                PW = C @ W_A if C.shape[0] <= 4 * b.shape[0] * self.n_negatives else None
+                PW = C @ W_A if C.shape[0] <= 4 * b.shape[0] * k else None
                 negb = neg[b]
                 if PW is not None:
                     s2_neg = ((AW[:, None, :] - PW[negb]) ** 2).sum(-1).reshape(-1)
@@ -268,9 +322,11 @@ class ZeroShotClassifier(BaseEstimator):
             if not math.isfinite(total):
                 raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss is not finite); lower lr (now {self.lr})")
             self._store(W_X, b_X, W_A, tau)
+            self.negatives_ = negatives
             h = self.history_
             h["loss"].append(total / n)
-            h["pairs"].append(int(n * (1 + self.n_negatives)))
+            h["pairs"].append(int(n * (1 + k)))
+            h["negatives"].append(int(n * k))
             h["seconds"].append(time.perf_counter() - t0)
             h["sampler_seconds"].append(t_sampler)
             if eval_set is not None:
@@ -282,6 +338,10 @@ class ZeroShotClassifier(BaseEstimator):
             if callback is not None:
                 callback(epoch, self)
         return self
+
+    def _negative_cap(self) -> int | None:
+        """Pairs kept per image: None (replace every epoch) with ``negative_set="redraw"``."""
+        return int(self.max_negatives) if self.negative_set == "grow" else None
 
     def _store(self, W_X, b_X, W_A, tau):
         self.W_X_ = W_X.detach().numpy().copy()
@@ -300,16 +360,16 @@ class ZeroShotClassifier(BaseEstimator):
         return np.maximum(self._scaled(X).astype(np.float64) @ self.W_X_.astype(np.float64) + self.b_X_, 0.0)
 
     def embed(self, X) -> np.ndarray:
-        """Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes)."""
+        """[Bucher16] Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes)."""
         return self._embed64(X).astype(np.float32)
 
     def distances(self, X, vectors) -> np.ndarray:
-        """Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``)."""
+        """[Bucher16] Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``)."""
         E = self._embed64(X) @ self.W_A_.astype(np.float64)
         return NegativeSampler.distances(E, np.asarray(vectors, dtype=np.float64) @ self.W_A_.astype(np.float64))
 
     def decision_function(self, X, class_attributes=None) -> np.ndarray:
-        """``S(X, Y_k)`` (Eq. 1) for every image and every candidate class — smaller is closer.
+        """``S(X, Y_k)`` ([Bucher16] Eq. (1)) for every image and every candidate class — smaller is closer.
 
         Parameters
         ----------
@@ -323,7 +383,7 @@ class ZeroShotClassifier(BaseEstimator):
         return self.distances(X, vectors)
 
     def predict(self, X, class_attributes=None) -> np.ndarray:
-        """Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image."""
+        """[Bucher16] Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image."""
         check_is_fitted(self)
         labels, vectors = candidate_table(self, class_attributes)
         S = self.distances(X, vectors)
@@ -348,6 +408,8 @@ class ZeroShotClassifier(BaseEstimator):
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
             params = meta.get("params")
+            if isinstance(params, dict):
+                params = {**{k: v for k, v in _PARAMS_ADDED.items() if k not in params}, **params}
             if not isinstance(params, dict) or set(params) != set(_PARAMS):
                 raise ValueError("missing or unknown parameters")
             model = cls(**params)

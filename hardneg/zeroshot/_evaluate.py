@@ -1,4 +1,9 @@
-"""Zero-shot (ZSC) and generalized zero-shot (GZSC) scores of a fitted estimator."""
+"""Zero-shot (ZSC) and generalized zero-shot (GZSC) scores of a fitted estimator.
+
+[Bucher16] evaluates ZSC only; the GZSC scores are an extra of this package
+(not in the paper), reported beside it because a deployed model rarely knows
+that a test image comes from an unseen class.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ __all__ = ["zero_shot_scores"]
 
 
 def zero_shot_scores(model, X, y, class_attributes, unseen_classes, seen_classes=None) -> dict:
-    """ZSC accuracy on the unseen classes, and GZSC seen / unseen / harmonic mean.
+    """ZSC accuracy on the unseen classes ([Bucher16]), and GZSC seen / unseen / harmonic mean (an extra, not in [Bucher16]).
 
-    ZSC: test images of unseen classes, predicted among the unseen classes only;
-    mean per-class accuracy. GZSC (when ``X`` also holds test images of seen
+    ZSC, the protocol of [Bucher16]: test images of unseen classes, predicted
+    among the unseen classes only; mean per-class accuracy. GZSC (not in
+    [Bucher16], an extra; when ``X`` also holds test images of seen
     classes): every test image predicted among seen and unseen classes together;
     :func:`hardneg.eval.generalized_zsl_scores`.
 

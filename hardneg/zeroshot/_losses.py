@@ -1,11 +1,14 @@
-"""The model and the objective of Bucher, Herbin & Jurie (ECCV-W 2016), Eq. (1)-(6) and (11).
+"""The model and the objective of [Bucher16] Eq. (1)-(6) and (11).
+
+[Bucher16] Bucher, Herbin & Jurie, "Hard Negative Mining for Metric Learning
+Based Zero-Shot Classification", ECCV 2016 workshops.
 
 Functions of torch tensors (torch is imported by the caller, never at import
 of :mod:`hardneg`). Notation: ``A = Â_X(X)`` the image embedded into
 attribute space, ``Y`` an attribute vector, ``Z = +1`` for a positive pair
 (image, its own class's vector) and ``-1`` for a negative pair.
 
-The pair hinge, Eq. (3)
+The pair hinge, [Bucher16] Eq. (3)
 -----------------------
 The workshop paper prints ``l_H = max(0, 1 - Z (τ - S)²)``. That form does not
 depend on the sign of ``τ - S``: for a negative pair (Z = -1) it is
@@ -27,43 +30,52 @@ __all__ = ["embed", "squared_distance", "pair_hinge", "attribute_loss", "regular
 
 
 def embed(X, W_X, b_X):
-    """Eq. (2): ``Â_X(X) = max(0, Xᵀ W_X + b_X)``, row-wise for a batch ``X`` (n, d)."""
+    """[Bucher16] Eq. (2): ``Â_X(X) = max(0, Xᵀ W_X + b_X)``, row-wise for a batch ``X`` (n, d)."""
     import torch
 
     return torch.relu(X @ W_X + b_X)
 
 
 def squared_distance(A, Y, W_A):
-    """Eq. (1) squared: ``S² = ‖(A - Y)ᵀ W_A‖²`` for rows of ``A`` and ``Y`` (broadcasting)."""
+    """[Bucher16] Eq. (1) squared: ``S² = ‖(A - Y)ᵀ W_A‖²`` for rows of ``A`` and ``Y`` (broadcasting)."""
     return (((A - Y) @ W_A) ** 2).sum(-1)
 
 
 def pair_hinge(s2, z, tau):
-    """Eq. (3) in the form of Bucher et al. 2016: ``max(0, 1 - Z (τ - S²))`` (see the module notes)."""
+    """[Bucher16] Eq. (3) in the form of Bucher et al. 2016: ``max(0, 1 - Z (τ - S²))`` (see the module notes)."""
     import torch
 
     return torch.relu(1.0 - z * (tau - s2))
 
 
 def attribute_loss(A_pos, Y_pos):
-    """Eq. (4): ``l_A = ‖Â_X(X) - Y‖²`` on positive pairs only."""
+    """[Bucher16] Eq. (4): ``l_A = ‖Â_X(X) - Y‖²`` on positive pairs only."""
     return ((A_pos - Y_pos) ** 2).sum(-1)
 
 
 def regularizer(W_X, b_X, W_A):
-    """Eq. (5): ``R = ‖W_X‖²_F + ‖b_X‖² + ‖W_A‖²_F``."""
+    """[Bucher16] Eq. (5): ``R = ‖W_X‖²_F + ‖b_X‖² + ‖W_A‖²_F``."""
     return (W_X**2).sum() + (b_X**2).sum() + (W_A**2).sum()
 
 
 def objective(s2_pos, s2_neg, A_pos, Y_pos, tau, W_X, b_X, W_A, *, lam: float, mu: float, balanced: bool):
     """The training objective on one mini-batch of pairs.
 
-    ``balanced=False``, Eq. (6) (sums over the batch's pairs, divided by the
-    number of pairs so the step size does not depend on the batch size)::
+    ``balanced=False``, [Bucher16] Eq. (6)::
 
         L = [Σ_{P∪N} l_H + λ Σ_P l_A] / (|P| + |N|) + μ R
 
-    ``balanced=True``, Eq. (11): positive and negative terms each divided by
+    Departure from the paper: [Bucher16] Eq. (6) sums the pair terms without
+    dividing them. Here the sums are divided by the number of pairs in the
+    mini-batch, so that the step size ``lr`` and the weight μ of the
+    regularizer keep their meaning whatever the batch size, the number of
+    negatives per image ``n`` and the size of the growing negative set: with
+    a plain sum, every extra pair would scale the data term's gradient (and
+    shrink μ's relative weight), and a learning rate tuned for ``n = 1`` would
+    diverge for ``n = 50``. The minimizer of a full-batch objective is the
+    same up to that rescaling of μ.
+
+    ``balanced=True``, [Bucher16] Eq. (11): positive and negative terms each divided by
     the size of their own set::
 
         L = (1/|P|) Σ_P (l_H + λ l_A) + (1/|N|) Σ_N l_H + μ R
@@ -75,15 +87,15 @@ def objective(s2_pos, s2_neg, A_pos, Y_pos, tau, W_X, b_X, W_A, *, lam: float, m
     s2_neg : tensor (n_neg,)
         Squared distances of the negative pairs.
     A_pos, Y_pos : tensors (n_pos, n_attributes)
-        Embedded images and their own attribute vectors (Eq. 4).
+        Embedded images and their own attribute vectors ([Bucher16] Eq. (4)).
     tau : tensor ()
         The learned threshold.
     W_X, b_X, W_A : tensors
-        The parameters, for Eq. (5).
+        The parameters, for [Bucher16] Eq. (5).
     lam, mu : float
-        λ and μ of Eq. (6).
+        λ and μ of [Bucher16] Eq. (6).
     balanced : bool
-        Eq. (11) rather than Eq. (6).
+        [Bucher16] Eq. (11) rather than Eq. (6).
     """
     h_pos = pair_hinge(s2_pos, 1.0, tau)
     h_neg = pair_hinge(s2_neg, -1.0, tau)

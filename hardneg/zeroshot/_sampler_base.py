@@ -51,7 +51,7 @@ class NegativeSampler:
     # ------------------------------------------------------------------ shared machinery
     @staticmethod
     def distances(E, P) -> np.ndarray:
-        """S (Eq. 1) between projected images ``E = Â_X(X) W_A`` (r, m) and projected candidates ``P = Y W_A`` (K, m)."""
+        """S ([Bucher16] Eq. (1)) between projected images ``E = Â_X(X) W_A`` (r, m) and projected candidates ``P = Y W_A`` (K, m)."""
         E = np.asarray(E, dtype=np.float64)
         P = np.asarray(P, dtype=np.float64)
         s2 = (E**2).sum(1)[:, None] + (P**2).sum(1)[None, :] - 2.0 * (E @ P.T)

@@ -1,4 +1,4 @@
-"""Uncertainty/correlation-based negative pairs, Eq. (9)-(10)."""
+"""Uncertainty/correlation-based negative pairs, [Bucher16] Eq. (9)-(10)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ __all__ = ["CorrelationSampler"]
 
 
 class CorrelationSampler(NegativeSampler):
-    """Negatives drawn with probability ∝ ``p_t(Y | X_i) = u_t(Y | X_i) q(Y)``, Eq. (9).
+    """Negatives drawn with probability ∝ ``p_t(Y | X_i) = u_t(Y | X_i) q(Y)``, [Bucher16] Eq. (10).
 
-    ``u_t`` is the uncertainty of Eq. (8) (see :class:`UncertaintySampler`);
-    ``q(Y) = exp(-mean_{Y' ∈ 𝒴_k} ‖Y - Y'‖)`` (Eq. 10), ``𝒴_k`` the attribute
+    ``u_t`` is the uncertainty of [Bucher16] Eq. (8) (see :class:`UncertaintySampler`);
+    ``q(Y) = exp(-mean_{Y' ∈ 𝒴_k} ‖Y - Y'‖)`` ([Bucher16] Eq. (9)), ``𝒴_k`` the attribute
     vectors of the class ``k`` that ``Y`` belongs to: a vector typical of its
     class (close to the others) is drawn more than an outlying one, so noisy
     per-image annotations make fewer negative pairs. The mean runs over all of
@@ -22,7 +22,9 @@ class CorrelationSampler(NegativeSampler):
     ``q`` is constant when every image of a class shares one vector, so this
     sampler needs per-image attribute vectors (``sample_attributes``);
     :meth:`prepare` raises ``ValueError`` otherwise (as the paper notes for AwA).
-    Epoch 1, before any ``S_t``, draws with probability ∝ ``q(Y)``.
+    Epoch 1, before any model exists to be uncertain about, draws uniformly among
+    the other classes' vectors (random negatives), as [Bucher16] does; ``q``
+    weighs the draws from epoch 2 on, together with ``u_t``.
 
     Examples
     --------
@@ -48,7 +50,7 @@ class CorrelationSampler(NegativeSampler):
             varies |= bool(np.ptp(Vk, axis=0).max() > 0)
         if not varies:
             raise ValueError(
-                "sampler='correlation' (Eq. 9-10) needs per-image attribute vectors: every class here has one "
+                "sampler='correlation' ([Bucher16] Eq. (9)-(10)) needs per-image attribute vectors: every class here has one "
                 "shared vector, so q(Y) is constant; pass sample_attributes, or use sampler='uncertainty'"
             )
         self.log_q_ = -mean_dist
@@ -59,6 +61,6 @@ class CorrelationSampler(NegativeSampler):
         return epoch >= 2
 
     def log_weights(self, S, s_pos, epoch):
-        if S is None:
-            return self.log_q_[None, :]
+        if S is None:  # epoch 1: random negatives
+            return None
         return -(S - s_pos[:, None]) + self.log_q_[None, :]

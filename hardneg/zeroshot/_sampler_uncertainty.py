@@ -1,4 +1,4 @@
-"""Uncertainty-based negative pairs, Eq. (8)."""
+"""Uncertainty-based negative pairs, [Bucher16] Eq. (8)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ __all__ = ["UncertaintySampler"]
 class UncertaintySampler(NegativeSampler):
     """From epoch 2 on, negatives for image ``X_i`` drawn with probability ∝ ``u_t(Y | X_i)``.
 
-    Eq. (8): ``u_t(Y | X_i) = exp(-(S_t(X_i, Y) - S_t(X_i, Y*)))`` over the
+    [Bucher16] Eq. (8): ``u_t(Y | X_i) = exp(-(S_t(X_i, Y) - S_t(X_i, Y*)))`` over the
     attribute vectors ``Y`` of the other seen classes, ``S_t`` the distance of
-    Eq. (1) under the model at the start of epoch ``t`` and ``Y*`` the image's
+    [Bucher16] Eq. (1) under the model at the start of epoch ``t`` and ``Y*`` the image's
     own vector. Candidates that the model places close to the image (confusable
     ones) are drawn most. Epoch 1 draws uniformly, as the paper does.
 
