@@ -78,9 +78,9 @@ def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - c
     test is needed outside the grid.
     """
     n, d = X.shape
-    stride = V.shape[1]
+    stride = np.int32(V.shape[1])  # d * (q + 3) < 2**31: checked by HIKBinTable._pack
     flat = V.ravel()
-    idx = np.empty(d, dtype=np.int64)
+    idx = np.empty(d, dtype=np.int32)
     frac = np.empty(d, dtype=np.float32)
     lowest = np.float32(-1.0)
     top = np.float32(q)
@@ -88,10 +88,11 @@ def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - c
     for r in range(n):
         for i in range(d):
             t = (X[r, i] - lo[i]) * inv[i]
-            # clamp before the conversion: a float beyond int range has no defined int
-            k = np.int64(min(max(t, lowest), top) + one)  # 0 .. q + 1
-            idx[i] = i * stride + k
-            frac[i] = t - np.float32(k - 1)
+            # clamp before the conversion: a float beyond int range has no defined int;
+            # int32 (not int64) so that the conversion vectorizes (AVX2 has no float -> int64)
+            k = np.int32(min(max(t, lowest), top) + one)  # 0 .. q + 1
+            idx[i] = np.int32(i) * stride + k
+            frac[i] = t - np.float32(k - np.int32(1))
         out[r] = _gather_interp(flat, idx, frac, d)
 
 
@@ -438,6 +439,8 @@ class HIKBinTable:
         """
         if self._packed is None:
             q = self.n_bins
+            if self.n_features * (q + 3) >= 2**31:  # the kernel indexes the flat table with int32
+                raise ValueError(f"table: {self.n_features} dimensions x {q} bins is too large to score (fewer bins)")
             width = self.hi - self.lo
             flat = width <= 0
             delta = np.where(flat, 1.0 / q, width / q)
