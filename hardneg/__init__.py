@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 # name -> module that defines it, imported on first access
 _LAZY = {
     "load": "hardneg._load",
+    "TopK": "hardneg._topk",
     "exceptions": "hardneg.exceptions",
     "HardnegError": "hardneg.exceptions",
     "ModelFileError": "hardneg.exceptions",

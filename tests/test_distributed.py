@@ -139,8 +139,9 @@ def test_knn_scan_on_the_cluster_equals_in_process_and_brute_force(data, runner)
         Xn = X / np.linalg.norm(X, axis=1, keepdims=True) if metric == "cosine" else X.astype(np.float64)
         Qn = Xn[[5, 17, 2500]]
         ref = -((Qn[:, None, :] - Xn[None]) ** 2).sum(-1) if metric == "l2" else Qn @ Xn.T
+        got = -here.distances if metric == "l2" else here.scores  # l2: squared distances, nearest first
         for q in range(3):
-            np.testing.assert_allclose(here.scores[q], np.sort(ref[q])[::-1][:15], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got[q], np.sort(ref[q])[::-1][:15], rtol=1e-5, atol=1e-5)
         if metric == "l2":  # the duplicates of row 5 tie at distance 0: lowest rows first
             assert here.rows[0, :11].tolist() == [5] + list(range(2000, 2010))
 
@@ -193,6 +194,68 @@ def test_esvm_encoding_on_the_cluster_equals_in_process(data, esvm, runner, tmp_
     _same_store(here.path, there.path)
     assert len(here) == E_ROWS and len(here._meta["parts"]) == 5  # one commit per partition
     np.testing.assert_array_equal(here.take(np.arange(10)), enc.transform(X[:10]))
+
+
+# --------------------------------------------- one implementation per job: the library entry points take runner=
+
+
+def test_concept_search_of_an_array_and_a_store_on_the_cluster_equals_in_process(data, concept, runner):
+    from hardneg.concept import search
+
+    folder, X = data
+    model, _ = concept
+    rows = np.arange(0, N, 5)
+    for source in (X, FeatureStore.open(folder / "s")):  # an array is one partition
+        here = search(model, source, k=30, rows=rows, chunk_rows=300)
+        there = search(model, source, k=30, rows=rows, chunk_rows=300, runner=runner)
+        assert here == there and here.n_scanned == rows.size
+    a, b = search(model, X, k=30), scan_topk(model, folder / "s", k=30, runner=runner)  # array vs store: ids differ only
+    assert np.array_equal(a.rows, b.rows) and np.array_equal(a.scores, b.scores) and b.ids[0] == f"{int(b.rows[0])}"
+
+
+def test_hamming_from_store_with_nlist_on_the_cluster_equals_in_process(data, runner, tmp_path):
+    from hardneg.hashing import LSHHasher
+    from hardneg.index import HammingIndex
+
+    folder, X = data
+    hasher = LSHHasher(n_bits=32, random_state=0).fit(X[:500])
+    hasher.save(tmp_path / "h.npz")
+    st = FeatureStore.open(folder / "s")
+    here = HammingIndex.from_store(st, hasher, nlist=8, nprobe=2, chunk_rows=300)
+    there = HammingIndex.from_store(st, tmp_path / "h.npz", nlist=8, nprobe=2, chunk_rows=300, runner=runner,
+                                    partition_rows=PART)
+    alias = hamming_index(st, hasher, nlist=8, nprobe=2, runner=runner)
+    for idx in (there, alias):
+        assert idx.approximate and idx.nlist == 8 and idx.meta == here.meta
+        assert np.array_equal(idx.codes(), here.codes()) and idx.ids.tolist() == here.ids.tolist()
+    q = hasher.transform(X[:5])
+    assert there.search(q, 10) == here.search(q, 10)
+
+
+def test_library_encode_store_on_the_cluster_equals_in_process(data, esvm, runner, tmp_path):
+    from hardneg.encoding import encode_store as library_encode_store
+
+    folder, X = data
+    enc, path = esvm
+    here = library_encode_store(enc, folder / "small", tmp_path / "here", batch_rows=40)
+    there = library_encode_store(path, folder / "small", tmp_path / "there", batch_rows=40, runner=runner)
+    _same_store(here.path, there.path)
+    assert len(here._meta["parts"]) == E_ROWS // 40  # one commit per batch_rows, in process and on the cluster
+
+
+def test_knn_and_zero_shot_search_of_an_array_on_the_cluster_equal_in_process(data, runner):
+    from hardneg.zeroshot import ZeroShotClassifier, zero_shot_search
+
+    folder, X = data
+    for metric in ("cosine", "l2"):
+        here = knn_topk(X[:1000], X[[3, 4]], k=12, metric=metric, block_rows=128)
+        assert knn_topk(X[:1000], X[[3, 4]], k=12, metric=metric, block_rows=128, runner=runner) == here
+    y = np.arange(600) % 3
+    attrs = np.eye(3)
+    clf = ZeroShotClassifier(n_epochs=2, m=4, random_state=0).fit(X[:600], y, attrs)
+    st = FeatureStore.open(folder / "s")
+    here = zero_shot_search(clf, st, attrs, k=9)
+    assert zero_shot_search(clf, st, attrs, k=9, runner=runner) == here and here.n_queries == 3
 
 
 class _Interrupt(Exception):

@@ -47,14 +47,15 @@ def test_ids_and_round_trip(tmp_path):
     db = _codes(0, 100, 2)
     index = HammingIndex(13)  # not a multiple of 8: codes are 2 bytes
     index.add(db, ids=[f"item-{i}" for i in range(100)])
-    ids, dist = index.search(db[[5, 7]], k=1)
+    res = index.search(db[[5, 7]], k=1)
+    ids, dist = res.ids, res.distances
     assert ids[:, 0].tolist() == ["item-5", "item-7"] and dist.max() == 0
     path = index.save(tmp_path / "codes.faissbin")
     back = HammingIndex.load(path)
     assert len(back) == 100 and back.n_bits == 13
     np.testing.assert_array_equal(back.codes(), db)
-    np.testing.assert_array_equal(back.search(db[:10], k=5)[1], index.search(db[:10], k=5)[1])
-    assert back.search(db[:3], k=1)[0][:, 0].tolist() == ["item-0", "item-1", "item-2"]
+    np.testing.assert_array_equal(back.search(db[:10], k=5).distances, index.search(db[:10], k=5).distances)
+    assert back.search(db[:3], k=1).ids[:, 0].tolist() == ["item-0", "item-1", "item-2"]
 
 
 def test_torn_or_corrupt_files_are_detected(tmp_path):
@@ -162,8 +163,8 @@ def test_ivf_round_trip_and_missing_places(tmp_path):
     path = index.save(tmp_path / "ivf.bin")
     back = HammingIndex.load(path)
     assert back.approximate and back.nlist == 32 and back.nprobe == 3 and len(back) == 2000
-    ids, dist = index.search(db[:20], k=10)
-    ids_b, dist_b = back.search(db[:20], k=10)
+    res, res_b = index.search(db[:20], k=10), back.search(db[:20], k=10)
+    ids, dist, ids_b, dist_b = res.ids, res.distances, res_b.ids, res_b.distances
     np.testing.assert_array_equal(dist_b, dist)
     np.testing.assert_array_equal(ids_b, ids)
     assert ids[:, 0].tolist() == [f"a{i}" for i in range(20)]  # every code finds itself
@@ -171,7 +172,8 @@ def test_ivf_round_trip_and_missing_places(tmp_path):
     # k beyond what one probed list holds: missing places are marked, not filled with row 0
     small = HammingIndex(64, nlist=50, nprobe=1)
     small.add(_clustered_codes(3, 60, n_centers=50, flip=0.0))
-    ids, dist = small.search(_clustered_codes(3, 1, n_centers=50, flip=0.0), k=60)
+    res = small.search(_clustered_codes(3, 1, n_centers=50, flip=0.0), k=60)
+    ids, dist = res.ids, res.distances
     assert (ids == "").any() and (dist[ids == ""] == 65).all()
     rows, _ = small.rank(_clustered_codes(3, 1, n_centers=50, flip=0.0), k=60)
     assert (rows[ids == ""] == -1).all()
@@ -207,7 +209,7 @@ def test_to_approximate_and_cli_nlist(tmp_path):
     exact.add(db, ids=[f"i{j}" for j in range(1500)])
     ivf = exact.to_approximate(8, nprobe=8)
     assert ivf.approximate and ivf.meta == {"note": "x"} and len(ivf) == 1500
-    np.testing.assert_array_equal(ivf.search(db[:30], k=10)[1], exact.search(db[:30], k=10)[1])
+    np.testing.assert_array_equal(ivf.search(db[:30], k=10).distances, exact.search(db[:30], k=10).distances)
     np.testing.assert_array_equal(ivf.ids, exact.ids)
 
     X, y = load_digits(return_X_y=True)

@@ -29,6 +29,10 @@ ROOT = Path(hardneg.__file__).parent
 
 
 def _same(a, b):
+    if hasattr(a, "to_dict"):  # a search result (hardneg.TopK)
+        a, b = a.to_dict(), b.to_dict()
+        assert a == b
+        return
     if sp.issparse(a):
         a, b = a.toarray(), b.toarray()
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -170,7 +170,8 @@ def test_ivf_index_served_and_exact_still_available(demo, ivf_models):
         assert [it["score"] for it in p["results"]] == [it["score"] for it in e["results"]]
         # the IVF answer is the index's own answer, mapped to store rows
         codes = c.app.state.serve.modes["hamming"].hasher.transform(c.app.state.serve.matrix[10:11])
-        ids, dist = ivf.search(codes, 11, nprobe=2)
+        res = ivf.search(codes, 11, nprobe=2)
+        ids, dist = res.ids, res.distances
         keep = [j for j, i in enumerate(ids[0]) if i != "digits-10"][:10]
         assert [it["id"] for it in r["results"]] == [ids[0][j] for j in keep]
         assert [-it["score"] for it in r["results"]] == [float(dist[0][j]) for j in keep]

@@ -147,7 +147,8 @@ def index_file(saved, tmp_path_factory):
     index = InvertedIndex.from_model(models["ada"][0])
     index.add(X, ids=[f"img{i}" for i in range(X.shape[0])])
     path = index.save(tmp_path_factory.mktemp("index") / "index.npz")
-    return X, path, index.search(X[:5], k=7)
+    res = index.search(X[:5], k=7)
+    return X, path, (res.ids, res.scores)
 
 
 def test_index_flipped_bytes(index_file, tmp_path):
@@ -163,7 +164,8 @@ def test_index_flipped_bytes(index_file, tmp_path):
         except ModelFileError as exc:
             _one_line(exc)
             continue
-        got_ids, got_scores = back.search(X[:5], k=7)
+        got = back.search(X[:5], k=7)
+        got_ids, got_scores = got.ids, got.scores
         np.testing.assert_array_equal(got_ids, ids)
         np.testing.assert_allclose(got_scores, scores, atol=1e-6)
 

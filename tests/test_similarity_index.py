@@ -47,7 +47,8 @@ def test_inverted_index_equals_brute_force(tmp_path, kind):
     np.testing.assert_allclose(scores, b_scores, atol=1e-5)
     np.testing.assert_array_equal(rows, b_rows)
     loaded = InvertedIndex.load(index.save(tmp_path / "inv.npz"))
-    ids, s2 = loaded.search(X[:10], k=15)
+    res = loaded.search(X[:10], k=15)
+    ids, s2 = res.ids, res.scores
     np.testing.assert_array_equal(ids, np.char.add("i", b_rows.astype(str)))
     np.testing.assert_allclose(s2, scores)
 

@@ -280,10 +280,11 @@ def test_search_in_a_feature_store(tmp_path):
     clf = _fast(n_epochs=20).fit(X, y, attrs)
     store = FeatureStore.create(tmp_path / "s", dim=X.shape[1], chunk_rows=32)
     store.append(X, labels=y)
-    rows, dist = zero_shot_search(clf, store, attrs[3], k=10)
+    res = zero_shot_search(clf, store, attrs[3], k=10)[0]  # a TopK; [0]: the one query's
+    rows, dist = res.rows, res.distances
     S = clf.distances(X, attrs[3:4])[:, 0]
     assert np.array_equal(rows, np.lexsort((np.arange(len(S)), S))[:10]) and np.allclose(dist, np.sort(S)[:10])
-    rows_arr, _ = zero_shot_search(clf, X, attrs[3], k=10)
+    rows_arr = zero_shot_search(clf, X, attrs[3], k=10).rows[0]
     assert np.array_equal(rows, rows_arr)
 
 

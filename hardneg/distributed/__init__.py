@@ -1,20 +1,23 @@
-"""Store-wide jobs written once, run in process or on a Dask cluster.
+"""Where store-wide jobs run: the runner, the partitioning, and the jobs' distributed names.
 
-Each job is a function over one partition of store rows (whole Zarr chunks)
-plus a merge. Workers open the store and model files themselves by path;
-only small results (top-k lists, codes of one partition) travel.
+Each store-wide job is written once, in its library module, as a function
+over one partition of store rows (whole Zarr chunks) plus a merge, and takes
+``runner=None`` (in process) or a :class:`DaskRunner`: the in-process run is
+the distributed run with the local :class:`Runner`. Workers open the store
+and model files themselves by path; only small results travel. This package
+holds :class:`Runner` / :class:`DaskRunner` / :func:`get_runner` (in process,
+a ``LocalCluster`` of ``workers`` processes, or a running scheduler;
+``HARDNEG_SCHEDULER``), :func:`partitions`, and re-exports the jobs under
+their distributed names:
 
-- :func:`scan_topk`: concept scoring scan with a compressed model, top k
-  merged as a tree.
-- :func:`knn_topk`: exact k-nearest-neighbour scan of a store.
-- :func:`score_rows`: every row's decision value, for evaluation sweeps.
-- :func:`hamming_index`: hash encoding of a store into a Hamming index.
-- :func:`encode_store`: E-SVM encoding of a store into a new store,
-  committed partition by partition, resumable.
-- :func:`extract_images`: feature extraction of image files into a store,
-  batch by batch on the workers, committed in order, resumable.
-- :func:`get_runner`: where they run (in process, a ``LocalCluster`` of
-  ``workers`` processes, or a running scheduler; ``HARDNEG_SCHEDULER``).
+- :func:`scan_topk` = :func:`hardneg.concept.search` (concept top-k scan).
+- :func:`knn_topk` = :func:`hardneg.index.knn_topk` (exact kNN scan).
+- :func:`score_rows`: every row's decision value (``hardneg.concept._search``).
+- :func:`hamming_index` = :meth:`hardneg.index.HammingIndex.from_store`.
+- :func:`encode_store` = :func:`hardneg.encoding.encode_store` (``block_rows`` = ``batch_rows``).
+- :func:`extract_images`: :func:`hardneg.features.extract_to_store`'s plan and batch loop
+  (``hardneg.features._extract._Extraction.run``) over image files on the workers.
+- :class:`TopK`, :func:`merge_topk`: the one result type, :class:`hardneg.TopK`.
 
 Examples
 --------

@@ -22,9 +22,7 @@ compared in the tests at ``rtol=1e-5``).
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import os
 import time
 
 from ._runner import Runner
@@ -45,7 +43,11 @@ def _extractor(store: str, config: str, model, trust_model: bool):
 def extract_partition(batch, *, store: str, config: str, model=None, trust_model: bool = False):
     """``(kept, X, failed)`` for a batch of ``(index, id, path)``: input positions kept, their
     features, and ``(id, reason)`` of unreadable ones."""
-    from ..features._extract import ExtractionSummary, _load_batch, _transform_isolating_failures
+    from ..features._extract import (
+        ExtractionSummary,
+        _load_batch,
+        _transform_isolating_failures,
+    )
     from ..features._images import ImageItem
 
     ext = _extractor(store, config, model, trust_model)
@@ -75,7 +77,6 @@ def extract_images(paths, out, extractor, *, ids=None, labels=None, tags=None, s
     """
     from .._validation import check_positive_int
     from ..features._extract import _Extraction
-    from ._partition import store_url
 
     t0 = time.perf_counter()
     runner = runner or Runner()
@@ -87,31 +88,7 @@ def extract_images(paths, out, extractor, *, ids=None, labels=None, tags=None, s
     run = _Extraction(paths, out, extractor, ids=ids, root=None, labels=labels, tags=tags, split=split, overwrite=overwrite,
                       recursive=True, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
     try:
-        run.report_present(progress)
-        todo = run.todo
-        batches = [todo[a : a + batch_size] for a in range(0, len(todo), batch_size)]
-        done = 0
-        # In process until the store exists (the first batch with a readable image creates it):
-        # workers rebuild the extractor from the store's settings and codebook.
-        while done < len(batches) and run.store is None:
-            run.extract_batch(batches[done])
-            if progress is not None:
-                progress(len(batches[done]))
-            done += 1
-        rest = batches[done:]
-        if rest:
-            st = run.store
-            config = json.dumps(st.attrs.get("extractor"), sort_keys=True)
-            func = functools.partial(extract_partition, store=store_url(st.path), config=config,
-                                     model=None if model is None else os.path.abspath(model), trust_model=trust_model)
-            work = [[(it.index, it.id, it.path) for it in batch] for batch in rest]
-            for batch, (kept, X, failed) in zip(rest, runner.map_ordered(func, work)):
-                run.summary.failed.extend(failed)
-                if kept:
-                    by_index = {it.index: it for it in batch}
-                    run.write([by_index[k] for k in kept], X)
-                if progress is not None:
-                    progress(len(batch))
+        run.run(batch_size, progress, runner=runner, model=model, trust_model=trust_model)  # the one batch loop
     finally:
         run.close()
     return run.finish(t0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..store._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
 
-__all__ = ["Partition", "open_model", "open_store", "partitions", "store_url"]
+__all__ = ["Partition", "iter_partition", "open_model", "open_source", "open_store", "partitions", "source_for", "source_partitions", "store_url"]
 
 DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 4 default chunks
 
@@ -162,8 +162,41 @@ def dense(block) -> np.ndarray:
     return block.toarray() if hasattr(block, "toarray") else np.asarray(block)
 
 
+def is_store(data) -> bool:
+    return hasattr(data, "iter_chunks") and hasattr(data, "items")
+
+
+def source_for(data, runner):
+    """What partition functions receive for ``data``: a store's location (each worker opens it),
+    or an in-memory array, sent to each worker once."""
+    return store_url(data.path) if is_store(data) else runner.share(data)
+
+
+def open_source(source):
+    """The store at a location given by :func:`source_for`, or the in-memory array itself."""
+    return open_store(source) if isinstance(source, str) else source
+
+
+def source_partitions(data, partition_rows: int | None = None, *, rows=None) -> list[Partition]:
+    """:func:`partitions` of a store; an in-memory array is one partition."""
+    if is_store(data):
+        return partitions(data, partition_rows, rows=rows)
+    n = data.shape[0]
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+        return [Partition(0, n, rows)] if rows.size else []
+    return [Partition(0, n)] if n else []
+
+
 def iter_partition(store, part: Partition, block_rows: int):
-    """``(rows, block)`` over a partition, ``block_rows`` at a time (bounded memory)."""
+    """``(rows, block)`` over a partition, ``block_rows`` at a time (bounded memory);
+    ``store`` may also be an in-memory array."""
+    if not is_store(store):
+        for a in range(0, part.size, block_rows):
+            idx = np.arange(part.lo + a, min(part.lo + a + block_rows, part.hi), dtype=np.int64) if part.rows is None \
+                else part.rows[a : a + block_rows]
+            yield idx, store[idx[0] : idx[-1] + 1] if part.rows is None else store[idx]
+        return
     if part.rows is None:
         for lo, block in store.iter_chunks(block_rows, start=part.lo, stop=part.hi):
             yield np.arange(lo, lo + block.shape[0], dtype=np.int64), block

@@ -1,4 +1,4 @@
-"""Encode a whole FeatureStore out of core, batch by batch, into a new store (resumable)."""
+"""Encode a whole FeatureStore out of core, batch by batch, into a new store (resumable; in process or on a cluster)."""
 
 from __future__ import annotations
 
@@ -27,30 +27,44 @@ def _item_columns(table):
     }
 
 
-def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 1024, overwrite: bool = False, progress=None):
+def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 1024, overwrite: bool = False, progress=None,
+                 runner=None, partition_rows: int | None = None, on_commit=None):
     """Encode every row of ``store`` with a fitted :class:`~hardneg.encoding.ESVMEncoder` into the store ``out``.
 
-    Rows are read, encoded and appended ``batch_rows`` at a time, so memory is
-    bounded by one batch (plus the encoder's pools); each batch is one atomic
-    commit. Everything is checked before ``out`` is created, and a run that
-    fails before writing any row removes the ``out`` it created. Item ids, paths, tags, labels and splits are copied. An
-    interrupted run resumes where it stopped: if ``out`` exists, was written
-    by the same encoder (its fingerprint is in the store's attrs) from the
-    same source, the rows already written are skipped. A different encoder or
-    source is an error unless ``overwrite``.
+    One implementation in this process or on a Dask cluster (``runner``, see
+    :func:`hardneg.distributed.get_runner`; :func:`hardneg.distributed.encode_store`
+    is this function). Rows are encoded partition by partition and appended in
+    row order, one atomic commit per partition: by default a partition is one
+    batch of ``batch_rows`` rows, on a fixed grid of multiples of ``batch_rows``,
+    so memory is bounded by one batch (plus the encoder's pools) and a kill loses
+    at most one batch. Everything is checked before ``out`` is created
+    (dimension, ``out`` not the input, the partitioning), and a run that fails
+    before writing any row removes the ``out`` it created. Item ids, paths,
+    tags, labels and splits are copied. An interrupted run resumes where it
+    stopped: if ``out`` exists, was written by the same encoder (its fingerprint
+    is in the store's attrs) from the same source, the rows already written are
+    skipped and the rest cut exactly as a clean run cuts them. A different
+    encoder or source is an error unless ``overwrite``.
 
     Parameters
     ----------
-    encoder : ESVMEncoder (fitted)
+    encoder : ESVMEncoder (fitted) or path of an encoder file (opened by each worker)
     store : FeatureStore or path
     out : path of the new store
     n_recursions : int, optional
         Level of the codes (default: the encoder's).
     batch_rows : int
+        Rows encoded at a time, and per commit unless ``partition_rows`` is given.
     overwrite : bool
         Start ``out`` afresh.
     progress : callable, optional
         Called with the number of rows finished (skipped rows count at the start).
+    runner : Runner, optional
+        Where to run (default: in this process).
+    partition_rows : int, optional
+        Rows per task and commit, rounded up to whole chunks of the source (default: ``batch_rows``).
+    on_commit : callable, optional
+        ``on_commit(n_committed_rows)`` after each commit (tests interrupt a job with it).
 
     Returns
     -------
@@ -71,32 +85,72 @@ def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 10
     >>> len(codes), codes.labels()[:4].tolist()
     (30, [0, 1, 2, 0])
     """
+    import functools
+
     from sklearn.utils.validation import check_is_fitted
 
     from .._validation import check_positive_int
+    from ..distributed._partition import open_model, store_url
+    from ..distributed._runner import Runner
     from ..store import FeatureStore
 
-    check_is_fitted(encoder)
+    runner = runner or Runner()
+    enc = open_model(encoder, "esvm")
+    check_is_fitted(enc)
     batch_rows = check_positive_int(batch_rows, "batch_rows")
     src = store if isinstance(store, FeatureStore) else FeatureStore.open(store)
-    level = check_level(encoder, n_recursions)
-    dst, start, created = open_output(encoder, src, out, level, overwrite)
+    level = check_level(enc, n_recursions)
+    # the partitions first: a bad partition_rows is refused before the output exists
+    _commit_grid(src, partition_rows, batch_rows, 0)
+    dst, start, created = open_output(enc, src, out, level, overwrite)
     try:
         if progress is not None and start:
             progress(start)
         items = src.items
-        for lo, block in src.iter_chunks(batch_rows, start=start):
-            X = block.toarray() if hasattr(block, "toarray") else np.asarray(block)
-            codes = encoder.transform(X, n_recursions=level)
-            dst.append(codes, **_item_columns(items.slice(lo, X.shape[0])))  # one commit per batch
+        parts = _commit_grid(src, partition_rows, batch_rows, start)
+        func = functools.partial(esvm_partition, store=store_url(src.path), encoder=runner.share(encoder), n_recursions=level,
+                                 block_rows=batch_rows)
+        for part, codes in zip(parts, runner.map_ordered(func, parts)):
+            if codes.shape[0] != part.size or len(dst) != part.lo:
+                raise RuntimeError(f"partition {part}: {codes.shape[0]} codes, output at row {len(dst)}")
+            dst.append(codes, **_item_columns(items.slice(part.lo, part.size)))  # the partition's commit
             if progress is not None:
-                progress(X.shape[0])
+                progress(part.size)
+            if on_commit is not None:
+                on_commit(len(dst))
     except BaseException:
         discard_if_empty(dst, out, created)
         raise
     finally:
         dst.close()
     return FeatureStore.open(out)
+
+
+def esvm_partition(part, *, store: str, encoder, n_recursions: int, block_rows: int) -> np.ndarray:
+    """Codes (float32) of one partition's rows, in row order (a worker's task)."""
+    from ..distributed._partition import dense, iter_partition, open_model, open_store
+
+    st = open_store(store)
+    enc = open_model(encoder, "esvm")
+    blocks = [np.asarray(enc.transform(dense(block), n_recursions=n_recursions), dtype=np.float32)
+              for _, block in iter_partition(st, part, block_rows)]
+    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+
+
+def _commit_grid(src, partition_rows: int | None, batch_rows: int, start: int):
+    """Partitions from ``start``: ``partition_rows`` on the source's chunk grid when given, else
+    ``batch_rows`` rows each (``--batch-rows``), on a fixed grid of multiples of ``batch_rows``.
+
+    E-SVM costs ~10 ms a row: a partition is the work a kill loses, so by default it is one
+    batch, not one source chunk (65,536 rows of a sparse store: a kill lost them all).
+    """
+    from ..distributed._partition import Partition, partitions
+
+    if partition_rows is not None:
+        return partitions(src, partition_rows, start=start)
+    n = len(src)
+    edges = [start] + list(range((start // batch_rows + 1) * batch_rows, n, batch_rows)) + [n]
+    return [Partition(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
 
 
 def check_level(encoder, n_recursions) -> int:

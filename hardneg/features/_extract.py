@@ -503,6 +503,48 @@ class _Extraction:
             if X is not None:
                 self.write(*X)
 
+    def run(self, batch_size: int, progress=None, *, runner=None, model=None, trust_model: bool = False) -> None:
+        """The batch loop, in this process or on a Dask cluster (``runner``): batches of
+        ``batch_size`` inputs appended in input order, one atomic commit per batch.
+
+        On a cluster the batches are read and transformed on the workers, with the extractor
+        rebuilt from the store's own settings (:func:`extractor_from_store`; ``model`` /
+        ``trust_model``: the torch model file of a ``--model`` store), so only the inputs
+        (image paths) travel; until the store exists (the first batch with a readable image
+        creates it, with its codebook) batches run here.
+        """
+        import functools
+        import json
+        import os
+
+        self.report_present(progress)
+        todo = self.todo
+        batches = [todo[a : a + batch_size] for a in range(0, len(todo), batch_size)]
+        remote = runner is not None and getattr(runner, "client", None) is not None
+        done = 0
+        while done < len(batches) and (not remote or self.store is None):
+            self.extract_batch(batches[done])
+            if progress is not None:
+                progress(len(batches[done]))
+            done += 1
+        rest = batches[done:]
+        if not rest:
+            return
+        from ..distributed._extract import extract_partition
+        from ..distributed._partition import store_url
+
+        config = json.dumps(self.store.attrs.get("extractor"), sort_keys=True)
+        func = functools.partial(extract_partition, store=store_url(self.store.path), config=config,
+                                 model=None if model is None else os.path.abspath(model), trust_model=trust_model)
+        work = [[(it.index, it.id, it.path) for it in batch] for batch in rest]
+        for batch, (kept, X, failed) in zip(rest, runner.map_ordered(func, work)):
+            self.summary.failed.extend(failed)
+            if kept:
+                by_index = {it.index: it for it in batch}
+                self.write([by_index[k] for k in kept], X)
+            if progress is not None:
+                progress(len(batch))
+
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
@@ -610,12 +652,7 @@ def extract_to_store(
     run = _Extraction(source, path, extractor, ids=ids, root=root, labels=labels, tags=tags, split=split, overwrite=overwrite,
                       recursive=recursive, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
     try:
-        run.report_present(progress)
-        for lo in range(0, len(run.todo), batch_size):
-            batch = run.todo[lo : lo + batch_size]
-            run.extract_batch(batch)
-            if progress is not None:
-                progress(len(batch))
+        run.run(batch_size, progress)
     finally:
         run.close()
     return run.finish(t0)

@@ -6,11 +6,12 @@ Examples
 >>> from hardneg.index import HammingIndex
 >>> index = HammingIndex(16)
 >>> index.add(np.zeros((3, 2), np.uint8))
->>> index.search(np.zeros((1, 2), np.uint8), k=2)[1].tolist()
+>>> index.search(np.zeros((1, 2), np.uint8), k=2).distances.tolist()
 [[0, 0]]
 """
 
+from hardneg.index._flat import knn_topk
 from hardneg.index._hamming import HammingIndex
 from hardneg.index._inverted import InvertedIndex
 
-__all__ = ["HammingIndex", "InvertedIndex"]
+__all__ = ["HammingIndex", "InvertedIndex", "knn_topk"]

@@ -30,7 +30,15 @@ import faiss
 import numpy as np
 
 from hardneg._atomic import atomic_path
-from hardneg._persist import ArraySpec, ModelFileError, deserialize_faiss, file_digest, load_model, model_kind, save_model
+from hardneg._persist import (
+    ArraySpec,
+    ModelFileError,
+    deserialize_faiss,
+    file_digest,
+    load_model,
+    model_kind,
+    save_model,
+)
 from hardneg._validation import check_k, check_positive_int
 
 __all__ = ["HammingIndex"]
@@ -92,8 +100,8 @@ class HammingIndex:
     >>> codes = np.packbits(np.eye(8, dtype=bool), axis=1)
     >>> index = HammingIndex(8)
     >>> index.add(codes, ids=[f"img{i}" for i in range(8)])
-    >>> ids, dist = index.search(codes[:1], k=2)
-    >>> str(ids[0, 0]), int(dist[0, 0]), int(dist[0, 1])
+    >>> res = index.search(codes[:1], k=2)
+    >>> str(res.ids[0, 0]), int(res.distances[0, 0]), int(res.distances[0, 1])
     ('img0', 0, 2)
     """
 
@@ -184,14 +192,18 @@ class HammingIndex:
         return rows.astype(np.int64, copy=False), dist
 
     def search(self, query_codes, k: int, *, nprobe: int | None = None):
-        """Top-``k`` items: ``(ids (n, k), distances int32 (n, k))``; an
-        approximate search that found fewer than ``k`` codes gives id ``""``
-        (and distance ``n_bits + 1``) in the missing places."""
+        """Top-``k`` items of each query: a :class:`~hardneg.TopK` with ``ids``, ``rows`` and
+        ``distances`` (int32 Hamming distances, ``metric="hamming"``), shape (n, k), nearest
+        first; ``result[q]`` is query ``q``'s, iterable as ``(id, distance)`` pairs.
+
+        Before hardneg 0.2 this returned the tuple ``(ids, distances)`` (the reverse of FAISS's
+        ``(D, I)``); read ``result.ids`` / ``result.distances`` instead, unpacking raises.
+        An approximate search that found fewer than ``k`` codes gives row -1, id ``""``
+        and distance ``n_bits + 1`` in the missing places."""
+        from hardneg._topk import TopK
+
         rows, dist = self.rank(query_codes, k, nprobe=nprobe)
-        if self.approximate and (rows < 0).any():
-            ids = np.where(rows >= 0, np.take(self.ids, np.maximum(rows, 0)), "")
-            return ids, dist
-        return np.take(self.ids, rows), dist
+        return TopK(rows, dist, rows.shape[1], len(self), metric="hamming").with_ids(self.ids)
 
     def codes(self) -> np.ndarray:
         """All stored codes in the order added, shape (n, n_bytes)."""
@@ -313,29 +325,64 @@ class HammingIndex:
 
     @classmethod
     def from_store(
-        cls, store, hasher, *, chunk_rows: int = 8192, progress=None, nlist: int | None = None, nprobe: int = 16
+        cls, store, hasher, *, chunk_rows: int = 8192, progress=None, nlist: int | None = None, nprobe: int = 16,
+        runner=None, partition_rows: int | None = None,
     ) -> HammingIndex:
-        """Encode every row of a FeatureStore with a fitted hasher and index it
-        (reads the store in chunks; ``progress(n_rows)`` after each). With
-        ``nlist`` the index is approximate and its lists are trained first on
-        the codes of up to 40 * ``nlist`` rows drawn evenly from the store."""
-        n_bits = int(hasher.n_bits_)
-        index = cls(n_bits, {"hasher": type(hasher).__name__, "hasher_fingerprint": hasher.fingerprint(),
-                             "store": str(getattr(store, "path", ""))}, nlist=nlist, nprobe=nprobe)
-        ids = store.ids()
+        """Encode every row of a FeatureStore with a fitted hasher and index it,
+        in this process or on a Dask cluster (``runner``; see
+        :func:`hardneg.distributed.get_runner`): the same index, byte for byte.
+
+        The store is encoded partition by partition (``partition_rows``, whole
+        chunks), ``chunk_rows`` rows at a time; ``progress(n_rows)`` after each
+        partition. ``hasher`` may be a model-file path (each worker opens it).
+        With ``nlist`` the index is approximate and its lists are trained first on
+        the codes of up to 40 * ``nlist`` rows drawn evenly from the store.
+        :func:`hardneg.distributed.hamming_index` is this method.
+        """
+        import functools
+
+        from hardneg.distributed._partition import open_model, partitions, store_url
+        from hardneg.distributed._runner import Runner
+        from hardneg.store import FeatureStore
+
+        runner = runner or Runner()
+        st = store if hasattr(store, "iter_chunks") else FeatureStore.open(store)
+        h = open_model(hasher, "hasher")
+        if getattr(h, "n_features_in_", st.dim) != st.dim:
+            raise ValueError(f"{st.path} has {st.dim}-d features but the hasher expects {h.n_features_in_}")
+        block_rows = check_positive_int(chunk_rows, "chunk_rows")
+        n_bits = int(h.n_bits_)
+        index = cls(n_bits, {"hasher": type(h).__name__, "hasher_fingerprint": h.fingerprint(),
+                             "store": str(getattr(st, "path", ""))}, nlist=nlist, nprobe=nprobe)
+        ids = st.ids()
         if index.approximate:
-            n = len(store)
+            n = len(st)
             if n < index.nlist:
                 raise ValueError(f"nlist={index.nlist}: the store holds only {n} rows")
             sample = np.unique(np.linspace(0, n - 1, min(n, 40 * index.nlist)).astype(np.int64))
-            block = store.take(sample)
-            index.train(hasher.transform(block.toarray() if hasattr(block, "toarray") else block))
-        for first, block in store.iter_chunks(chunk_rows):
-            if hasattr(block, "toarray"):
-                block = block.toarray()
-            codes = hasher.transform(block)
-            index.add(codes, ids[first : first + block.shape[0]])
-            if progress is not None:
-                progress(block.shape[0])
+            block = st.take(sample)
+            index.train(h.transform(block.toarray() if hasattr(block, "toarray") else block))
+        func = functools.partial(encode_partition, store=store_url(st.path), hasher=runner.share(hasher), block_rows=block_rows)
+        parts = partitions(st, partition_rows)
+        done = runner.map_ordered(func, parts, progress=None if progress is None else (lambda p: progress(p.size)))
+        for part, codes in zip(parts, done):
+            if codes.shape[0] != part.size:
+                raise RuntimeError(f"partition {part}: {codes.shape[0]} codes for {part.size} rows")
+            index.add(codes, ids[part.lo : part.hi])
         logger.info("indexed %d codes of %d bits", len(index), n_bits)
         return index
+
+
+def encode_partition(part, *, store: str, hasher, block_rows: int) -> np.ndarray:
+    """Packed codes (uint8) of one partition's rows, in row order (a worker's task)."""
+    from hardneg.distributed._partition import (
+        dense,
+        iter_partition,
+        open_model,
+        open_store,
+    )
+
+    st = open_store(store)
+    h = open_model(hasher, "hasher")
+    blocks = [np.asarray(h.transform(dense(block))) for _, block in iter_partition(st, part, block_rows)]
+    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]

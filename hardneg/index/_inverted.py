@@ -80,8 +80,8 @@ class InvertedIndex:
     >>> X = sp.csr_matrix(np.array([[1.0, 0, 2], [0, 1.0, 1], [3.0, 0, 0]]))
     >>> index = InvertedIndex([1.0, 0.0, 0.5])       # word 1 has no posting list
     >>> index.add(X, ids=["a", "b", "c"])
-    >>> ids, scores = index.search(X[:1], k=2)        # a tie: broken by row
-    >>> ids.tolist(), scores.tolist(), index.n_postings
+    >>> res = index.search(X[:1], k=2)                # a tie: broken by row
+    >>> res.ids.tolist(), res.scores.tolist(), index.n_postings
     ([['a', 'c']], [[3.0, 3.0]], 4)
     """
 
@@ -183,9 +183,13 @@ class InvertedIndex:
         return rows, out
 
     def search(self, Q, k: int):
-        """Top-``k`` items: ``(ids (n, k), scores (n, k))``."""
+        """Top-``k`` items of each query: a :class:`~hardneg.TopK` with ``ids``, ``rows`` and
+        ``scores`` (``metric="similarity"``), shape (n, k), best first, ties by row
+        (before hardneg 0.2: the tuple ``(ids, scores)``; unpacking now raises)."""
+        from hardneg._topk import TopK
+
         rows, scores = self.rank(Q, k)
-        return self.ids[rows], scores
+        return TopK(rows, scores, rows.shape[1], len(self), metric="similarity").with_ids(self.ids)
 
     # persistence ---------------------------------------------------------
     def save(self, path) -> Path:
