@@ -367,9 +367,16 @@ def eval_cmd(
     if q_rows.size > max_queries:
         q_rows = np.sort(rng.choice(q_rows, max_queries, replace=False))
     overlap = bool(np.intersect1d(q_rows, db_rows).size)
-    with task_progress("encoding", int(q_rows.size + db_rows.size)) as advance:
-        q_codes = hasher.transform(_read_rows(store, q_rows, advance))
-        db_codes = hasher.transform(_read_rows(store, db_rows, advance))
+    if runner.client is None:
+        with task_progress("encoding", int(q_rows.size + db_rows.size)) as advance:
+            q_codes = hasher.transform(_read_rows(store, q_rows, advance))
+            db_codes = hasher.transform(_read_rows(store, db_rows, advance))
+    else:  # the workers encode the whole store (they open the model file themselves); codes come back in row order
+        from ..distributed import hamming_index
+
+        with task_progress("encoding", len(store)) as advance:
+            codes = hamming_index(store, model_path, runner=runner, progress=advance).codes()
+        q_codes, db_codes = codes[q_rows], codes[db_rows]
     kk = min(k + (1 if overlap else 0), db_rows.size)
     ranked, _ = hamming_rank(q_codes, db_codes, k=kk)
     ranked_rows = db_rows[ranked]
