@@ -99,7 +99,8 @@ def main():
     exact.add(db)
     flat = faiss.IndexBinaryFlat(64)
     flat.add(db)
-    (t_exact, t_flat), ((_, d_exact), _) = timed_rounds([lambda: exact.search(q, K), lambda: flat.search(q, K)], args.repeats)
+    (t_exact, t_flat), (res_exact, _) = timed_rounds([lambda: exact.search(q, K), lambda: flat.search(q, K)], args.repeats)
+    d_exact = res_exact.distances  # HammingIndex.search returns a hardneg.TopK
     qps_exact = q.shape[0] / t_exact
     base = {"exhaustive_hammingindex_qps": qps_exact, "exhaustive_faiss_flat_qps": q.shape[0] / t_flat}
     print(base, flush=True)
@@ -120,10 +121,11 @@ def main():
                 raw.nprobe = nprobe
                 return raw.search(q, K)
 
-            (t_ours, t_rank, t_raw), ((_, d_ours), _, (d_raw, _)) = timed_rounds(
+            (t_ours, t_rank, t_raw), (res_ours, _, (d_raw, _)) = timed_rounds(
                 [lambda: index.search(q, K, nprobe=nprobe), lambda: index.rank(q, K, nprobe=nprobe), direct],
                 args.ivf_repeats,
             )
+            d_ours = res_ours.distances
             row = {"nlist": nlist, "nprobe": nprobe, "recall": recall_at_k(d_ours, d_exact),
                    "recall_faiss": recall_at_k(d_raw, d_exact), "qps": q.shape[0] / t_ours,
                    "speedup_vs_exhaustive": t_exact / t_ours, "vs_faiss_direct": t_raw / t_ours,
