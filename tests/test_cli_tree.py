@@ -167,3 +167,19 @@ def test_csv_and_json_outputs(tmp_path, capsys):
     assert (tmp_path / "r.csv").read_text(encoding="utf-8").startswith("query,rank,id")
     assert (tmp_path / "r.html").is_file()
     assert main(["knn", str(tmp_path / "s"), "-q", "é3", "--json", "--csv", "-"]) == 2
+
+
+def test_the_writer_takes_a_topk_or_rows(capsys):
+    import numpy as np
+
+    from hardneg import TopK
+    from hardneg.cli._common import as_rows, emit_results
+
+    t = TopK(rows=np.array([[0, 1]]), scores=np.array([[0.9, 0.5]]), k=2, n_scanned=2, ids=np.array([["a", "b"]]), metric="ip")
+    rows = as_rows(t)
+    assert [r["id"] for r in rows] == ["a", "b"] and rows[0]["score"] == 0.9
+    assert as_rows({"ap": 0.5}) == [{"ap": 0.5}] and as_rows(rows) == rows
+    emit_results(t, title="t", csv_out="-")
+    assert capsys.readouterr().out.splitlines()[:2] == ["query,rank,id,row,score", "0,1,a,0,0.9"]
+    emit_results({"ap": 0.5, "name": "ü"}, title="t", as_json=True, figures=True)
+    assert capsys.readouterr().out.strip() == '{\n "ap": 0.5,\n "name": "ü"\n}'

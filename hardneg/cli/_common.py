@@ -343,8 +343,8 @@ def item_info(store, rows) -> list[dict]:
 
 def as_rows(results) -> list[dict]:
     """Result rows as plain dicts, whatever holds them: a list of dicts, one dict of figures,
-    or a result object with ``to_rows()`` / ``to_dicts()``."""
-    for name in ("to_rows", "to_dicts"):
+    or a result object with ``to_records()`` (:class:`hardneg.TopK`) / ``to_rows()`` / ``to_dicts()``."""
+    for name in ("to_records", "to_rows", "to_dicts"):
         if hasattr(results, name):
             return [dict(r) for r in getattr(results, name)()]
     if isinstance(results, dict):
