@@ -8,7 +8,16 @@ Measures on synthetic 1,024-bin L1-normalized histograms (dense-SIFT-like):
    (binary search), the exact ensemble (kernel expansion) and a linear model's
    ``X @ w`` on the same in-memory rows, as ratios to ``X @ w``;
 3. compressed scoring time as T grows (must stay flat);
-4. a scan of an on-disk FeatureStore (page-cached) with top-k search.
+4. a scan of an on-disk FeatureStore (page-cached) with top-k search, and the
+   same rows scanned from a binned (uint8) copy by look-up only
+   (``hardneg store quantize``), against reading the float32 store + ``X @ w``;
+5. accuracy of the binned scan: AP and max |score - exact| against the bound.
+
+Timings: every figure is the min and the median over ``--repeats`` runs, of
+wall time and of process CPU time (CPU time counts every thread's work and is
+what a shared, loaded machine cannot inflate); ratios use the minima, with
+``X @ w`` measured in the same run on the same rows (also single-threaded, as
+the table kernels run on one thread).
 
 Usage::
 
@@ -18,9 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -29,13 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import write_results  # noqa: E402
+from sklearn.metrics import average_precision_score
+from threadpoolctl import threadpool_limits
 
-from hardneg.concept import NegativeBootstrap, search  # noqa: E402
-from hardneg.store import FeatureStore  # noqa: E402
-from hardneg.svm import hik_gram  # noqa: E402
+from benchmarks._common import write_results
+from hardneg.concept import NegativeBootstrap, search
+from hardneg.store import BinGrid, FeatureStore, quantize_store
+from hardneg.svm import hik_gram
 
 RESULTS = Path(__file__).resolve().parent / "results" / "concept_speed.json"
 
@@ -56,36 +63,57 @@ def best_of(fn, repeat=3):
     return min(times)
 
 
+def timed(fn, repeat):
+    """Min and median over ``repeat`` runs of wall and process CPU time (seconds)."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return {"wall_min": min(wall), "wall_median": float(np.median(wall)), "cpu_min": min(cpu), "cpu_median": float(np.median(cpu))}
+
+
+def ratios(t, base):
+    return {"wall_min": t["wall_min"] / base["wall_min"], "cpu_min": t["cpu_min"] / base["cpu_min"],
+            "wall_median": t["wall_median"] / base["wall_median"], "cpu_median": t["cpu_median"] / base["cpu_median"]}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--store-rows", type=int, default=250_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=None, help="timing repeats (default 15 with --quick, 11 without)")
+    ap.add_argument("--only-scoring", action="store_true", help="skip the training study (1.)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     d = 1024
     n_pool = 20_000 if not args.quick else 5_000
-    n_score = 100_000 if not args.quick else 20_000
-    store_rows = args.store_rows if not args.quick else 50_000
-    out = {"study": "concept_speed", "quick": args.quick,
-           "machine": {"processor": platform.processor(), "cpu_count": os.cpu_count(), "numpy": np.__version__,
-                       "date": datetime.datetime.now().isoformat(timespec="seconds")}}
+    # a block big enough to time: X @ w on 20,000 x 1,024 took ~2.5 ms and swung 6x-29x between runs
+    n_score = 200_000 if not args.quick else 60_000
+    store_rows = args.store_rows if not args.quick else 60_000
+    repeats = args.repeats or (15 if args.quick else 11)
+    out = {"study": "concept_speed", "quick": args.quick, "repeats": repeats}
 
     # ---------------------------------------------------------------- 1. training
     centre = histograms(rng, 1, d, 0.3)
     pos = (0.5 * histograms(rng, 100, d) + 0.5 * centre).astype(np.float32)
     pool = histograms(rng, n_pool, d)
     NegativeBootstrap(n_iter=3, n_candidates=100, skip_top=0.0, random_state=0).fit(pos[:10], pool[:500])  # compile
-    NegativeBootstrap(n_iter=3, n_candidates=100, compressed_training=False, skip_top=0.0, random_state=0).fit(pos[:10], pool[:500])
     train = {}
-    for T in (20, 50):
-        nb = NegativeBootstrap(n_iter=T, n_candidates=1000, skip_top=0.0, random_state=0)
-        train[f"compressed_T{T}_s"] = best_of(lambda nb=nb: nb.fit(pos, pool), 2)
-    nb50 = nb
-    exact_T = 20 if not args.quick else 10
-    nbx = NegativeBootstrap(n_iter=exact_T, n_candidates=1000, compressed_training=False, skip_top=0.0, random_state=0)
-    train[f"exact_T{exact_T}_s"] = best_of(lambda: nbx.fit(pos, pool), 1)
-    train["exact_over_compressed_at_T20"] = train[f"exact_T{exact_T}_s"] / train["compressed_T20_s"] if exact_T == 20 else None
+    if not args.only_scoring:
+        NegativeBootstrap(n_iter=3, n_candidates=100, compressed_training=False, skip_top=0.0, random_state=0).fit(pos[:10], pool[:500])
+        for T in (20, 50):
+            nb = NegativeBootstrap(n_iter=T, n_candidates=1000, skip_top=0.0, random_state=0)
+            train[f"compressed_T{T}_s"] = best_of(lambda nb=nb: nb.fit(pos, pool), 2)
+        nb50 = nb
+        exact_T = 20 if not args.quick else 10
+        nbx = NegativeBootstrap(n_iter=exact_T, n_candidates=1000, compressed_training=False, skip_top=0.0, random_state=0)
+        train[f"exact_T{exact_T}_s"] = best_of(lambda: nbx.fit(pos, pool), 1)
+        train["exact_over_compressed_at_T20"] = train[f"exact_T{exact_T}_s"] / train["compressed_T20_s"] if exact_T == 20 else None
+    else:
+        nb50 = NegativeBootstrap(n_iter=50, n_candidates=1000, skip_top=0.0, random_state=0).fit(pos, pool)
     train["n_support_T50"] = int(nb50.support_vectors_.shape[0])
     out["training"] = train
 
@@ -96,8 +124,14 @@ def main(argv=None):
     exact_tab = nb50.compress(None)
     comp.decision_function(Xs[:10])
     exact_tab.decision_function(Xs[:10])
-    t_xw = best_of(lambda: Xs @ w)
-    t_comp = best_of(lambda: comp.table.decision_function(Xs, check=False))
+    grid = BinGrid(np.zeros(d), Xs.max(axis=0), 100)  # the store's own grid, as `hardneg store quantize` makes it
+    codes = grid.quantize(Xs)
+    comp.decision_function_bins(codes[:10], grid)
+    t_xw = timed(lambda: Xs @ w, repeats)
+    with threadpool_limits(1):
+        t_xw1 = timed(lambda: Xs @ w, repeats)
+    t_comp = timed(lambda: comp.table.decision_function(Xs, check=False), repeats)
+    t_codes = timed(lambda: comp.decision_function_bins(codes, grid), repeats)
     n_sub = 2000
     t_tab = best_of(lambda: exact_tab.table.decision_function(Xs[:n_sub], check=False), 1) * n_score / n_sub
     n_ker = 500
@@ -107,11 +141,14 @@ def main(argv=None):
     t_members = best_of(lambda: [hik_gram(Xs[:n_ker], nb50.support_vectors_[s], check=False) @ c
                                  for s, c in zip(nb50.member_support_, nb50.member_dual_coef_)], 1) * n_score / n_ker
     out["scoring"] = {
-        "rows": n_score, "dim": d, "T": 50, "n_support_merged": int(used.size),
-        "X@w_s": t_xw, "compressed_q100_s": t_comp, "exact_tables_s (extrapolated)": t_tab,
-        "merged_kernel_s (extrapolated)": t_kernel, "per_member_kernel_s (extrapolated)": t_members,
-        "compressed_over_X@w": t_comp / t_xw, "exact_tables_over_X@w": t_tab / t_xw,
-        "merged_kernel_over_X@w": t_kernel / t_xw, "per_member_kernel_over_compressed": t_members / t_comp,
+        "rows": n_score, "dim": d, "T": 50, "n_support_merged": int(used.size), "repeats": repeats,
+        "X@w": t_xw, "X@w_1_thread": t_xw1, "compressed_q100": t_comp, "compressed_q100_uint8_codes": t_codes,
+        "compressed_over_X@w": ratios(t_comp, t_xw), "compressed_over_X@w_1_thread": ratios(t_comp, t_xw1),
+        "uint8_codes_over_X@w": ratios(t_codes, t_xw), "uint8_codes_over_X@w_1_thread": ratios(t_codes, t_xw1),
+        "exact_tables_s (extrapolated)": t_tab, "merged_kernel_s (extrapolated)": t_kernel,
+        "per_member_kernel_s (extrapolated)": t_members,
+        "exact_tables_over_X@w": t_tab / t_xw["wall_min"], "merged_kernel_over_X@w": t_kernel / t_xw["wall_min"],
+        "per_member_kernel_over_compressed": t_members / t_comp["wall_min"],
     }
 
     # ---------------------------------------------------------------- 3. flat in T
@@ -119,46 +156,92 @@ def main(argv=None):
     for T in (1, 10, 25, 50):
         m = nb50.compress(100, n_members=T)
         m.table.decision_function(Xs[:10], check=False)
-        flat[str(T)] = best_of(lambda m=m: m.table.decision_function(Xs, check=False))
-    out["scoring_vs_T_s"] = flat
+        flat[str(T)] = timed(lambda m=m: m.table.decision_function(Xs, check=False), max(3, repeats // 3))["cpu_min"]
+    out["scoring_vs_T_cpu_s"] = flat
 
-    # ---------------------------------------------------------------- 4. store scan
+    # ---------------------------------------------------------------- 4. store scans
     tmp = Path(tempfile.mkdtemp(prefix="concept_speed_"))
     try:
         with FeatureStore.create(tmp / "s", dim=d) as store:
             for lo in range(0, store_rows, 50_000):
                 store.append(histograms(rng, min(50_000, store_rows - lo), d))
         store = FeatureStore.open(tmp / "s")
+        t0 = time.perf_counter()
+        binned = quantize_store(store, tmp / "s.q100", n_bins=100)
+        t_quantize = time.perf_counter() - t0
         search(comp, store, k=100)  # warm the page cache
-        t_scan = best_of(lambda: search(comp, store, k=100, chunk_rows=32768), 2)
+        scan_repeats = max(3, repeats // 3)
+        t_scan = timed(lambda: search(comp, store, k=100, chunk_rows=32768), scan_repeats)
 
-        def linear_scan():
-            for _, block in store.iter_chunks(32768):
-                block @ w
+        def scan(source, score):
+            best = np.empty(0)
+            for _, block in source.iter_chunks(32768):
+                s = score(block)
+                best = np.partition(np.concatenate([best, s]), -100)[-100:] if best.size + s.size > 100 else np.concatenate([best, s])
+            return best
 
-        t_lin = best_of(linear_scan, 2)
-        out["store_scan"] = {"rows": store_rows, "dim": d, "search_top100_s": t_scan, "read_plus_X@w_s": t_lin,
-                             "rows_per_s": store_rows / t_scan,
-                             "extrapolated_1M_rows_s": t_scan * 1_000_000 / store_rows}
+        t_lin = timed(lambda: scan(store, lambda b: b @ w), scan_repeats)
+        t_float = timed(lambda: scan(store, comp.decision_function), scan_repeats)
+        scan(binned, comp.decision_function)  # warm
+        t_bin = timed(lambda: scan(binned, comp.decision_function), scan_repeats)
+        out["store_scan"] = {
+            "rows": store_rows, "dim": d, "repeats": scan_repeats, "quantize_store_s": t_quantize,
+            "search_top100": t_scan, "read_plus_X@w": t_lin, "read_plus_compressed_float": t_float,
+            "read_codes_plus_compressed_uint8": t_bin,
+            "binned_scan_over_float_X@w_scan": ratios(t_bin, t_lin),
+            "float_compressed_scan_over_float_X@w_scan": ratios(t_float, t_lin),
+            "rows_per_s_binned_wall_min": store_rows / t_bin["wall_min"],
+            "rows_per_s_search_wall_min": store_rows / t_scan["wall_min"],
+            "extrapolated_1M_rows_binned_s": t_bin["wall_min"] * 1_000_000 / store_rows,
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    if args.quick:
-        write_results("concept_speed_quick", out)
-    else:
-        write_results("concept_speed", out)
-    s, tr, sc = out["scoring"], out["training"], out["store_scan"]
-    print("| measurement | value |")
-    print("|---|---|")
-    print(f"| train NB, T=50, |B+|=100, m=1000, d=1024 (compressed scoring) | {tr['compressed_T50_s']:.2f} s |")
-    print(f"| train NB, T=20, compressed / exact candidate scoring | {tr['compressed_T20_s']:.2f} s / {tr[f'exact_T{exact_T}_s']:.2f} s (T={exact_T}) |")
-    print(f"| score {n_score:,} x {d}: X@w | {s['X@w_s'] * 1e3:.1f} ms (1.0x) |")
-    print(f"| compressed q=100 (T=50) | {s['compressed_q100_s'] * 1e3:.1f} ms ({s['compressed_over_X@w']:.1f}x X@w) |")
-    print(f"| exact tables, binary search | {s['exact_tables_over_X@w']:.1f}x X@w |")
-    print(f"| exact merged kernel expansion ({s['n_support_merged']} SVs) | {s['merged_kernel_over_X@w']:.0f}x X@w |")
-    print(f"| exact per-member ensemble (paper's uncompressed) | {s['per_member_kernel_over_compressed']:.0f}x compressed |")
-    print("| compressed scoring vs T (1/10/25/50) | " + " / ".join(f"{v * 1e3:.0f}" for v in out["scoring_vs_T_s"].values()) + " ms |")
-    print(f"| store scan {sc['rows']:,} x {d}, top-100 | {sc['search_top100_s']:.2f} s ({sc['rows_per_s']:,.0f} rows/s; read + X@w {sc['read_plus_X@w_s']:.2f} s); 1M rows ~ {sc['extrapolated_1M_rows_s']:.1f} s |")
+    # ---------------------------------------------------------------- 5. binned accuracy
+    held = (0.5 * histograms(rng, 200, d) + 0.5 * centre).astype(np.float32)
+    neg = histograms(rng, 5000, d)
+    Xe = np.vstack([held, neg])
+    ye = np.r_[np.ones(len(held)), np.zeros(len(neg))]
+    ge = BinGrid(np.zeros(d), Xe.max(axis=0), 100)
+    s_exact = exact_tab.decision_function(Xe)
+    s_table = comp.decision_function(Xe)
+    s_codes = comp.decision_function_bins(ge.quantize(Xe), ge)
+    out["binned_accuracy"] = {
+        "rows": len(Xe), "positives": len(held), "n_bins_model": 100, "n_bins_store": 100,
+        "AP_exact": float(average_precision_score(ye, s_exact)), "AP_table_q100": float(average_precision_score(ye, s_table)),
+        "AP_uint8_codes": float(average_precision_score(ye, s_codes)),
+        "max_abs_codes_minus_exact": float(np.abs(s_codes - s_exact).max()),
+        "bound_table_plus_binning": comp.table.error_bound + comp.bins_error_bound(ge),
+        "max_abs_table_minus_exact": float(np.abs(s_table - s_exact).max()), "bound_table": comp.table.error_bound,
+    }
+
+    path = write_results("concept_speed_quick" if args.quick else "concept_speed", out)
+    s, tr, sc, acc = out["scoring"], out["training"], out["store_scan"], out["binned_accuracy"]
+
+    def ms(t):
+        return f"{t['wall_min'] * 1e3:.1f} / {t['cpu_min'] * 1e3:.1f}"
+
+    def x(r):
+        return f"{r['wall_min']:.1f}x / {r['cpu_min']:.1f}x"
+
+    print(f"results: {path}")
+    print("| measurement | wall min / CPU min | ratio (wall / CPU) |")
+    print("|---|---|---|")
+    if "compressed_T50_s" in tr:
+        print(f"| train NB, T=50, |B+|=100, m=1000, d=1024 (compressed scoring) | {tr['compressed_T50_s']:.2f} s | |")
+    print(f"| score {n_score:,} x {d}: X@w (BLAS threads) | {ms(s['X@w'])} ms | 1.0x |")
+    print(f"| X@w, 1 thread | {ms(s['X@w_1_thread'])} ms | |")
+    print(f"| compressed q=100 (T=50), float32 rows | {ms(s['compressed_q100'])} ms | {x(s['compressed_over_X@w'])} X@w ({x(s['compressed_over_X@w_1_thread'])} 1-thread) |")
+    print(f"| compressed q=100, uint8 codes (look-up only) | {ms(s['compressed_q100_uint8_codes'])} ms | {x(s['uint8_codes_over_X@w'])} X@w ({x(s['uint8_codes_over_X@w_1_thread'])} 1-thread) |")
+    print(f"| exact tables, binary search | | {s['exact_tables_over_X@w']:.0f}x X@w |")
+    print(f"| exact merged kernel expansion ({s['n_support_merged']} SVs) | | {s['merged_kernel_over_X@w']:.0f}x X@w |")
+    print("| compressed scoring CPU vs T (1/10/25/50) | " + " / ".join(f"{v * 1e3:.0f}" for v in out["scoring_vs_T_cpu_s"].values()) + " ms | |")
+    print(f"| store scan {sc['rows']:,} x {d}: read float32 + X@w, top-100 | {ms(sc['read_plus_X@w'])} ms | 1.0x |")
+    print(f"| read float32 + compressed | {ms(sc['read_plus_compressed_float'])} ms | {x(sc['float_compressed_scan_over_float_X@w_scan'])} |")
+    print(f"| read uint8 codes + compressed look-up | {ms(sc['read_codes_plus_compressed_uint8'])} ms | {x(sc['binned_scan_over_float_X@w_scan'])} |")
+    print(f"| concept.search top-100 (float store) | {ms(sc['search_top100'])} ms | |")
+    print(f"| AP exact / table q=100 / uint8 codes q=100 | {acc['AP_exact']:.4f} / {acc['AP_table_q100']:.4f} / {acc['AP_uint8_codes']:.4f} | |")
+    print(f"| max abs(codes - exact) vs bound | {acc['max_abs_codes_minus_exact']:.4f} <= {acc['bound_table_plus_binning']:.4f} | |")
 
 
 if __name__ == "__main__":
