@@ -24,7 +24,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import hardneg
 import hardneg._validation as validation
 from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
-from hardneg.encoding import ESVMEncoder
+from hardneg.encoding import CentringEncoder, ESVMEncoder, WhiteningEncoder
 from hardneg.features import Codebook, VocabularyTree
 from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing
 from hardneg.hashing._base import MAX_BITS
@@ -52,6 +52,8 @@ ESTIMATORS = [
     VocabularyTree(branching=3, depth=2, n_iter=3, random_state=0),
     # encoding/
     ESVMEncoder(min_negatives=1, random_state=0),
+    CentringEncoder(),
+    WhiteningEncoder(n_components=2),
     # concept/
     NegativeBootstrap(n_iter=2, n_bins=8),
     RandomSampling(n_iter=2, n_bins=8),

@@ -261,11 +261,13 @@ def test_auto_alpha_neg_keeps_the_negatives_total_weight_at_two(tmp_path, data):
     negatives, X = data
     kw = dict(lam=0.05, min_negatives=20, random_state=0)
     auto = ESVMEncoder(**kw).fit(negatives)
-    assert auto.alpha_neg == "auto" and auto.alpha_neg_ == pytest.approx(2 * 0.05 / 60)
-    fixed = ESVMEncoder(alpha_neg=2 * 0.05 / 60, **kw).fit(negatives)
+    # in units of the pool's mean squared norm (Eq. (1) is not scale-invariant; tests/test_esvm_protocol.py)
+    msq = lambda Z: float((Z.astype(np.float64) ** 2).sum(1).mean())  # noqa: E731
+    assert auto.alpha_neg == "auto" and auto.alpha_neg_ == pytest.approx(2 * 0.05 / (60 * msq(negatives)))
+    fixed = ESVMEncoder(alpha_neg=auto.alpha_neg_, **kw).fit(negatives)
     np.testing.assert_array_equal(auto.transform(X), fixed.transform(X))
     # the pool halves: alpha_neg doubles, the total weight stays 2
-    assert ESVMEncoder(**kw).fit(negatives[:30]).alpha_neg_ == pytest.approx(2 * 0.05 / 30)
+    assert ESVMEncoder(**kw).fit(negatives[:30]).alpha_neg_ == pytest.approx(2 * 0.05 / (30 * msq(negatives[:30])))
     auto.save(tmp_path / "auto.npz")
     back = load_esvm_encoder(tmp_path / "auto.npz")
     assert back.alpha_neg == "auto" and back.alpha_neg_ == auto.alpha_neg_
@@ -276,11 +278,13 @@ def test_auto_alpha_neg_keeps_the_negatives_total_weight_at_two(tmp_path, data):
 
 def test_cli_fit_defaults_to_auto_alpha_neg(tmp_path):
     rng = np.random.default_rng(5)
+    rows = rng.normal(size=(150, 12)).astype(np.float32)
     with FeatureStore.create(tmp_path / "s", dim=12) as s:
-        s.append(rng.normal(size=(150, 12)).astype(np.float32), ids=[f"x{i}" for i in range(150)])
+        s.append(rows, ids=[f"x{i}" for i in range(150)])
     app = typer.Typer()
     app.add_typer(esvm_app, name="esvm")
     r = CliRunner().invoke(app, ["esvm", "train", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--min-negatives", "100"])
     assert r.exit_code == 0, r.output
     enc = load_esvm_encoder(tmp_path / "e.npz")
-    assert enc.alpha_neg == "auto" and enc.alpha_neg_ == pytest.approx(2 * 0.1 / 150)
+    msq = float((rows.astype(np.float64) ** 2).sum(1).mean())
+    assert enc.alpha_neg == "auto" and enc.alpha_neg_ == pytest.approx(2 * 0.1 / (150 * msq))

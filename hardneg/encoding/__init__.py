@@ -1,5 +1,8 @@
 """Feature encoders: exemplar-SVM encoding, E-SVM and recursive RE-SVM (Zepeda & Pérez, CVPR 2015).
 
+The baselines E-SVM is measured against: :class:`CentringEncoder` (mean-centring, then l2) and
+:class:`WhiteningEncoder` (centring, PCA-whitening, then l2).
+
 Examples
 --------
 >>> import numpy as np
@@ -12,8 +15,9 @@ Examples
 1
 """
 
+from hardneg.encoding._centring import CentringEncoder, WhiteningEncoder
 from hardneg.encoding._esvm import ESVMEncoder, load_esvm_encoder
 from hardneg.encoding._retrieval import asymmetric_scores, symmetric_scores
 from hardneg.encoding._store import encode_store
 
-__all__ = ["ESVMEncoder", "asymmetric_scores", "encode_store", "load_esvm_encoder", "symmetric_scores"]
+__all__ = ["CentringEncoder", "ESVMEncoder", "WhiteningEncoder", "asymmetric_scores", "encode_store", "load_esvm_encoder", "symmetric_scores"]

@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 _KIND = "esvm_encoder"
 _VERSION = 1
 MAX_RECURSIONS = 4
+#: ``alpha_neg="auto"``: the negatives' total weight relative to the regularization, in units of the pool's
+#: mean squared norm, ``alpha_neg * n_pool * mean ||z||^2 / lam`` (see :class:`ESVMEncoder`).
+AUTO_TOTAL_WEIGHT = 2.0
 SOLVERS = ("batch", "sgd", "liblinear", "lda")
 _SCHEMA = {
     **{f"pool_{k}": ArraySpec("f", 2, optional=k > 0) for k in range(MAX_RECURSIONS)},
@@ -84,17 +87,34 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         Eq. (1)'s regularization and positive hinge weight.
     alpha_neg : float or "auto"
         Eq. (1)'s weight of each negative's hinge. What matters is the
-        negatives' total weight relative to the regularization,
-        ``alpha_neg * n_pool / lam``: ``"auto"`` (default) sets it to 2,
-        ``alpha_neg = 2 * lam / n_pool``. On Fashion-MNIST CNN features every
+        negatives' total weight relative to the regularization and to the
+        features' scale, ``T = alpha_neg * n_pool * mean ||z||^2 / lam``:
+        ``"auto"`` (default) sets ``T = 2``, ``alpha_neg = 2 * lam / (n_pool *
+        mean ||z||^2)`` over the pool's rows ``z``. Eq. (1) is not
+        scale-invariant (the margins are 1 whatever the norm of ``x``), and
+        with the former ``2 * lam / n_pool`` features of squared norm ``c``
+        behaved as ``T = 2c``: on 64-d unit Gaussians (``c = 64``, 2,000
+        negatives) the E-SVM ranked its own exemplar above all its negatives
+        for 9 % of exemplars, against 100 % now. On l2-normalized features
+        (every benchmark) both give the same ``alpha_neg``. The total weight
+        was chosen by separation (:meth:`separation_fraction`) and mAP over
+        ``T``: larger totals separate *less*
+        (Fashion-MNIST pixels, 2,000 negatives, 1,000 validation exemplars:
+        separation 0.998 / 0.861 / 0.813 and mAP 0.477 / 0.477 / 0.365 at
+        ``T`` = 2 / 10 / 50), and smaller ones tend to the base features
+        (``w -> x / ||x||^2``); see ``benchmarks/esvm_retrieval.py --alpha-grid``.
+        At ``T = 2`` on l2 features every negative is usually at its bound and
+        the encoding is a re-centring by the pool mean, ``w ∝ ((1 + x.s) /
+        ||x||^2) x - s``, ``s = (alpha_neg / lam) sum z`` (compare
+        :class:`~hardneg.encoding.CentringEncoder`). On Fashion-MNIST CNN features every
         grid point with total weight 2 (2K-57K negatives, ``lam`` 0.1 or 1)
         gives the grid's best validation mAP, and lower or higher totals
         give less; on pixels the best point is total 2 as well
         (``benchmarks/esvm_retrieval.py``). A fixed ``alpha_neg`` makes the negative part, the same for every
         ``w``, grow with the pool and swamp the exemplar's own (on CNN
         features ``1e-4`` at 20K negatives and ``lam = 0.1``, total weight
-        20, falls below the base features). The previous default was 1e-4
-        (the auto value for 2,000 negatives).
+        20, falls below the base features). The default before that was 1e-4
+        (the auto value for 2,000 l2-normalized negatives).
     n_negatives : int
         Size of the random pool drawn from the rows given to ``fit``.
     min_negatives : int
@@ -195,15 +215,22 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         _check_no_zero_rows(X, "X (negatives)")
         self.pool_rows_ = rows
         self.pools_ = [np.ascontiguousarray(X, dtype=np.float32)]
-        self.alpha_neg_ = self._alpha_neg(X.shape[0])
+        self.alpha_neg_ = self._alpha_neg(self.pools_[0])
         self.lda_mean_, self.lda_precision_ = [], []
         self._seed = int(rng.integers(0, 2**31 - 1))
         self._extend_pools(self.n_recursions, progress)
         return self
 
-    def _alpha_neg(self, n_pool: int) -> float:
-        """The ``alpha_neg`` used: the given value, or ``2 * lam / n_pool`` for ``"auto"``."""
-        return 2.0 * self.lam / n_pool if isinstance(self.alpha_neg, str) else float(self.alpha_neg)
+    def _alpha_neg(self, pool) -> float:
+        """The ``alpha_neg`` used: the given value, or ``T * lam / (n_pool * mean ||z||^2)`` for ``"auto"``."""
+        if not isinstance(self.alpha_neg, str):
+            return float(self.alpha_neg)
+        mean_sq = float(np.einsum("ij,ij->i", pool, pool, dtype=np.float64).mean())
+        return AUTO_TOTAL_WEIGHT * self.lam / (pool.shape[0] * mean_sq)
+
+    def _legacy_auto(self) -> bool:
+        """Whether ``alpha_neg_`` equals what ``"auto"`` gave before it was scaled by the pool's norm."""
+        return isinstance(self.alpha_neg, str) and np.isclose(self.alpha_neg_, 2.0 * self.lam / self.pools_[0].shape[0], rtol=1e-6)
 
     def _pool_input(self, X, rng):
         from ..store import FeatureStore
@@ -277,6 +304,49 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
             H = self._encode_level(H, k, progress=progress if k == levels - 1 else None)
         return H
 
+    def separation_fraction(self, X, *, n_recursions=None, codes=None) -> float:
+        """Share of the rows of ``X`` whose exemplar SVM scores them above every one of their negatives.
+
+        An exemplar SVM is defined as the hyperplane that separates its
+        exemplar from the negatives ([Zepeda15] Eq. (1)); this measures whether
+        the encodings still do: the fraction of rows ``x`` with
+        ``w . x > max_z w . z`` over the negatives ``z`` of ``x``'s SVM. At
+        level ``k`` (RE-SVM-k) the exemplar is ``w^{k-1}`` and the negatives are
+        the encoded pool ``N^{k-1}`` (Eq. (3)-(4)). Negatives left out of an
+        exemplar's set (identical to it) are left out here too.
+
+        ``codes``: the encodings of ``X`` at that level, if already computed.
+        1.0 means every exemplar is separated; a re-centring by the pool mean
+        (all negatives at their bound) separates few of them.
+        """
+        from ..svm._exemplar import exclusion_mask
+
+        check_is_fitted(self)
+        levels = self.n_recursions if n_recursions is None else n_recursions
+        if isinstance(levels, bool) or not isinstance(levels, Integral) or not 1 <= levels <= len(self.pools_):
+            raise ValueError(f"n_recursions: expected an integer in 1..{len(self.pools_)} (the levels fitted), got {levels!r}")
+        X = validate_X(self, X, reset=False, min_rows=1)
+        _check_no_zero_rows(X, "X")
+        H = X
+        for k in range(int(levels) - 1):
+            H = self._encode_level(H, k)
+        Z = self.pools_[int(levels) - 1]
+        if codes is None:
+            W = self._encode_level(H, int(levels) - 1)
+        else:
+            W = np.asarray(codes, dtype=np.float32)
+            if W.shape != H.shape:
+                raise ValueError(f"codes: expected shape {H.shape} (the encodings of X), got {W.shape}")
+        separated = 0
+        step = max(1, int(self.batch_size))
+        for lo in range(0, H.shape[0], step):
+            h, w = H[lo : lo + step].astype(np.float32), W[lo : lo + step]
+            left_out = exclusion_mask(h, Z, h @ Z.T, np.full(h.shape[0], -1, np.int64))
+            neg = w @ Z.T
+            neg[left_out] = -np.inf
+            separated += int((np.einsum("ij,ij->i", w, h) > neg.max(axis=1)).sum())
+        return separated / H.shape[0]
+
     def retrieval_scores(self, X_query, X_database, *, symmetric: bool = True, database_codes=None):
         """Retrieval scores (n_query, n_database) of encoded queries.
 
@@ -305,6 +375,8 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         arrays, meta = self._arrays_and_meta()
         parts = [array_digest(k, v) for k, v in sorted(arrays.items())]
+        if isinstance(self.alpha_neg, str) and not self._legacy_auto():
+            parts.append(f"alpha_neg_={self.alpha_neg_!r}")  # "auto" scaled by the pool's norm differs from the old "auto"
         return array_digest("esvm", np.frombuffer(repr((parts, sorted(meta["params"].items()))).encode(), np.uint8))
 
     def _arrays_and_meta(self):
@@ -314,7 +386,8 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
             arrays["lda_precision"] = np.stack(self.lda_precision_)
         params = {k: v for k, v in self.get_params().items() if k != "random_state"}
         params["random_state"] = self.random_state if isinstance(self.random_state, int) else None
-        meta = {"params": params, "n_features_in": int(self.n_features_in_), "seed": int(self._seed)}
+        meta = {"params": params, "n_features_in": int(self.n_features_in_), "seed": int(self._seed),
+                "alpha_neg_resolved": float(self.alpha_neg_)}
         return arrays, meta
 
     def save(self, path):
@@ -380,7 +453,15 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
             raise ValueError(f"seed {seed!r} is not an integer")
         enc._seed = seed
         enc.pools_ = pools
-        enc.alpha_neg_ = enc._alpha_neg(pools[0].shape[0])
+        resolved = meta.get("alpha_neg_resolved")
+        if resolved is None:
+            # files written before "auto" was scaled by the pool's norm: keep the value they were encoded with
+            resolved = 2.0 * enc.lam / pools[0].shape[0] if isinstance(enc.alpha_neg, str) else float(enc.alpha_neg)
+        if isinstance(resolved, bool) or not isinstance(resolved, (int, float)) or not np.isfinite(resolved) or resolved <= 0:
+            raise ValueError(f"alpha_neg_resolved {resolved!r} is not a positive number")
+        if not isinstance(enc.alpha_neg, str) and not np.isclose(resolved, float(enc.alpha_neg), rtol=1e-12):
+            raise ValueError(f"alpha_neg_resolved {resolved!r} differs from alpha_neg={enc.alpha_neg!r}")
+        enc.alpha_neg_ = float(resolved)
         enc.pool_rows_ = None
         enc.n_features_in_ = d
         return enc
