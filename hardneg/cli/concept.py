@@ -64,7 +64,7 @@ def _estimator(method: str, iterations: int, candidates: int | None, bins: int, 
 
 @app.command("train")
 def train(
-    store_path: str = typer.Argument(..., help="FeatureStore holding positives and the tagged pool."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore holding positives and the tagged pool."),
     concept: str = typer.Option(..., "--concept", "-c", help="Concept tag: items with it are the positives and never negatives."),
     out: str = out_option("Model file to write (.npz)."),
     related: list[str] = typer.Option(
@@ -151,8 +151,8 @@ def _default_split(store, split: str | None) -> str | None:
 @app.command("search")
 @cluster_options
 def search_cmd(
-    model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
-    store_path: str = typer.Argument(..., help="FeatureStore to search."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Model file written by 'hardneg concept train'."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to search."),
     k: int = k_option(20, "Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
@@ -215,8 +215,8 @@ def _relevance(store, concept: str, rows) -> list[bool] | None:
 @app.command("eval")
 @cluster_options
 def eval_cmd(
-    model_path: str = typer.Argument(..., help="Model file written by 'hardneg concept train'."),
-    store_path: str = typer.Argument(..., help="FeatureStore to evaluate on."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Model file written by 'hardneg concept train'."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to evaluate on."),
     split: str | None = typer.Option(None, "--split", help="Evaluate on this split ('' for all rows). Default: test when the store has one, else all rows."),
     concept: str = typer.Option(None, "--concept", "-c", help="Relevant items: tagged with this (default: the model's concept)."),
     label: str = typer.Option(None, "--label", help="Relevant items: this class (name or number) instead of a tag."),

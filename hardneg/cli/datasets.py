@@ -38,7 +38,7 @@ def _list(ctx: typer.Context):
 @app.command("import")
 def import_(
     name: str = typer.Argument(..., help="Dataset name (see `hardneg datasets`)."),
-    store: str = typer.Argument(..., help="FeatureStore directory to create."),
+    store: str = typer.Argument(..., metavar="STORE", help="FeatureStore directory to create."),
     overwrite: bool = typer.Option(False, help="Replace an existing store."),
     batch: int = typer.Option(10_000, min=1, help="Rows per committed batch."),
 ):

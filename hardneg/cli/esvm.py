@@ -26,7 +26,7 @@ app = typer.Typer(help="Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-
 
 @app.command("train")
 def train(
-    store_path: str = typer.Argument(..., help="FeatureStore whose rows give the negatives pool."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore whose rows give the negatives pool."),
     out: str = out_option("Encoder file to write (.npz)."),
     split: str = typer.Option(None, "--split", help="Draw the negatives from this split only (e.g. train); default: the whole store."),
     n_negatives: int = typer.Option(20_000, "--n-negatives", help="Size of the random negatives pool."),
@@ -78,8 +78,8 @@ app.command("fit", hidden=True, help="Deprecated name of `hardneg esvm train`.")
 @app.command("encode")
 @cluster_options
 def encode(
-    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm train`."),
-    store_path: str = typer.Argument(..., help="FeatureStore to encode."),
+    encoder_path: str = typer.Argument(..., metavar="ENCODER", help="Encoder file from `hardneg esvm train`."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to encode."),
     out: str = out_option("New FeatureStore of encodings (resumed if it exists)."),
     n_recursions: int = typer.Option(None, "--recursions", help="Level of the codes (default: the encoder's)."),
     batch_rows: int = typer.Option(1024, "--batch-rows", help="Rows encoded per batch."),
@@ -113,8 +113,8 @@ def encode(
 @app.command("search")
 @cluster_options
 def search(
-    encoder_path: str = typer.Argument(..., help="Encoder file from `hardneg esvm train`."),
-    store_path: str = typer.Argument(..., help="Database: a FeatureStore of base features."),
+    encoder_path: str = typer.Argument(..., metavar="ENCODER", help="Encoder file from `hardneg esvm train`."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="Database: a FeatureStore of base features."),
     query_id: list[str] = query_id_option(required=True),
     codes_path: str = typer.Option(None, "--codes", help="Store of the database's encodings (`hardneg esvm encode`); needed for symmetric scoring."),
     mode: str = typer.Option("symmetric", "--mode", help="symmetric (w_j . w°, database encoded) or asymmetric (x_j . w°)."),

@@ -42,7 +42,7 @@ _MAX_BITS = 4096
 
 @app.command("train")
 def train(
-    store_path: str = typer.Argument(..., help="FeatureStore with the training features."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore with the training features."),
     out: str = out_option("Model file to write (.npz)."),
     method: str = method_option("tsvm", _METHODS_HELP),
     bits: int = typer.Option(
@@ -165,8 +165,8 @@ def _load_queries(path: str, dim: int):
 @app.command("index")
 @cluster_options
 def index(
-    model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
-    store_path: str = typer.Argument(..., help="FeatureStore to encode and index."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Hasher model file from `hardneg hash train`."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to encode and index."),
     out: str = out_option("Index file to write (a sidecar <out>.ids.npz holds the ids)."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", min=1, help="Rows encoded per chunk."),
     nlist: int = typer.Option(
@@ -205,8 +205,8 @@ def index(
 
 @app.command("search")
 def search(
-    model_path: str = typer.Argument(..., help="The hasher model the index was built with."),
-    index_path: str = typer.Argument(..., help="Index file from `hardneg hash index`."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="The hasher model the index was built with."),
+    index_path: str = typer.Argument(..., metavar="INDEX", help="Index file from `hardneg hash index`."),
     store_path: str = typer.Option(
         None, "--store", help="Store of the items (query ids, query-image settings, labels, tags, paths). Default: the store the index was built from."
     ),
@@ -317,8 +317,8 @@ def _groups(queries, results) -> list[dict]:
 @app.command("eval")
 @cluster_options
 def eval_cmd(
-    model_path: str = typer.Argument(..., help="Hasher model file from `hardneg hash train`."),
-    store_path: str = typer.Argument(..., help="Labeled FeatureStore."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Hasher model file from `hardneg hash train`."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="Labeled FeatureStore."),
     queries_split: str = typer.Option("test", "--queries", help="Split whose items are the queries."),
     database_split: str = typer.Option(
         None, "--database", help="Split searched (default: every other row; '' for all rows, each query left out of its own results)."

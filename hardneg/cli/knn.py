@@ -28,7 +28,7 @@ _INDEXES = ("exact", "hnsw")
 
 @cluster_options
 def knn(
-    store_path: str = typer.Argument(..., help="FeatureStore to search."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to search."),
     query_image: list[str] = typer.Option(
         None, "--query-image", help="Image file to query with (repeatable); extracted with the store's own extractor settings."
     ),

@@ -47,7 +47,7 @@ def _run(store: str, host: str, port: int, token: str | None, models_dir: str | 
 
 
 def serve(
-    store: str = typer.Argument(..., help="FeatureStore to serve."),
+    store: str = typer.Argument(..., metavar="STORE", help="FeatureStore to serve."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback unless told otherwise)."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),

@@ -68,7 +68,7 @@ def _make_model(solver: str, lam: float, eta: float, w_init: float, C: float, se
 
 @app.command("train")
 def train(
-    store_path: str = typer.Argument(..., help="Sparse FeatureStore (bag of words) with class labels."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="Sparse FeatureStore (bag of words) with class labels."),
     out: str = out_option("Model file to write (.npz)."),
     solver: str = solver_option("ada", _SOLVER_HELP),
     protocol: str = typer.Option("concept", "--protocol", help="concept: 7 positives x 6 x 500 negatives per class; random: --n-triplets random triplets."),
@@ -129,8 +129,8 @@ def train(
 
 @app.command("index")
 def index(
-    model_path: str = typer.Argument(..., help="Model file from `hardneg similarity train`."),
-    store_path: str = typer.Argument(..., help="Sparse FeatureStore to index."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Model file from `hardneg similarity train`."),
+    store_path: str = typer.Argument(..., metavar="STORE", help="Sparse FeatureStore to index."),
     out: str = out_option("Index file to write (.npz)."),
     chunk_rows: int = typer.Option(8192, "--chunk-rows", help="Rows read per chunk."),
 ):
@@ -151,7 +151,7 @@ def index(
 
 @app.command("search")
 def search(
-    index_path: str = typer.Argument(..., help="Index file from `hardneg similarity index`."),
+    index_path: str = typer.Argument(..., metavar="INDEX", help="Index file from `hardneg similarity index`."),
     store_path: str = typer.Option(..., "--store", help="Store holding the query rows."),
     query_id: list[str] = query_id_option("Id of a query row in --store (repeatable).", required=True),
     k: int = k_option(10, "Results per query."),

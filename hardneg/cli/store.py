@@ -12,7 +12,7 @@ app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/tes
 
 
 @app.command("info")
-def info(path: str = typer.Argument(..., help="Store directory.")):
+def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.")):
     """Rows, dimension, layout, splits, labels and tags of a store."""
     from rich.table import Table
 
@@ -36,7 +36,7 @@ def info(path: str = typer.Argument(..., help="Store directory.")):
 
 
 @app.command("verify")
-def verify(path: str = typer.Argument(..., help="Store directory.")):
+def verify(path: str = typer.Argument(..., metavar="STORE", help="Store directory.")):
     """Check every chunk and item part against the checksums recorded at commit time.
 
     Prints OK, or one line per damaged chunk or part; exits with code 2 when
@@ -56,7 +56,7 @@ def _first_folder(item_id: str) -> str | None:
 
 @app.command("tag")
 def tag(
-    path: str = typer.Argument(..., help="Store directory."),
+    path: str = typer.Argument(..., metavar="STORE", help="Store directory."),
     add: list[str] = typer.Option([], "--add", "-a", help="Tag to add (repeatable), to the items chosen by --id / --folder."),
     remove: list[str] = typer.Option([], "--remove", "-r", help="Tag to remove (repeatable), from the items chosen by --id / --folder, or all items."),
     ids: list[str] = typer.Option([], "--id", help="Item id (repeatable)."),
@@ -151,7 +151,7 @@ def tag(
 
 @app.command("split")
 def split(
-    path: str = typer.Argument(..., help="Store directory."),
+    path: str = typer.Argument(..., metavar="STORE", help="Store directory."),
     test_fraction: float = typer.Option(0.2, "--test-fraction", help="Share of items put in the test split (seeded random)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed of the assignment."),
     stratify: bool = typer.Option(True, "--stratify/--no-stratify", help="Keep each label's (or first tag's) share in both splits."),
@@ -218,7 +218,7 @@ def _strata(store):
 
 @app.command("quantize")
 def quantize(
-    path: str = typer.Argument(..., help="Store directory (dense or sparse, non-negative features)."),
+    path: str = typer.Argument(..., metavar="STORE", help="Store directory (dense or sparse, non-negative features)."),
     bins: int = typer.Option(100, "--bins", min=1, max=255, help="q: bins per dimension (q + 1 levels from 0 to the dimension's maximum, one byte each)."),
     out: str = typer.Option(..., "--out", "-o", help="Binned store folder to write (uint8 codes + grid + item table)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing binned store at --out."),

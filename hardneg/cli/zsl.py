@@ -13,7 +13,7 @@ app = typer.Typer(help="Zero-shot classification by metric learning (Bucher, Her
 
 @app.command("train")
 def train(
-    data: str = typer.Argument(..., help="Folder with the xlsa17 files res101.mat and att_splits.mat."),
+    data: str = typer.Argument(..., metavar="DATA", help="Folder with the xlsa17 files res101.mat and att_splits.mat."),
     out: str = out_option("Model file to write (.npz)."),
     sampler: str = typer.Option("uncertainty", "--sampler", help="random, uncertainty (Eq. 8); correlation (Eq. 9-10) needs per-image attributes, which xlsa17 lacks."),
     n_negatives: int = typer.Option(10, "--n-negatives", "-n", help="Negative pairs per positive pair."),
@@ -42,8 +42,8 @@ def train(
 
 @app.command("eval")
 def evaluate(
-    model: str = typer.Argument(..., help="Model file from `hardneg zsl train`."),
-    data: str = typer.Argument(..., help="Folder with the xlsa17 files."),
+    model: str = typer.Argument(..., metavar="MODEL", help="Model file from `hardneg zsl train`."),
+    data: str = typer.Argument(..., metavar="DATA", help="Folder with the xlsa17 files."),
     as_json: bool = json_option(),
     csv_out: str = csv_option(),
     html_out: str = html_option(),
