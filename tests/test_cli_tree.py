@@ -130,9 +130,18 @@ def test_concept_default_shared_by_cli_and_service():
     assert Settings.__dataclass_fields__["concept_iterations"].default == DEFAULT_N_ITER
 
 
-def test_esvm_fit_is_a_deprecated_alias(capsys):
+def test_esvm_fit_is_a_deprecated_alias(capsys, tmp_path):
+    import numpy as np
+
+    from hardneg.store import FeatureStore
+
     assert main(["esvm", "fit", "--help"]) == 0
     assert "Usage" in capsys.readouterr().out
+    st = FeatureStore.create(tmp_path / "s", 6)
+    st.append(np.random.default_rng(0).random((150, 6), dtype=np.float32), ids=[f"x{i}" for i in range(150)])
+    assert main(["esvm", "fit", str(tmp_path / "s"), "-o", str(tmp_path / "e.npz"), "--min-negatives", "100"]) == 0
+    assert "'esvm fit' is deprecated; use 'esvm train'" in capsys.readouterr().err
+    assert (tmp_path / "e.npz").is_file()
 
 
 def test_help_does_not_import_the_heavy_libraries():
