@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hardneg._topk import TopK
 from hardneg._validation import check_finite_scores
 
 logger = logging.getLogger(__name__)
@@ -31,9 +32,11 @@ class SearchMode:
     in-memory float32 array (shared by every mode and by concept search).
 
     ``rank(x, k)`` takes one dense float32 query vector of the store's
-    dimension and returns ``(rows, scores)``: store row positions, best first,
-    and a score where larger means more similar (a Hamming mode reports the
-    negated distance and its ``score_label`` says so).
+    dimension and returns a :class:`hardneg.TopK` of that query (``(k,)``
+    arrays): ``rows``, store row positions, best first, and ``scores``, where
+    larger means more similar (a Hamming mode reports the negated distance,
+    ``metric="neg_hamming"``, and its ``score_label`` says so). A mode written
+    before hardneg 0.2 may still return the tuple ``(rows, scores)``.
     """
 
     name = ""
@@ -45,7 +48,7 @@ class SearchMode:
     def open(cls, store, models_dir: Path, *, matrix=None):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def rank(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - interface
+    def rank(self, x: np.ndarray, k: int) -> TopK:  # pragma: no cover - interface
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -162,8 +165,9 @@ class HammingMode(SearchMode):
         return "exact" if p is None else f"ivf nprobe={p}/{self.index.nlist}"
 
     def search(self, X, k: int, *, exact: bool = False, nprobe: int | None = None):
-        """Many queries at once: ``(rows (n, k) int64, scores (n, k) float64)``,
-        store rows best first; places an approximate search left empty hold row -1."""
+        """Many queries at once: a :class:`hardneg.TopK` with ``rows`` (n, k) and ``scores``
+        (negated Hamming distances), store rows best first; places an approximate search left
+        empty hold row -1."""
         codes = self.hasher.transform(np.atleast_2d(X))
         p = self.probes(exact, nprobe)
         if p is None:
@@ -172,12 +176,12 @@ class HammingMode(SearchMode):
         else:
             r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=p)
         rows = np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
-        return rows, -d.astype(np.float64)
+        return TopK(rows, -d.astype(np.float64), r.shape[1], metric="neg_hamming", higher_is_better=True)
 
     def rank(self, x, k):
-        rows, scores = self.search(x[None, :], k)
-        keep = rows[0] >= 0
-        return rows[0][keep], scores[0][keep]
+        res = self.search(x[None, :], k)[0]
+        keep = res.rows >= 0
+        return TopK(res.rows[keep], res.scores[keep], res.k, metric=res.metric, higher_is_better=True)
 
 
 @register_mode
@@ -217,7 +221,7 @@ class CosineMode(SearchMode):
         k = min(k, s.size)
         top = np.argpartition(-s, k - 1)[:k]
         top = top[np.lexsort((top, -s[top]))]  # best first, ties by row
-        return top.astype(np.int64), s[top].astype(np.float64)
+        return TopK(top.astype(np.int64), s[top].astype(np.float64), k, s.size, metric="cosine")
 
 
 @register_mode
@@ -247,7 +251,7 @@ class InvertedMode(SearchMode):
         import scipy.sparse as sp
 
         r, s = self.index.rank(sp.csr_matrix(x[None, :]), min(k, len(self.index)))
-        return self.rows[r[0]], s[0]
+        return TopK(self.rows[r[0]], s[0], r.shape[1], len(self.index), metric="similarity")
 
 
 def open_modes(store, models_dir: Path, matrix=None) -> dict[str, SearchMode]:

@@ -236,8 +236,8 @@ class ServeState:
     def _search_batch(self, key, vectors: list) -> list:
         """The micro-batcher's call: queries sharing (mode, k, exact, nprobe), searched at once."""
         mode_name, k, exact, nprobe = key
-        rows, scores = self.modes[mode_name].search(np.stack(vectors), k, exact=exact, nprobe=nprobe)
-        return list(zip(rows, scores))
+        res = self.modes[mode_name].search(np.stack(vectors), k, exact=exact, nprobe=nprobe)
+        return [(q.rows, q.scores) for q in res.queries()]
 
     def close(self) -> None:
         if self.batcher is not None:

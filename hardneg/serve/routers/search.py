@@ -52,8 +52,8 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
                 raise ServeError(503, str(exc)) from None
             timings.update(search_s=info["batch_s"], queue_s=info["queue_s"], batch_size=info["batch_size"])
         else:
-            rows, scores = await run_in_threadpool(mode.search, x[None, :], k, exact=bool(exact), nprobe=nprobe)
-            rows, scores = rows[0], scores[0]
+            res = (await run_in_threadpool(mode.search, x[None, :], k, exact=bool(exact), nprobe=nprobe))[0]
+            rows, scores = res.rows, res.scores
             timings.update(search_s=time.perf_counter() - t, batch_size=1.0)
         keep = rows >= 0  # an approximate search can find fewer than k
         rows, scores = rows[keep], scores[keep]
@@ -62,7 +62,8 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
         if probes is not None:
             timings["nprobe"] = float(probes)
     else:
-        rows, scores = await run_in_threadpool(mode.rank, x, k)
+        res = await run_in_threadpool(mode.rank, x, k)
+        rows, scores = (res.rows, res.scores) if hasattr(res, "rows") else res  # a TopK; a plugin mode's (rows, scores)
         timings["search_s"] = time.perf_counter() - t
         label = mode.search_label()
     ranked = [(r, s) for r, s in zip(np.asarray(rows).tolist(), np.asarray(scores, np.float64).tolist()) if r != exclude]
