@@ -100,7 +100,9 @@ def test_overwrite_keeps_the_old_store_when_building_fails(tmp_path, monkeypatch
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(fs_mod.zarr, "open_group", boom)
+    import zarr  # the store imports Zarr where it writes, not at module level
+
+    monkeypatch.setattr(zarr, "open_group", boom)
     with pytest.raises(OSError):
         FeatureStore.create(tmp_path / "s", dim=4, overwrite=True)
     monkeypatch.undo()

@@ -84,7 +84,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import scipy.sparse as sp
-import zarr
 from filelock import FileLock, Timeout
 
 from .._atomic import atomic_path
@@ -313,6 +312,8 @@ class FeatureStore:
             if not (self.path / "items").is_dir():
                 raise StoreError(f"{self.path}: the items/ folder is missing")
             if _mode == "a":
+                import zarr  # only writers (and to_dask) need Zarr: reading a store opens chunk files directly
+
                 try:
                     for name in self._arrays:
                         arr = zarr.open_array(str(self.path / "vectors" / name), mode="r+")
@@ -461,6 +462,8 @@ class FeatureStore:
 
     @staticmethod
     def _build(tmp: Path, dim: int, sparse: bool, chunk_rows: int, attrs) -> None:
+        import zarr
+
         group = zarr.open_group(str(tmp / "vectors"), mode="w")
         if sparse:
             group.create_array("indptr", shape=(0,), chunks=(_SPARSE_INDPTR_CHUNK,), dtype="int64", compressors=None, fill_value=0)
@@ -1152,6 +1155,8 @@ class FeatureStore:
             a = self._arrays["X"]
             for c in range(n_chunks(n, a.chunk_len)):
                 self._stat_chunk(a, c)  # presence and size here; values per block, on the workers
+            import zarr
+
             arr = zarr.open_array(str(self.path / "vectors" / "X"), mode="r")
             view = da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
             return view.map_blocks(_finite_block, str(self.path), dtype=np.float32)
