@@ -120,7 +120,7 @@ class WhiteningEncoder(_Base):
     ``z = diag(var + eps)^(-1/2) V^T (x - mu)``, ``z / ||z||``, with ``V`` the
     leading eigenvectors of the covariance of the fit rows and ``var`` their
     eigenvalues (scikit-learn's ``PCA(whiten=True)`` followed by l2, computed
-    with one symmetric eigendecomposition).
+    with one thin SVD of the centred rows).
 
     Parameters
     ----------
@@ -178,12 +178,10 @@ class WhiteningEncoder(_Base):
                            k, limit, n, d, limit)
             k = limit
         mu = X.mean(axis=0)
-        Xc = X - mu
-        cov = (Xc.T @ Xc) / max(n - 1, 1)
-        var, vecs = np.linalg.eigh(cov)
-        order = np.argsort(var)[::-1][:k]
-        var = np.maximum(var[order], 0.0)
-        vecs = vecs[:, order]
+        # thin SVD of the centred rows: O(min(n, d)^2 max(n, d)), not a d x d eigendecomposition (VLAD: d = 8,192)
+        _, sv, vt = np.linalg.svd(X - mu, full_matrices=False)
+        var = sv[:k] ** 2 / max(n - 1, 1)
+        vecs = vt[:k].T
         # a deterministic sign per direction (eigh's is arbitrary)
         signs = np.sign(vecs[np.abs(vecs).argmax(axis=0), np.arange(k)])
         vecs *= np.where(signs == 0, 1.0, signs)
