@@ -238,3 +238,148 @@ def quantize(
         raise CLIError(str(exc).splitlines()[0]) from None
     console.print(f"{out}: {len(binned):,} rows x {binned.dim} dims as uint8 codes, q={binned.n_bins} "
                   f"({len(binned) * binned.dim / 2**20:,.1f} MiB)", highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command("import")
+def import_cmd(
+    source: str = typer.Argument(..., help="Embeddings: a .npy array, a .parquet file (a list column) or a .safetensors file."),
+    out: str = typer.Option(..., "--out", "-o", help="Store folder to write."),
+    ids: str = typer.Option(None, "--ids", help="CSV side file: one id per embedding row, in row order (default: row numbers, or the Parquet id column)."),
+    tags: str = typer.Option(None, "--tags", help="CSV side file of id,tag1;tag2 rows."),
+    labels: str = typer.Option(None, "--labels", help="CSV side file of id,class rows (class numbers or names)."),
+    column: str = typer.Option(None, "--column", help="The embedding column of a Parquet file (default: its only list-of-numbers column)."),
+    block_rows: int = typer.Option(65536, "--block-rows", min=1, help="Rows read at a time (the memory bound)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
+):
+    """Make a store from embeddings computed elsewhere (CLIP, DINO, your own model): every method then works on it.
+
+    Checked while read, block by block: NaN or infinity, shapes, number types.
+    Safe to interrupt: the store appears under --out only when complete.
+    """
+    from ..store import StoreError
+    from ..store._import import import_embeddings
+    from ._common import check_output_dir, task_progress
+
+    check_output_dir(out, "--out", inputs=(source,))
+    try:
+        with task_progress(f"importing {Path(source).name}", None) as advance:
+            store = import_embeddings(source, out, ids=ids, tags=tags, labels=labels, column=column, overwrite=overwrite,
+                                      block_rows=block_rows, progress=advance)
+    except (StoreError, ValueError) as exc:
+        raise CLIError(str(exc).splitlines()[0]) from None
+    console.print(f"{out}: {len(store):,} rows x {store.dim} imported from {source}; {store.summary()}",
+                  highlight=False, markup=False, soft_wrap=True)
+
+
+def _chosen_ids(store, path: str, ids: list[str], folder: list[str], csv_file: str | None) -> list[str]:
+    """Item ids named by --id, --folder (id prefix or image folder) and --from-csv (first column)."""
+    from ..features._images import resolve_stored_path
+
+    all_ids = store.ids().tolist()
+    known = set(all_ids)
+    chosen: list[str] = []
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise CLIError(f"--id: not in {path}: {', '.join(missing[:5])}")
+    chosen += ids
+    paths = store.items.column("path").to_pylist() if folder else []
+    for f in folder:
+        prefix = f.rstrip("/") + "/"
+        target = Path(f).resolve()
+        hits = []
+        for i, p in zip(all_ids, paths):
+            if i.startswith(prefix):
+                hits.append(i)
+            elif p is not None:
+                rp = resolve_stored_path(store, p)
+                if rp is not None and target in Path(rp).resolve().parents:
+                    hits.append(i)
+        if not hits:
+            raise CLIError(f"--folder {f}: no item of {path} has an id under {prefix} or an image in that folder")
+        chosen += hits
+    if csv_file is not None:
+        import csv
+
+        from ._common import check_input_file
+
+        p = check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            rows = [r[0].strip() for r in csv.reader(fh) if r and r[0].strip() and not r[0].lstrip().startswith("#")]
+        if rows and rows[0].lower() == "id":
+            rows = rows[1:]
+        missing = [i for i in rows if i not in known]
+        if missing:
+            raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
+        chosen += rows
+    return list(dict.fromkeys(chosen))
+
+
+@app.command("remove")
+def remove(
+    path: str = typer.Argument(..., help="Store directory."),
+    ids: list[str] = typer.Option([], "--id", help="Item id to remove (repeatable)."),
+    folder: list[str] = typer.Option([], "--folder", help="Remove the items whose id starts with this folder, or whose image lies under it (repeatable)."),
+    csv_file: str = typer.Option(None, "--from-csv", help="CSV file whose first column lists the ids to remove."),
+    missing: bool = typer.Option(False, "--missing", help="Remove every item whose image file no longer exists."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be removed; change nothing."),
+):
+    """Remove items and their vectors: by id, folder, CSV, or those whose image is gone.
+
+    Safe to interrupt: the store is rebuilt beside the old one and swapped
+    in atomically, so a kill leaves the old store or the new one.
+    """
+    import numpy as np
+
+    from ..features._images import resolve_stored_path
+    from ..store import FeatureStore
+    from ..store._edit import rebuild_store
+
+    if not (ids or folder or csv_file or missing):
+        raise CLIError("nothing to remove: give --id ID, --folder FOLDER, --from-csv FILE or --missing")
+    store = FeatureStore.open(path)
+    chosen = set(_chosen_ids(store, path, list(ids), list(folder), csv_file))
+    if missing:
+        import os
+
+        no_path = 0
+        for i, p in zip(store.ids().tolist(), store.items.column("path").to_pylist()):
+            if p is None:
+                no_path += 1
+            elif not os.path.exists(resolve_stored_path(store, p)):
+                chosen.add(i)
+        if no_path == len(store):
+            raise CLIError(f"--missing: {path} records no image paths (imported embeddings?); nothing to check")
+    keep = ~np.isin(store.ids(), np.array(sorted(chosen), dtype=object)) if chosen else np.ones(len(store), bool)
+    n = int((~keep).sum())
+    if n == 0:
+        console.print(f"{path}: nothing to remove", highlight=False, markup=False)
+        return
+    if n == len(store) and not dry_run:
+        raise CLIError(f"{path}: this would remove all {n:,} items; delete the store folder instead")
+    if dry_run:
+        shown = ", ".join(store.ids()[~keep][:5].tolist()) + (f" and {n - 5:,} more" if n > 5 else "")
+        console.print(f"{path}: would remove {n:,} of {len(store):,} items ({shown})", highlight=False, markup=False, soft_wrap=True)
+        return
+    removed = rebuild_store(path, keep)
+    console.print(f"{path}: {removed:,} item(s) removed; {FeatureStore.open(path).summary()}", highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command("relocate")
+def relocate(
+    path: str = typer.Argument(..., help="Store directory."),
+    old: str = typer.Option(..., "--from", help="The folder the images were in."),
+    new: str = typer.Option(..., "--to", help="The folder they are in now (same layout below it)."),
+):
+    """Re-point the image paths after the images moved (from --from to --to).
+
+    Safe to interrupt: the new item table is committed atomically.
+    """
+    from ..store import FeatureStore
+    from ..store._edit import relocate_images
+
+    with FeatureStore.open(path, mode="a") as store:
+        try:
+            changed = relocate_images(store, old, new)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+    console.print(f"{path}: {changed:,} image path(s) now under {new}", highlight=False, markup=False, soft_wrap=True)

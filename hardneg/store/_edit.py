@@ -19,9 +19,12 @@ it cannot interleave with an append or another edit.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import uuid
 import zlib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +36,7 @@ from ._items import check_label, tag_list
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["edit_items", "next_part_name", "replace_items", "store_summary"]
+__all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "remove_items", "replace_items", "store_summary"]
 
 _PART_NUMBER = re.compile(r"^part-(\d+)")
 
@@ -206,3 +209,193 @@ def store_summary(store, *, top: int = 12) -> str:
         parts.append("no splits")
     return "; ".join(parts)
 
+
+
+# ---------------------------------------------------------------------------- removing and relocating items
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    False where the system or the filesystem lacks it; the caller then
+    falls back to two renames.
+    """
+    import ctypes
+    import errno
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _swap_dir(path: Path) -> Path:
+    """A free sibling name for a store being rebuilt beside ``path`` (hidden, removed on success)."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
+
+
+def _clear_leftovers(path: Path) -> None:
+    """Remove what a killed rebuild of ``path`` left beside it (the caller holds the writer lock,
+    so no rebuild of this store is running)."""
+    from ._feature_store import _remove_replaced
+
+    for stale in path.parent.glob(f".{path.name}.*"):
+        # the swap folder, or FeatureStore.create's temporary folder beside it
+        if re.fullmatch(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.swap(\..+\.creating)?", stale.name):
+            logger.info("removing %s, left by an interrupted rebuild of %s", stale, path)
+            _remove_replaced(stale)
+
+
+def swap_in(tmp: Path, path: Path) -> Path:
+    """Put the folder ``tmp`` at ``path`` (which exists) in one atomic exchange; returns where the
+    old folder now is (to remove). Where the system lacks the exchange, two renames: a kill
+    between them leaves the old store under a ``.swap`` name beside an empty ``path``."""
+    _fsync_dir(tmp)
+    if _exchange(tmp, path):
+        _fsync_dir(path.parent)
+        return tmp
+    trash = _swap_dir(path)
+    os.rename(path, trash)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(trash, path)
+        raise
+    return trash
+
+
+def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None) -> int:
+    """Rewrite the store at ``path`` with only the rows where ``keep`` is True.
+
+    The new store is built beside the old one (vectors copied block by
+    block, the item table, attrs and codebook carried over) while the old
+    store's writer lock is held, then swapped in with one atomic exchange
+    of the two folders (``renameat2``; two renames where the system lacks
+    it). A process killed at any point leaves the old store or the new one
+    at ``path``; the half-built or replaced copy beside it is a hidden
+    ``.NAME.<hex>.swap`` folder, removed by the next rebuild. Returns the
+    number of rows removed.
+    """
+    from ._feature_store import FeatureStore, _remove_replaced, local_store_path
+
+    path = local_store_path(path)
+    with FeatureStore.open(path, mode="a") as store:
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (len(store),):
+            raise ValueError(f"keep: expected {len(store)} booleans (one per row of {path}), got shape {keep.shape}")
+        n_removed = int((~keep).sum())
+        if n_removed == 0:
+            return 0
+        _clear_leftovers(path)
+        table = store.items.filter(pa.array(keep))
+        tmp = _swap_dir(path)
+        try:
+            with FeatureStore.create(tmp, store.dim, sparse=store.is_sparse, chunk_rows=store.chunk_rows, attrs=store.attrs) as new:
+                kept_ids = table.column("id").to_pylist()
+                # ~64 MiB blocks: each append is one commit (fsyncs), so few large ones
+                rows = block_rows or store.chunk_rows * max(1, (64 << 20) // (4 * store.dim * store.chunk_rows))
+                for lo, block in store.iter_chunks(rows):
+                    mask = keep[lo : lo + block.shape[0]]
+                    if mask.any():
+                        done = len(new)
+                        new.append(block[mask], ids=kept_ids[done : done + int(mask.sum())])
+                if table.num_rows:
+                    replace_items(new, table)  # tags, labels, splits and paths exactly as they were
+                codebook = path / "codebook.npz"
+                if codebook.is_file():
+                    with atomic_path(tmp / codebook.name) as part:
+                        part.write_bytes(codebook.read_bytes())
+            tmp = swap_in(tmp, path)
+        except BaseException:
+            _remove_replaced(tmp)
+            raise
+    _remove_replaced(tmp)  # now the old store
+    logger.info("%s: %d rows removed, %d kept", path, n_removed, table.num_rows)
+    return n_removed
+
+
+def remove_items(path, ids) -> int:
+    """Remove the items ``ids`` (and their vectors) from the store at ``path``; returns how many.
+
+    Crash-safe: the store is rebuilt beside and swapped in (:func:`rebuild_store`).
+    Unknown ids are refused, naming them, before anything is written.
+    """
+    from ._feature_store import FeatureStore
+
+    ids = [str(i) for i in ids]
+    store = FeatureStore.open(path)
+    rows = _row_index(store, ids)
+    keep = np.ones(len(store), dtype=bool)
+    keep[rows] = False
+    return rebuild_store(path, keep)
+
+
+def relocate_images(store, old, new) -> int:
+    """Point the image paths under folder ``old`` at the same files under ``new`` (images moved).
+
+    ``store`` is open for writing. ``old`` and ``new`` are folders as seen
+    from the current directory; a path is rewritten when the file it names
+    (see :func:`hardneg.features._images.resolve_stored_path`) lies under
+    ``old``. Paths are stored as before: relative to the store when the store
+    records them so, else absolute. Commits atomically, like a tag edit.
+    Returns the number of paths changed; a ValueError when none lies under
+    ``old``, or when none of the new files exists (a mistyped ``new``).
+    """
+    from ..features._images import resolve_stored_path
+
+    store._require_writable()
+    old_dir, new_dir = os.path.abspath(old), os.path.abspath(new)
+    if not os.path.isdir(new_dir):
+        raise ValueError(f"--to {new}: no such folder")
+    table = store.items
+    paths = table.column("path").to_pylist()
+    relative = store.attrs.get("image_paths") == "relative-to-store"
+    base = os.path.abspath(store.path)
+    changed, found = 0, 0
+    out = list(paths)
+    for r, p in enumerate(paths):
+        where = resolve_stored_path(store, p)
+        if where is None:
+            continue
+        where = os.path.abspath(where)
+        try:
+            inside = os.path.commonpath([where, old_dir]) == old_dir
+        except ValueError:  # another drive
+            inside = False
+        if not inside:
+            continue
+        moved = os.path.join(new_dir, os.path.relpath(where, old_dir))
+        found += os.path.exists(moved)
+        out[r] = os.path.relpath(moved, base) if relative else moved
+        changed += out[r] != p
+    if not changed:
+        raise ValueError(f"--from {old}: no image path of {store.path} lies under {old_dir}")
+    if not found:
+        raise ValueError(f"--to {new}: none of the {changed} images from {old} is there; check the folder")
+    new_table = table.set_column(table.schema.get_field_index("path"), "path", pa.array(out, pa.string()))
+    replace_items(store, new_table)
+    if found < changed:
+        logger.warning("%s: %d of %d relocated images are not under %s either", store.path, changed - found, changed, new_dir)
+    return changed

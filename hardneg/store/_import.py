@@ -1,0 +1,422 @@
+"""Bring your own embeddings: a FeatureStore from a ``.npy``, ``.parquet`` or ``.safetensors`` file.
+
+Every method reads a FeatureStore; a collection embedded elsewhere (CLIP,
+DINO, a model of your own) becomes one here, read block by block so a file
+larger than memory imports as well as a small one:
+
+- ``.npy``: a 2-D array of numbers (memory-mapped; no pickled objects);
+- ``.parquet``: one embedding column (a list of numbers per row, the only
+  such column unless ``column=`` names it) and optional ``id``, ``path``,
+  ``tags`` (a list of strings, or one string with ``;`` between tags) and
+  ``label`` (an integer class, or a class name) columns;
+- ``.safetensors``: the tensor ``embeddings`` (or the file's only tensor),
+  and optionally an integer tensor ``labels``. The format holds tensors
+  only: ids come from an ``ids`` side file, else the row numbers.
+
+Side files (CSV, UTF-8) add what the embedding file lacks: ``ids`` holds one
+id per row in row order (first column; a first row ``id`` is a header),
+``tags`` holds ``id,tag1;tag2`` rows and ``labels`` ``id,class`` rows.
+
+Every value is checked (NaN or infinity, also after the cast to float32,
+shapes, types) and refused with one line naming the file and the row. The
+store is built beside ``out`` and renamed into place at the end, so an
+interrupted import leaves no half store (``overwrite`` swaps an old store
+out in one atomic step).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ._errors import StoreError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["import_embeddings", "FORMATS"]
+
+FORMATS = (".npy", ".parquet", ".safetensors")
+DEFAULT_BLOCK_ROWS = 65536
+
+
+def _read_csv_rows(path, what: str) -> list[list[str]]:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{what} {path}: no such file")
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r) and not r[0].lstrip().startswith("#")]
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path}: not a UTF-8 text file") from None
+    if rows and rows[0][0].strip().lower() == "id":
+        rows = rows[1:]
+    return rows
+
+
+def _read_ids(path, n: int) -> list[str]:
+    ids = [r[0].strip() for r in _read_csv_rows(path, "ids")]
+    if len(ids) != n:
+        raise ValueError(f"ids {path}: {len(ids):,} ids for {n:,} embedding rows (one id per row, in row order)")
+    seen: set[str] = set()
+    for line, i in enumerate(ids, 1):
+        if not i:
+            raise ValueError(f"ids {path}: id {line} is empty")
+        if i in seen:
+            raise ValueError(f"ids {path}: id {i!r} is given twice")
+        seen.add(i)
+    return ids
+
+
+def _read_mapping(path, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for n, row in enumerate(_read_csv_rows(path, what), 1):
+        if len(row) < 2:
+            raise ValueError(f"{what} {path}: row {n} has no value after the id (expected id,value)")
+        key = row[0].strip()
+        if key in out:
+            raise ValueError(f"{what} {path}: id {key!r} is given twice")
+        out[key] = ",".join(row[1:]).strip()
+    return out
+
+
+# ---------------------------------------------------------------------------- readers: (n, dim), blocks
+
+
+class _Source:
+    """An embedding file read block by block: ``n``, ``dim``, ``blocks(rows)`` and item columns."""
+
+    n: int
+    dim: int
+    ids: list[str] | None = None
+    paths: list | None = None
+    tags: list | None = None
+    labels: list | None = None
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _check_numeric(dtype, where: str) -> None:
+    if np.dtype(dtype).kind not in "fiub":
+        raise ValueError(f"{where}: holds {np.dtype(dtype)} values; embeddings are numbers (float32 best)")
+
+
+class _Npy(_Source):
+    def __init__(self, path: Path):
+        try:
+            self.array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            raise ValueError(f"{path}: not a .npy array of numbers ({str(exc).splitlines()[0]})") from None
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read it as a .npy file ({exc.strerror or exc})") from None
+        if not isinstance(self.array, np.ndarray):
+            raise ValueError(f"{path}: holds several arrays (.npz); save the embeddings alone with np.save")
+        if self.array.ndim != 2:
+            raise ValueError(f"{path}: expected a 2-D array (rows, dims), got shape {self.array.shape}")
+        _check_numeric(self.array.dtype, str(path))
+        self.n, self.dim = self.array.shape
+
+    def blocks(self, rows: int):
+        for lo in range(0, self.n, rows):
+            yield np.asarray(self.array[lo : lo + rows])
+
+
+class _Safetensors(_Source):
+    def __init__(self, path: Path):
+        try:
+            from safetensors import safe_open
+        except ImportError:
+            from .._extras import install_hint
+
+            raise ImportError(f"{path}: reading .safetensors needs the safetensors package: {install_hint('embeddings')}") from None
+        try:
+            self.handle = safe_open(str(path), framework="numpy")
+            keys = list(self.handle.keys())
+        except Exception as exc:  # noqa: BLE001 - the library raises its own types for a bad header
+            raise ValueError(f"{path}: not a readable .safetensors file ({str(exc).splitlines()[0][:160]})") from None
+        if "embeddings" in keys:
+            self.key = "embeddings"
+        elif len(keys) == 1:
+            self.key = keys[0]
+        else:
+            raise ValueError(f"{path}: no tensor named 'embeddings' among {', '.join(keys[:8]) or 'none'}; name the embedding tensor 'embeddings'")
+        self.slice = self.handle.get_slice(self.key)
+        shape = self.slice.get_shape()
+        if len(shape) != 2:
+            raise ValueError(f"{path}: tensor {self.key!r} has shape {tuple(shape)}; expected (rows, dims)")
+        dtype = self.slice.get_dtype()
+        if dtype not in ("F16", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64"):
+            raise ValueError(f"{path}: tensor {self.key!r} is {dtype}, which NumPy cannot read as numbers; save it as float32")
+        self.n, self.dim = int(shape[0]), int(shape[1])
+        self.path = path
+        if "labels" in keys and self.key != "labels":
+            lab = self.handle.get_tensor("labels")
+            if lab.shape != (self.n,) or lab.dtype.kind not in "iu":
+                raise ValueError(f"{path}: tensor 'labels' must hold one integer per row ({self.n}), got shape {lab.shape} {lab.dtype}")
+            self.labels = lab.astype(np.int64).tolist()
+
+    def blocks(self, rows: int):
+        for lo in range(0, self.n, rows):
+            yield np.asarray(self.slice[lo : min(lo + rows, self.n)])
+
+
+class _Parquet(_Source):
+    def __init__(self, path: Path, column: str | None):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            self.file = pq.ParquetFile(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0][:160]})") from None
+        schema = self.file.schema_arrow
+        lists = [f.name for f in schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)]
+        numeric = [name for name in lists if pa.types.is_floating(schema.field(name).type.value_type) or pa.types.is_integer(schema.field(name).type.value_type)]
+        if column is not None:
+            if column not in schema.names:
+                raise ValueError(f"--column {column}: {path} has no such column (columns: {', '.join(schema.names)})")
+            if column not in numeric:
+                raise ValueError(f"--column {column}: in {path} it is {schema.field(column).type}, not a list of numbers per row")
+            self.column = column
+        elif len(numeric) == 1:
+            self.column = numeric[0]
+        else:
+            found = "none" if not numeric else ", ".join(numeric)
+            raise ValueError(f"{path}: cannot tell the embedding column (lists of numbers: {found}); name it with --column")
+        self.path = path
+        self.n = self.file.metadata.num_rows
+        self.dim = 0
+        for batch in self.file.iter_batches(batch_size=1, columns=[self.column]):
+            first = batch.column(0)[0].as_py()
+            self.dim = len(first) if first is not None else 0
+            break
+        if self.dim == 0:
+            raise ValueError(f"{path}: the first row of column {self.column!r} is empty or null")
+        self._items(schema)
+
+    def _items(self, schema) -> None:
+        import pyarrow as pa
+
+        names = set(schema.names)
+        if "id" in names:
+            self.ids = [None if v is None else str(v) for v in self._whole("id")]
+            missing = [r for r, v in enumerate(self.ids) if v is None or v == ""]
+            if missing:
+                raise ValueError(f"{self.path}: column 'id' is empty in row {missing[0]}")
+        if "path" in names:
+            base = self.path.parent
+            self.paths = [None if v is None else os.path.normpath(os.path.join(os.path.abspath(base), str(v))) for v in self._whole("path")]
+        if "tags" in names:
+            t = schema.field("tags").type
+            raw = self._whole("tags")
+            if pa.types.is_list(t) or pa.types.is_large_list(t):
+                self.tags = [[str(x) for x in v] if v else [] for v in raw]
+            else:
+                self.tags = [[s.strip() for s in str(v).split(";") if s.strip()] if v else [] for v in raw]
+        if "label" in names:
+            self.labels = self._whole("label")
+
+    def _whole(self, name: str) -> list:
+        return self.file.read(columns=[name]).column(0).to_pylist()
+
+    def blocks(self, rows: int):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        done = 0
+        for batch in self.file.iter_batches(batch_size=rows, columns=[self.column]):
+            col = batch.column(0)
+            if col.null_count:
+                bad = done + int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                raise ValueError(f"{self.path}: row {bad} of column {self.column!r} is null (no embedding)")
+            if not pa.types.is_fixed_size_list(col.type):
+                lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+                wrong = np.flatnonzero(lengths != self.dim)
+                if wrong.size:
+                    r = int(wrong[0])
+                    raise ValueError(f"{self.path}: row {done + r} of column {self.column!r} has {lengths[r]} values, row 0 has {self.dim}")
+            values = pc.list_flatten(col).to_numpy(zero_copy_only=False)
+            if values.dtype == object:  # a null inside a list
+                raise ValueError(f"{self.path}: column {self.column!r} holds null values inside rows {done}..{done + len(col) - 1}")
+            yield values.reshape(len(col), self.dim)
+            done += len(col)
+
+
+def _open_source(path: Path, column: str | None) -> _Source:
+    suffix = path.suffix.lower()
+    if column is not None and suffix != ".parquet":
+        raise ValueError(f"--column {column}: only a .parquet file has columns ({path} is {suffix or 'without a suffix'})")
+    if suffix == ".npy":
+        return _Npy(path)
+    if suffix == ".parquet":
+        return _Parquet(path, column)
+    if suffix == ".safetensors":
+        return _Safetensors(path)
+    raise ValueError(f"{path}: unknown embedding file type {suffix or '(no suffix)'!r}; expected {', '.join(FORMATS)}")
+
+
+def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | None]:
+    """Integer classes as they are; class names numbered in sorted order (recorded as class_names)."""
+    values = [v for v in labels if v is not None and v != ""]
+    if not values:
+        return [-1] * len(labels), None
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return [-1 if v is None else int(v) for v in labels], None
+    as_text = ["" if v is None else str(v).strip() for v in labels]
+    if all(t.lstrip("-").isdigit() for t in as_text if t):
+        return [int(t) if t else -1 for t in as_text], None
+    names = sorted({t for t in as_text if t})
+    index = {name: k for k, name in enumerate(names)}
+    logger.info("%s: %d class names, numbered in sorted order", where, len(names))
+    return [index[t] if t else -1 for t in as_text], names
+
+
+def import_embeddings(
+    source,
+    out,
+    *,
+    ids=None,
+    tags=None,
+    labels=None,
+    column: str | None = None,
+    overwrite: bool = False,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    progress: Callable[[int], None] | None = None,
+):
+    """Write the embeddings of ``source`` into a new FeatureStore at ``out``.
+
+    Parameters
+    ----------
+    source : str or Path
+        A ``.npy``, ``.parquet`` or ``.safetensors`` file (see the module docstring).
+    out : str or Path
+        Store folder to write; it must not exist unless ``overwrite``.
+    ids, tags, labels : str or Path, optional
+        CSV side files: ids in row order; ``id,tag1;tag2`` rows; ``id,class`` rows.
+    column : str, optional
+        The embedding column of a Parquet file (default: its only list-of-numbers column).
+    block_rows : int
+        Rows read and written at a time: the memory bound.
+    progress : callable, optional
+        Called with the number of rows just written.
+
+    Returns
+    -------
+    FeatureStore
+        The new store, open read-only.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "emb.npy"), np.eye(3, dtype=np.float32))
+    >>> store = import_embeddings(os.path.join(d, "emb.npy"), os.path.join(d, "emb.store"))
+    >>> len(store), store.dim, store.ids().tolist()
+    (3, 3, ['0', '1', '2'])
+    """
+    from .._validation import check_positive_int
+    from ._edit import _fsync_dir, _swap_dir, swap_in
+    from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
+
+    block_rows = check_positive_int(block_rows, "block_rows")
+    source = Path(source)
+    if not source.is_file():
+        raise ValueError(f"{source}: no such file" if not source.exists() else f"{source}: is a folder, not an embedding file")
+    out = local_store_path(out)
+    if (out.exists() or out.is_symlink()) and not overwrite:
+        raise StoreError(f"{str(out)!r} already exists (overwrite=True / --overwrite replaces it)")
+    src = _open_source(source, column)
+    n, dim = src.n, src.dim
+    if n == 0 or dim == 0:
+        raise ValueError(f"{source}: holds no embeddings (shape ({n}, {dim}))")
+    item_ids = _read_ids(ids, n) if ids is not None else src.ids
+    if item_ids is None:
+        item_ids = [str(i) for i in range(n)]
+    elif ids is None:
+        dup = len(set(item_ids)) != n
+        if dup:
+            from collections import Counter
+
+            twice = next(i for i, c in Counter(item_ids).items() if c > 1)
+            raise ValueError(f"{source}: id {twice!r} is given twice")
+    row_of = {i: r for r, i in enumerate(item_ids)}
+    item_tags = src.tags
+    if tags is not None:
+        from ._items import tag_list
+
+        mapping = _read_mapping(tags, "tags")
+        unknown = [i for i in mapping if i not in row_of]
+        if unknown:
+            raise ValueError(f"tags {tags}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
+        item_tags = [list(t) for t in item_tags] if item_tags is not None else [[] for _ in range(n)]
+        for i, value in mapping.items():
+            item_tags[row_of[i]] = list(dict.fromkeys(item_tags[row_of[i]] + [t.strip() for t in value.split(";") if t.strip()]))
+        for r, t in enumerate(item_tags):
+            tag_list(t, r)  # refuses a tag that would not read back as itself
+    raw_labels = src.labels
+    if labels is not None:
+        mapping = _read_mapping(labels, "labels")
+        unknown = [i for i in mapping if i not in row_of]
+        if unknown:
+            raise ValueError(f"labels {labels}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
+        raw_labels = [None] * n if raw_labels is None else list(raw_labels)
+        for i, value in mapping.items():
+            raw_labels[row_of[i]] = value
+    item_labels, class_names = _labels_and_names(raw_labels, str(labels or source)) if raw_labels is not None else (None, None)
+    attrs = {"imported": {"file": source.name, "format": source.suffix.lower().lstrip("."), "rows": n, "dim": dim}}
+    if isinstance(src, _Parquet):
+        attrs["imported"]["column"] = src.column
+    if class_names is not None:
+        attrs["class_names"] = class_names
+
+    tmp = _swap_dir(out)
+    try:
+        with FeatureStore.create(tmp, dim, attrs=attrs) as store:
+            lo = 0
+            for block in src.blocks(block_rows):
+                block = np.asarray(block)
+                _check_numeric(block.dtype, str(source))
+                with np.errstate(over="ignore"):  # a value beyond float32 becomes inf: refused below, naming the row
+                    X = np.ascontiguousarray(block, dtype=np.float32)
+                finite = np.isfinite(X).all(axis=1)
+                if not finite.all():
+                    r = lo + int(np.flatnonzero(~finite)[0])
+                    big = np.isfinite(block[r - lo]).all() if block.dtype.kind == "f" else True
+                    why = "a value too large for float32" if big else "NaN or infinity"
+                    raise ValueError(f"{source}: row {r} ({item_ids[r]!r}) holds {why}; fix or drop that row")
+                hi = lo + X.shape[0]
+                store.append(
+                    X, ids=item_ids[lo:hi],
+                    paths=None if src.paths is None else src.paths[lo:hi],
+                    tags=None if item_tags is None else item_tags[lo:hi],
+                    labels=None if item_labels is None else item_labels[lo:hi],
+                )
+                if progress is not None:
+                    progress(X.shape[0])
+                lo = hi
+            if lo != n:
+                raise ValueError(f"{source}: read {lo} rows, the header says {n}")
+        _fsync_dir(tmp)
+        if out.exists() or out.is_symlink():
+            _check_replaceable(out)
+            old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
+            try:
+                trash = swap_in(tmp, out)
+            finally:
+                if old is not None:
+                    old.release()
+            tmp = trash
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(tmp, out)
+            tmp = None
+    finally:
+        if tmp is not None:
+            _remove_replaced(tmp)
+    logger.info("%s: %d rows x %d imported from %s", out, n, dim, source)
+    return FeatureStore.open(out)
