@@ -131,17 +131,10 @@ def search(model, data, k: int = 100, *, rows=None, chunk_rows: int | None = Non
 
 
 def scores_partition(part, *, store: str, model, block_rows: int) -> np.ndarray:
-    from hardneg.distributed._partition import (
-        dense,
-        iter_partition,
-        open_model,
-        open_store,
-    )
+    """Decision values (float64) of one partition's rows, in row order (a worker's task)."""
+    from hardneg.distributed._partition import map_partition, open_model
 
-    st = open_store(store)
-    m = open_model(model, "concept")
-    out = [np.asarray(m.decision_function(dense(block)), dtype=np.float64) for _, block in iter_partition(st, part, block_rows)]
-    return np.concatenate(out) if out else np.empty(0, np.float64)
+    return map_partition(store, part, block_rows, open_model(model, "concept").decision_function, dtype=np.float64)
 
 
 def score_rows(model, store, rows=None, *, runner=None, partition_rows: int | None = None,

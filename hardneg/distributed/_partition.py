@@ -20,7 +20,7 @@ import numpy as np
 
 from ..store._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
 
-__all__ = ["Partition", "iter_partition", "open_model", "open_source", "open_store", "partitions", "source_for", "source_partitions", "store_url"]
+__all__ = ["Partition", "iter_partition", "map_partition", "open_model", "open_source", "open_store", "partitions", "source_for", "source_partitions", "store_url"]
 
 DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 4 default chunks
 
@@ -204,3 +204,13 @@ def iter_partition(store, part: Partition, block_rows: int):
         for a in range(0, len(part.rows), block_rows):
             idx = part.rows[a : a + block_rows]
             yield idx, store.take(idx)
+
+
+def map_partition(source, part: Partition, block_rows: int, fn, *, dtype=None) -> np.ndarray:
+    """``fn(block)`` (a dense block) over a partition's blocks, concatenated in row order:
+    the shape of every per-row partition function (scores, codes)."""
+    data = open_source(source)
+    out = [np.asarray(fn(dense(block)), dtype=dtype) for _, block in iter_partition(data, part, block_rows)]
+    if not out:
+        return np.empty(0, dtype or np.float64)
+    return np.concatenate(out) if len(out) > 1 else out[0]

@@ -128,13 +128,10 @@ def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 10
 
 def esvm_partition(part, *, store: str, encoder, n_recursions: int, block_rows: int) -> np.ndarray:
     """Codes (float32) of one partition's rows, in row order (a worker's task)."""
-    from ..distributed._partition import dense, iter_partition, open_model, open_store
+    from ..distributed._partition import map_partition, open_model
 
-    st = open_store(store)
     enc = open_model(encoder, "esvm")
-    blocks = [np.asarray(enc.transform(dense(block), n_recursions=n_recursions), dtype=np.float32)
-              for _, block in iter_partition(st, part, block_rows)]
-    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+    return map_partition(store, part, block_rows, lambda X: enc.transform(X, n_recursions=n_recursions), dtype=np.float32)
 
 
 def _commit_grid(src, partition_rows: int | None, batch_rows: int, start: int):

@@ -375,14 +375,6 @@ class HammingIndex:
 
 def encode_partition(part, *, store: str, hasher, block_rows: int) -> np.ndarray:
     """Packed codes (uint8) of one partition's rows, in row order (a worker's task)."""
-    from hardneg.distributed._partition import (
-        dense,
-        iter_partition,
-        open_model,
-        open_store,
-    )
+    from hardneg.distributed._partition import map_partition, open_model
 
-    st = open_store(store)
-    h = open_model(hasher, "hasher")
-    blocks = [np.asarray(h.transform(dense(block))) for _, block in iter_partition(st, part, block_rows)]
-    return np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+    return map_partition(store, part, block_rows, open_model(hasher, "hasher").transform)
