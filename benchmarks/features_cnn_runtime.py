@@ -172,40 +172,41 @@ def main():
             for k, v in rates.items():
                 runs[k].append({"images_per_s": v, "vs_torch_forward": v / base, "load_avg_1min": os.getloadavg()[0]})
             print(f"repeat {rep}: " + ", ".join(f"{k} {v:.2f}/s" for k, v in rates.items()), flush=True)
-        old = FeatureStore.open(str(tmp / "old"))
-        new = FeatureStore.open(str(tmp / "new_prefetch"))
-        Xo, Xn = np.asarray(old.to_numpy()), np.asarray(new.to_numpy())
-        io, inn = [list(s.ids() if callable(s.ids) else s.ids) for s in (old, new)]
-        order = [inn.index(i) for i in io]
-        cos_pipe = cosine(Xn[order], Xo)
+            if rep == 0:
+                old = FeatureStore.open(str(tmp / "old"))
+                new = FeatureStore.open(str(tmp / "new_prefetch"))
+                Xo, Xn = np.asarray(old.to_numpy()), np.asarray(new.to_numpy())
+                io, inn = [list(s.ids() if callable(s.ids) else s.ids) for s in (old, new)]
+                order = [inn.index(i) for i in io]
+                cos_pipe = cosine(Xn[order], Xo)
+
+            rows = []
+            for k, rs in runs.items():
+                ips = np.array([r["images_per_s"] for r in rs])
+                rat = np.array([r["vs_torch_forward"] for r in rs])
+                rows.append({"row": k, "img/s min": float(ips.min()), "img/s median": float(np.median(ips)),
+                             "vs torch fwd min": float(rat.min()), "vs torch fwd median": float(np.median(rat))})
+            fwd_onnx = np.array([r["images_per_s"] for r in runs["forward onnx"]])
+            new_pipe = np.array([r["images_per_s"] for r in runs["pipeline new + prefetch"]])
+            pipe_vs_fwd = new_pipe / fwd_onnx
+            payload = {
+                "study": "features_cnn_runtime",
+                "data": {"source": "openclipart-png", "n_files": len(paths), "n_decodable": len(images), "seed": 0,
+                         "side_px_percentiles_10_50_90_max": [float(v) for v in np.percentile(sides, [10, 50, 90, 100])]},
+                "settings": {"model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads,
+                             "repeats": args.repeats, "torch": torch.__version__, "onnxruntime": __import__("onnxruntime").__version__,
+                             "onnx_session_open_s": round(onnx_open_s, 2)},
+                "rows": rows,
+                "runs": runs,
+                "new_pipeline_vs_onnx_forward": {"min": float(pipe_vs_fwd.min()), "median": float(np.median(pipe_vs_fwd))},
+                "cosine_onnx_vs_torch_forward": {"min": float(cos_fwd.min()), "median": float(np.median(cos_fwd))},
+                "cosine_new_vs_old_pipeline": {"min": float(cos_pipe.min()), "median": float(np.median(cos_pipe)),
+                                               "p01": float(np.percentile(cos_pipe, 1))},
+                "load_avg_end": os.getloadavg(), "repeats_done": rep + 1,
+            }
+            path = write_results("features_cnn_runtime", payload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-    rows = []
-    for k, rs in runs.items():
-        ips = np.array([r["images_per_s"] for r in rs])
-        rat = np.array([r["vs_torch_forward"] for r in rs])
-        rows.append({"row": k, "img/s min": float(ips.min()), "img/s median": float(np.median(ips)),
-                     "vs torch fwd min": float(rat.min()), "vs torch fwd median": float(np.median(rat))})
-    fwd_onnx = np.array([r["images_per_s"] for r in runs["forward onnx"]])
-    new_pipe = np.array([r["images_per_s"] for r in runs["pipeline new + prefetch"]])
-    pipe_vs_fwd = new_pipe / fwd_onnx
-    payload = {
-        "study": "features_cnn_runtime",
-        "data": {"source": "openclipart-png", "n_files": len(paths), "n_decodable": len(images), "seed": 0,
-                 "side_px_percentiles_10_50_90_max": [float(v) for v in np.percentile(sides, [10, 50, 90, 100])]},
-        "settings": {"model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads,
-                     "repeats": args.repeats, "torch": torch.__version__, "onnxruntime": __import__("onnxruntime").__version__,
-                     "onnx_session_open_s": round(onnx_open_s, 2)},
-        "rows": rows,
-        "runs": runs,
-        "new_pipeline_vs_onnx_forward": {"min": float(pipe_vs_fwd.min()), "median": float(np.median(pipe_vs_fwd))},
-        "cosine_onnx_vs_torch_forward": {"min": float(cos_fwd.min()), "median": float(np.median(cos_fwd))},
-        "cosine_new_vs_old_pipeline": {"min": float(cos_pipe.min()), "median": float(np.median(cos_pipe)),
-                                       "p01": float(np.percentile(cos_pipe, 1))},
-        "load_avg_end": os.getloadavg(),
-    }
-    path = write_results("features_cnn_runtime" if args.n == 300 else f"features_cnn_runtime_n{args.n}", payload)
     print(markdown_table(rows, ["row", "img/s min", "img/s median", "vs torch fwd min", "vs torch fwd median"]))
     print(f"new pipeline / onnx forward: {payload['new_pipeline_vs_onnx_forward']}")
     print(f"cosine onnx vs torch (forward): {payload['cosine_onnx_vs_torch_forward']}; new vs old pipeline: {payload['cosine_new_vs_old_pipeline']}")
