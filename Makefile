@@ -12,10 +12,14 @@ PIP := $(VENV)/bin/pip
 # pytest's summary.
 SYSTEM_PACKAGES := dataset-fashion-mnist chromium chromium-driver wordnet-base wordnet-sense-index
 
+# The demo venv also holds what the README walkthrough runs on your own images:
+# dense SIFT (OpenCV, the bow extra) and the default CNN features (torch, the cnn extra).
 $(VENV)/.installed-demo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e ".[data]"
+	# torch first, pinned: the CPU build; an unpinned one pulls multi-GB CUDA packages.
+	$(PIP) install --quiet "torch==2.13.0"
+	$(PIP) install --quiet -e ".[data,bow,cnn]"
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml

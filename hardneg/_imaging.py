@@ -31,6 +31,7 @@ import os
 import struct
 import zlib
 
+from hardneg._extras import install_hint
 from hardneg.exceptions import (  # defined there, re-exported here
     ImageFormatError,
     ImageReadError,
@@ -59,7 +60,7 @@ def _pil():
     try:
         from PIL import Image, ImageFile
     except ImportError as exc:  # pragma: no cover - pillow is in every extra that reads images
-        raise ImportError("reading image files needs Pillow: pip install 'hardneg[cnn]' or 'hardneg[bow]'") from exc
+        raise ImportError(f"reading image files needs Pillow: {install_hint('bow')} (or the cnn extra)") from exc
     return Image, ImageFile
 
 
@@ -158,7 +159,7 @@ def _decode(Image, fp, label, max_pixels, target_size):
     except Image.DecompressionBombError as exc:
         raise ImageTooLargeError(f"{label}: {exc}") from None
     except Image.UnidentifiedImageError:
-        raise ImageFormatError(f"{label}: cannot decode (not an image in an accepted format: "
+        raise ImageFormatError(f"{label}: not an image file, cannot decode it (accepted formats: "
                              f"{', '.join(formats)}; the format is read from the content, not the file name)") from None
     except Exception as exc:  # noqa: BLE001 - Pillow raises many types for garbage
         raise ImageReadError(f"{label}: cannot decode ({type(exc).__name__}: {exc})") from None

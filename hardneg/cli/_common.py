@@ -231,21 +231,28 @@ class ProgressLog:
         self.done = 0
         self.lines = 0
         self.written = -1  # done count of the last line
+        # The rate counts this run's work only: it is measured from the first report on, which
+        # is often the count of what a resumed run found already done (reported at once).
+        self.base: tuple[float, int] | None = None
 
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = self.clock()
+        if self.base is None:
+            self.base = (now, self.done)
         if now - self.last >= self.interval:
             self.last = now
             self.write(now)
 
     def line(self, now: float) -> str:
         elapsed = max(now - self.start, 1e-9)
-        rate = self.done / elapsed
+        since, base_done = self.base if self.base is not None else (self.start, 0)
+        rate = (self.done - base_done) / max(now - since, 1e-9) if now > since else 0.0
         text = f"{self.description}: {self.done:,}"
         if self.total:
             text += f"/{self.total:,} ({100 * self.done / self.total:.0f}%)"
-        text += f", {rate:.3g}/s" if rate < 1000 else f", {rate:,.0f}/s"
+        if rate > 0:
+            text += f", {rate:.3g}/s" if rate < 1000 else f", {rate:,.0f}/s"
         if self.total and rate > 0 and self.done < self.total:
             text += f", ETA {_duration((self.total - self.done) / rate)}"
         elif self.total and self.done >= self.total:
@@ -264,17 +271,67 @@ class ProgressLog:
             self.write()
 
 
+class _StatusHandler(logging.Handler):
+    """Shows the library's ``hardneg.status`` log records (a step before the counted work, such as
+    learning a codebook) as a status: the bar's description on a terminal, else a line."""
+
+    def __init__(self, show):
+        super().__init__(logging.INFO)
+        self.show = show
+
+    def emit(self, record):
+        try:
+            self.show(record.getMessage())
+        except Exception:  # noqa: BLE001 - a status line must never break the work
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _status_records(show):
+    status = logging.getLogger("hardneg.status")
+    handler = _StatusHandler(show)
+    saved = status.level, status.propagate
+    status.addHandler(handler)
+    status.setLevel(logging.INFO)
+    status.propagate = False
+    try:
+        yield
+    finally:
+        status.removeHandler(handler)
+        status.setLevel(saved[0])
+        status.propagate = saved[1]
+
+
 @contextlib.contextmanager
 def task_progress(description: str, total: int | None):
-    """Yield an ``advance(n)`` callback: a rich bar on a terminal, else a log line every ~10 s."""
+    """Yield an ``advance(n)`` callback: a rich bar on a terminal, else a log line every ~10 s.
+
+    The rate and time left count only this run's work (a resumed run first reports what it
+    found done). A ``hardneg.status`` log record from the library during the task is shown
+    as what it is doing now.
+    """
     if not err_console.is_terminal:
         log = ProgressLog(description, total, _log_interval())
-        yield log.advance
+        with _status_records(lambda msg: print(f"{description}: {msg}", file=log.stream, flush=True)):
+            yield log.advance
         log.finish()
         return
     with progress() as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+        with _status_records(lambda msg: bar.update(task, description=f"{description}: {msg}")):
+            yield lambda n=1: bar.update(task, advance=n, description=description)
+
+
+@contextlib.contextmanager
+def task_status(description: str):
+    """Say what a step with no count is doing (loading a model, ...): a spinner on a
+    terminal, else one line on stderr when it starts."""
+    if err_console.is_terminal:
+        with err_console.status(escape(description)):
+            yield
+        return
+    print(f"{description} ...", file=sys.stderr, flush=True)
+    yield
 
 
 def read_id_csv(path: str, option: str) -> dict[str, str]:
@@ -510,14 +567,18 @@ def extract_query_images(store, files: list[str], *, model: str | None = None, t
         check_input_file(f, "an image file", "--query-image")
     if model is not None and not trust_model:
         raise CLIError(f"--model {model}: a model file runs code from the file; pass --trust-model if you trust it")
-    extractor = extractor_from_store(store, model=model, trust_model=trust_model)
     images = []
     for f in files:
         try:
             images.append(read_image(f))
         except ImageReadError as exc:
             raise CLIError(f"--query-image {f}: cannot read the image ({exc})") from None
-    X = extractor.transform(images)
+    from ..features._extract import describe_features
+
+    what = describe_features(store.attrs.get("extractor"), store.dim)
+    with task_status(f"extracting {len(files)} query image(s): loading the extractor of {store.path} ({what})"):
+        extractor = extractor_from_store(store, model=model, trust_model=trust_model)
+        X = extractor.transform(images)
     return X.toarray() if hasattr(X, "toarray") else X
 
 

@@ -159,12 +159,16 @@ def search_cmd(
     as_json: bool = json_option(),
     csv_out: str = csv_option(),
     html_out: str = html_option(),
+    relevant_tag: str = typer.Option(None, "--relevant-tag", help="Ground truth for the marks: items tagged T are hits, all others misses."),
+    relevant_label: str = typer.Option(None, "--relevant-label", help="Ground truth for the marks: class L (name or number); unlabeled items not judged."),
     runner=None,
 ):
     """Rank every item of a store by a concept model and print the top k (id, score, label, tags, path).
 
     With --html, a contact sheet marks each result as a hit (green: tagged
-    with the concept, or labeled with it) or a miss (red).
+    with the concept, or labeled with it), a miss (red: of another class) or
+    not judged (neutral: nothing says, e.g. untagged); --relevant-tag /
+    --relevant-label name the ground truth instead.
     """
     from ..concept import load_concept
     from ..distributed import scan_topk
@@ -172,6 +176,8 @@ def search_cmd(
 
     check_input_file(model_path, "a concept model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
+    if relevant_tag is not None and relevant_label is not None:
+        raise CLIError("--relevant-tag and --relevant-label both name the relevant items: give one")
     model = load_concept(model_path)
     store = FeatureStore.open(store_path)
     if store.dim != model.n_features_in_:
@@ -187,7 +193,9 @@ def search_cmd(
         res = scan_topk(model if runner.client is None else model_path, store, k=min(k, total), rows=rows,
                         block_rows=chunk_rows, runner=runner, progress=advance)
     concept = model.meta.get("concept")
-    relevant = _relevance(store, concept, res.rows) if concept else None
+    from ..report._contact import relevance_marks
+
+    relevant = relevance_marks(store, res.rows, concept=concept, tag=relevant_tag, label=relevant_label)
     results = []
     for i, info in enumerate(item_info(store, res.rows)):
         results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
@@ -195,21 +203,6 @@ def search_cmd(
     title = f"top {len(results)} for {concept or model_path!r}"
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
-
-
-def _relevance(store, concept: str, rows) -> list[bool] | None:
-    """Whether each row shows the concept: tagged with it, or labeled with a class of that name.
-    None when the store has neither the tag nor the class (nothing to judge by)."""
-    import numpy as np
-
-    tagged = np.zeros(len(store), dtype=bool)
-    tagged[store.select(tags=[concept])] = True
-    names = store.attrs.get("class_names") or []
-    if concept in names:
-        tagged[store.select(labels=[names.index(concept)])] = True
-    if not tagged.any():
-        return None
-    return [bool(tagged[int(r)]) for r in rows]
 
 
 @app.command("eval")

@@ -267,6 +267,7 @@ def search(
     k_search = min(k + (1 if drop else 0), len(idx))
     res = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
     found, dist = res.ids, res.distances
+    _warn_ties(dist, idx.n_bits)
     results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
     title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
     emit_results(results, title=title, score="distance", as_json=as_json, csv_out=csv_out, html_out=html_out,
@@ -307,6 +308,24 @@ def _rank_rows(store, queries, found_ids, values, k, drop, score, cast) -> list[
             out.append({"query": q["name"], "rank": rank, "id": item_id, score: cast(v), "label": info.get("label"),
                         "tags": info.get("tags", []), "path": info.get("path"), "relevant": rel})
     return out
+
+
+def _warn_ties(dist, n_bits: int) -> None:
+    """One warning line when every result of a query is at the same Hamming distance: the
+    codes do not separate the items, and the order shown is only the order of the ids."""
+    import numpy as np
+
+    from ._common import err_console
+
+    dist = np.asarray(dist)
+    if dist.ndim != 2 or dist.shape[1] < 2:
+        return
+    tied = (dist == dist[:, :1]).all(axis=1)
+    if tied.any():
+        which = "every query" if tied.all() else f"{int(tied.sum())} of {len(tied)} queries"
+        err_console.print(f"warning: all results of {which} are at the same Hamming distance "
+                          f"({int(dist[tied][0, 0])} of {n_bits} bits): the codes do not tell them apart and they are in id order; "
+                          "train a hasher with more bits (e.g. --bits 64)", markup=False, highlight=False, soft_wrap=True)
 
 
 def _groups(queries, results) -> list[dict]:

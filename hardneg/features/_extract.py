@@ -146,6 +146,42 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
     return ext
 
 
+_CLI_FEATURES = {"cnn": "cnn", "bow": "dsift", "vlad": "vlad"}
+
+
+def describe_features(cfg, dim: int | None = None) -> str:
+    """What an extractor's settings make, in words: ``CNN features (EfficientNet-Lite0, 1280-d)``.
+
+    >>> describe_features({"extractor": "bow", "n_words": 64}, 64)
+    'dense-SIFT bag-of-words features (64 words, 64-d)'
+    """
+    if not isinstance(cfg, dict):
+        return "features without recorded extractor settings (imported or made by hand)"
+    kind = cfg.get("extractor")
+    size = f", {dim}-d" if dim else ""
+    if kind == "cnn":
+        model = cfg.get("model")
+        name = "EfficientNet-Lite0" if model == "efficientnet-lite0-imagenet" else f"the model {model!r}"
+        return f"CNN features ({name}{size})"
+    if kind == "bow":
+        return f"dense-SIFT bag-of-words features ({cfg.get('n_words')} words{size})"
+    if kind == "vlad":
+        return f"VLAD features over dense SIFT ({cfg.get('n_words')} words{size})"
+    return f"{kind!r} features{f' ({dim}-d)' if dim else ''}"
+
+
+def mixed_settings_message(path, saved, wanted: dict, dim: int | None = None) -> str:
+    """One line for a resume refused because the store was made otherwise: the kinds in words,
+    or the settings that differ, and what to do."""
+    held = describe_features(saved, dim)
+    kind = wanted.get("extractor")
+    option = f" (--features {_CLI_FEATURES[kind]})" if kind in _CLI_FEATURES else ""
+    todo = "extract into a new store (-o NEW.store) or pass --overwrite (overwrite=True) to rebuild this one"
+    if not isinstance(saved, dict) or saved.get("extractor") != kind:
+        return f"{path} holds {held}, not {describe_features(wanted)}{option}: other extractor settings would mix kinds; {todo}"
+    return f"{path} holds {held} made with other extractor settings ({settings_difference(saved, wanted)}): {todo}"
+
+
 def settings_difference(saved, wanted: dict) -> str:
     """The settings that differ, as ``name: stored X, asked Y`` (nested names dotted).
 
@@ -202,7 +238,7 @@ def _fit_sample(items, n_fit_images, rng):
         try:
             images.append(items[k].load())
         except (ImageReadError, ValueError, TypeError) as exc:
-            logger.warning("codebook sample: skipping %s: %s", items[k].id, exc)
+            logger.debug("codebook sample: skipping %s: %s", items[k].id, exc)  # warned once, when its batch comes
     if not images:
         raise ValueError("no readable image to learn the codebook from")
     return images
@@ -375,10 +411,7 @@ class _Extraction:
             try:
                 saved = store.attrs.get("extractor")
                 if saved is None or _canonical(saved) != _canonical(extractor.config()):
-                    raise ValueError(
-                        f"{self.path}: this store was built with other extractor settings ({settings_difference(saved, extractor.config())}); "
-                        f"rebuild it with overwrite=True (--overwrite on the command line), or extract into a new store"
-                    )
+                    raise ValueError(mixed_settings_message(self.path, saved, extractor.config(), store.dim))
                 present = self._check_against(store)
                 if any(it.id not in present for it in items):
                     check_extractor_available(extractor)
@@ -419,7 +452,10 @@ class _Extraction:
 
     def _fit(self, n_fit_images, random_state) -> None:
         rng = check_random_state(random_state)
-        self.extractor.fit_images(_fit_sample(self.items, check_positive_int(n_fit_images, "n_fit_images"), rng), random_state=rng)
+        n = min(check_positive_int(n_fit_images, "n_fit_images"), len(self.items))
+        # a status line in the CLI (hardneg.cli._common.task_progress shows "hardneg.status" records)
+        logging.getLogger("hardneg.status").info("learning the codebook from %s images (before the first batch)", f"{n:,}")
+        self.extractor.fit_images(_fit_sample(self.items, n, rng), random_state=rng)
 
     def _check_against(self, store) -> set:
         """The ids already stored; refuses a stored id given for another file that still exists

@@ -11,17 +11,18 @@ from ._html import HTMLReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["contact_sheet", "thumbnail"]
+__all__ = ["contact_sheet", "relevance_marks", "thumbnail"]
 
 _MISSING = np.full((8, 8), 200, np.uint8)  # a grey square where an image cannot be read
 _MAX_PIXELS = 40_000_000  # larger images are not decoded (a decompression bomb would take GBs)
 
 
-def thumbnail(path, size: int = 128) -> np.ndarray:
+def thumbnail(path, size: int = 128, *, missing: list | None = None) -> np.ndarray:
     """An image file shrunk to fit ``size`` x ``size`` (uint8 RGB); a grey square if unreadable.
 
     A contact sheet embeds every image inline: full-size photos would make it
-    megabytes per result.
+    megabytes per result. A file that does not exist is appended to
+    ``missing`` when given (the caller says so once), else warned about.
     """
     if path is None:
         return _MISSING
@@ -35,8 +36,63 @@ def thumbnail(path, size: int = 128) -> np.ndarray:
             im.thumbnail((size, size))
             return np.asarray(im)
     except Exception as exc:  # noqa: BLE001 - an unreadable file becomes a placeholder, the sheet still renders
-        logger.warning("contact sheet: cannot read %s (%s)", path, exc)
+        if missing is not None and not Path(path).exists():
+            missing.append(str(path))  # said once for the whole sheet: a moved folder is one problem, not N
+        else:
+            logger.warning("contact sheet: cannot read %s (%s)", path, exc)
         return _MISSING
+
+
+def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None = None, label=None) -> list[bool | None] | None:
+    """Hit (True), miss (False) or not known (None) for each store row, from what the store says.
+
+    ``tag`` / ``label`` name the ground truth the user vouches for: with
+    ``tag``, an item tagged with it is a hit and every other item a miss;
+    with ``label`` (a class name or number), an item of that class is a hit,
+    an item of another class a miss and an unlabeled item not known. Without
+    them, ``concept`` (a concept model's tag) marks hits only: an item tagged
+    with it, or of the class of that name, is a hit; an item of another
+    class a miss; anything else -- an untagged item, an item with other tags
+    (tags are not exclusive) -- is not known, drawn neutral, never red (a
+    concept trained from 3 tagged mugs finds untagged mugs too). Returns
+    None when nothing can be judged.
+    """
+    import numpy as np
+
+    if tag is not None and label is not None:
+        raise ValueError(f"tag={tag!r} and label={label!r} both name the relevant items: give one")
+    rows = np.asarray(rows, dtype=np.int64)
+    n = len(store)
+    names = list(store.attrs.get("class_names") or [])
+    labels = store.labels()
+
+    def class_of(value, what: str) -> int:
+        if isinstance(value, str) and value in names:
+            return names.index(value)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            known = ", ".join(names[:10]) or "none"
+            raise ValueError(f"{what} {value!r}: not a class of {store.path} (classes: {known})") from None
+
+    marks = np.full(n, -1, dtype=np.int8)  # -1 not known, 0 miss, 1 hit
+    if tag is not None:
+        marks[:] = 0
+        marks[store.select(tags=[tag])] = 1
+    elif label is not None:
+        c = class_of(label, "label")
+        marks[labels >= 0] = 0
+        marks[store.select(labels=[c])] = 1
+    elif concept is not None:
+        if concept in names:
+            marks[labels >= 0] = 0
+            marks[store.select(labels=[names.index(concept)])] = 1
+        marks[store.select(tags=[concept])] = 1
+    else:
+        return None
+    if not (marks >= 0).any():
+        return None
+    return [None if m < 0 else bool(m) for m in marks[rows].tolist()]
 
 
 def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Path:
@@ -53,7 +109,8 @@ def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Pa
         ``"results"``: dicts with ``rank``, ``id``, ``path`` (image file or
         None), ``score`` (or ``distance``), optional ``label`` and
         ``relevant`` (True: hit, drawn green; False: miss, red; None or
-        absent: not known). Hit counts are shown when any result is marked.
+        absent: not known, drawn neutral). Hit and miss counts are shown
+        when any result is marked (see :func:`relevance_marks`).
     size : int
         Thumbnail side in pixels.
 
@@ -66,16 +123,20 @@ def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Pa
     '.html'
     """
     report = HTMLReport(title)
+    missing: list[str] = []
     for g in groups:
         results = g.get("results", [])
         marks = [r.get("relevant") for r in results]
         known = [m for m in marks if m is not None]
         head = str(g.get("name", ""))
         if known:
-            head += f" - {sum(known)} hits of {len(known)}"
+            hits = sum(known)
+            head += f" - {hits} hits, {len(known) - hits} misses"
+            if len(known) < len(marks):
+                head += f", {len(marks) - len(known)} not judged (nothing in the store says; drawn neutral)"
         report.heading(head)
         if g.get("query_path") is not None:
-            report.image_grid([thumbnail(g["query_path"], size)], captions=["query"], size=size)
+            report.image_grid([thumbnail(g["query_path"], size, missing=missing)], captions=["query"], size=size)
         captions = []
         for r in results:
             if "distance" in r:
@@ -84,6 +145,9 @@ def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Pa
                 value = f"{r.get('score', float('nan')):.3f}"
             label = f" {r['label']}" if r.get("label") else ""
             captions.append(f"#{r['rank']} {value}{label}")
-        images = [thumbnail(r.get("path"), size) for r in results]
+        images = [thumbnail(r.get("path"), size, missing=missing) for r in results]
         report.image_grid(images, captions=captions, relevant=marks if known else None, size=size, titles=[str(r.get("id")) for r in results])
+    if missing:
+        logger.warning("contact sheet: %d image file(s) no longer exist (e.g. %s): if the images were moved, "
+                       "'hardneg store relocate STORE --from OLD --to NEW' points the store at their new place", len(missing), missing[0])
     return report.write(out)

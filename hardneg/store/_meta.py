@@ -30,6 +30,8 @@ def first_line(exc: BaseException) -> str:
 def load_meta(path: Path) -> dict:
     meta_path = path / META
     if not meta_path.is_file():
+        if isinstance(path, Path) and not (path.exists() or path.is_symlink()):
+            raise StoreError(f"no such store: {path} (nothing there; check the path, or make one with 'hardneg extract' or 'hardneg store import')")
         raise StoreError(f"{str(path)!r} is not a FeatureStore (no {META})")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))

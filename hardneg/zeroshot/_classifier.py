@@ -24,6 +24,7 @@ from ._common import candidate_table, training_targets
 from ._sampler_base import NegativeSampler
 from ._samplers import SAMPLERS, make_sampler
 from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
+from hardneg._extras import install_hint
 
 __all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot"]
 
@@ -57,7 +58,7 @@ def _torch():
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is installed with the cnn extra
-        raise ImportError("ZeroShotClassifier.fit needs PyTorch: pip install 'hardneg[cnn]'") from None
+        raise ImportError(f"ZeroShotClassifier.fit needs PyTorch: {install_hint('cnn')}") from None
     return torch
 
 
