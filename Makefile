@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: demo test venv clean bench system-deps api-docs serve-demo mutation
+.PHONY: demo test venv clean bench system-deps api-docs docs serve-demo mutation
 
 # Debian packages some tests need: the Fashion-MNIST IDX files, a headless browser for
 # the web-page tests, and WordNet 3.0 (related-tag exclusion, read by nltk offline).
@@ -27,7 +27,7 @@ $(VENV)/.installed-test: pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first, pinned: the CPU build; an unpinned one pulls multi-GB CUDA packages.
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text,wordnet]"
+	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text,wordnet,docs]"
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo
@@ -55,10 +55,15 @@ $(VENV)/.installed-serve: pyproject.toml
 serve-demo: $(VENV)/.installed-serve
 	$(VENV)/bin/hardneg serve-demo --out serve-demo
 
-# HTML API reference from the docstrings, into docs/api (pdoc; `make api-docs`).
-api-docs: $(VENV)/.installed-demo
-	$(PIP) install --quiet "pdoc>=14"
-	$(VENV)/bin/pdoc --docformat numpy -o docs/api hardneg
+# The documentation site into site/ (MkDocs + Material + mkdocstrings; warnings are errors).
+# docs/hooks.py runs benchmarks/report.py first: every results table and figure is rebuilt
+# from benchmarks/results/*.json. tests/test_docs_site.py (part of `make test`) builds it too.
+docs: $(VENV)/.installed-demo
+	$(PIP) install --quiet -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# kept as an alias of `make docs` (the API reference is now part of the site)
+api-docs: docs
 
 # Mutation kill rate of the learners' tests on a seeded sample of mutmut's mutants
 # (a full run is ~7,000 mutants, about two hours on two cores); JSON in benchmarks/results/.
@@ -67,4 +72,4 @@ mutation: $(VENV)/.installed-test
 	$(VENV)/bin/python benchmarks/mutation_sample.py
 
 clean:
-	rm -rf $(VENV) demo-output serve-demo .pytest_cache docs/api
+	rm -rf $(VENV) demo-output serve-demo .pytest_cache site docs/generated

@@ -28,9 +28,8 @@ def test_docstring_examples(name):
     assert result.failed == 0
 
 
-# README sections whose Python blocks form one runnable program (the method sections'
-# blocks are sketches over the reader's own arrays).
-RUNNABLE_SECTIONS = ("## Quickstart", "## Architecture")
+# README sections whose Python blocks form one runnable program (one example per job).
+RUNNABLE_SECTIONS = ("## Quickstart",)
 
 
 def _readme_python_blocks() -> list[str]:

@@ -1,0 +1,664 @@
+"""Every results table and figure of the documentation, built from benchmarks/results/*.json.
+
+Nothing on the documentation site's result pages is typed by hand: this script
+reads each result file, renders its tables as Markdown (citing the command
+line, commit and machine that produced it, or "not recorded" for files written
+before benchmarks/_common.py::write_results recorded them), draws the figures
+with matplotlib (Agg backend) and writes everything under ``docs/generated/``.
+It also writes one page per benchmark script and, for each method, the table
+paper -> equation -> file/function, grepped from the code's ``Eq. (n)``
+citations. The MkDocs hook ``docs/hooks.py`` runs it on every build, so the
+site cannot drift from the result files; ``docs/generated/`` is not committed.
+
+A figure whose data is missing or has another shape is skipped with a note in
+its place, never an error; result files this script does not know are rendered
+by the generic table renderer.
+
+Usage::
+
+    .venv/bin/python benchmarks/report.py [--out docs/generated]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import logging
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+BENCHMARKS = ROOT / "benchmarks"
+logger = logging.getLogger("hardneg.report")
+
+# which code belongs to which method page (equation tables)
+METHOD_CODE = {
+    "concept": ["hardneg/concept", "hardneg/negatives", "hardneg/svm/_hik.py", "hardneg/svm/_hik_tables.py",
+                "hardneg/store/_quantize.py", "hardneg/serve/_concept.py"],
+    "hashing": ["hardneg/hashing", "hardneg/svm/_ramp_tsvm.py", "hardneg/svm/_linear.py", "hardneg/index"],
+    "solis": ["hardneg/similarity"],
+    "esvm": ["hardneg/encoding", "hardneg/svm/_exemplar.py", "hardneg/svm/_exemplar_batch.py",
+             "hardneg/svm/_exemplar_sgd.py", "hardneg/cli/esvm.py"],
+    "zeroshot": ["hardneg/zeroshot"],
+}
+METHOD_PAPER = {"concept": "[Li13]", "hashing": "[Cevikalp17]", "solis": "[Gao17]", "esvm": "[Zepeda15]",
+                "zeroshot": "[Bucher16]"}
+META_KEYS = {"command", "commit", "dirty", "machine"}
+MAX_ROWS = 60
+
+
+# ----------------------------------------------------------------------------- helpers
+class Writer:
+    """Writes files only when their content changes (so `mkdocs serve` does not loop)."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.written: list[Path] = []
+
+    def text(self, rel: str, content: str) -> None:
+        path = self.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+        self.written.append(path)
+
+    def figure(self, rel: str, fig) -> None:
+        import io
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        path = self.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = buf.getvalue()
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+        self.written.append(path)
+
+
+def fmt(value) -> str:
+    if isinstance(value, bool) or value is None:
+        return "—" if value is None else str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, (int, float, str)) for v in value) and len(value) <= 8:
+            return ", ".join(fmt(v) for v in value)
+        return f"[{len(value)} values]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in list(value.items())[:6]) + (", …" if len(value) > 6 else "") + "}"
+    return str(value).replace("|", "\\|").replace("\n", " ").replace("[", "&#91;")
+
+
+def md_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    if columns is None:
+        columns = []
+        for row in rows:
+            columns += [c for c in row if c not in columns]
+    lines = ["| " + " | ".join(str(c).replace("|", "\\|") for c in columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows[:MAX_ROWS]:
+        lines.append("| " + " | ".join(fmt(row.get(c)) for c in columns) + " |")
+    if len(rows) > MAX_ROWS:
+        lines.append(f"\n*{len(rows) - MAX_ROWS} more rows in the result file.*")
+    return "\n".join(lines)
+
+
+def provenance(name: str, data: dict) -> str:
+    cmd = data.get("command")
+    cmd_s = f"`{' '.join(map(str, cmd)) if isinstance(cmd, list) else cmd}`" if cmd else "not recorded"
+    commit = data.get("commit")
+    commit_s = f"`{str(commit)[:12]}`" + (" (uncommitted changes)" if data.get("dirty") else "") if commit else "not recorded"
+    machine = data.get("machine")
+    if isinstance(machine, dict):
+        machine_s = ", ".join(f"{k} {v}" for k, v in machine.items() if v not in ("", None))
+    else:
+        machine_s = "not recorded"
+    return (f"Result file `benchmarks/results/{name}.json` · command: {cmd_s} · commit: {commit_s} · "
+            f"machine: {machine_s}")
+
+
+def generic(data, depth: int = 0, title: str = "") -> list[str]:
+    """Markdown for any JSON value: lists of records as tables, dicts of scalars as key/value tables."""
+    out: list[str] = []
+    h = "#" * min(3 + depth, 6)
+    if isinstance(data, dict):
+        scalars = {k: v for k, v in data.items() if k not in META_KEYS and not isinstance(v, (dict, list))
+                   or (isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v) and len(v) <= 8)}
+        scalars = {k: v for k, v in scalars.items() if k not in META_KEYS}
+        long_text = {k: v for k, v in scalars.items() if isinstance(v, str) and len(v) > 120}
+        for k, v in long_text.items():
+            if k == "table" and "|" in v:
+                out.append(v)  # a Markdown table the benchmark printed itself
+            else:
+                out.append(f"**{k}.** {fmt(v)}")
+        short = {k: v for k, v in scalars.items() if k not in long_text}
+        if short:
+            out.append(md_table([{"key": k, "value": v} for k, v in short.items()], ["key", "value"]))
+        nested = {k: v for k, v in data.items() if k not in META_KEYS and k not in scalars}
+        # a dict whose values are all dicts of scalars: one table, a row per key
+        if nested and all(isinstance(v, dict) and v and all(not isinstance(x, (dict, list)) for x in v.values())
+                          for v in nested.values()) and len(nested) > 1:
+            out.append(md_table([{"": k, **v} for k, v in nested.items()]))
+            return out
+        for k, v in nested.items():
+            if depth >= 3:
+                out.append(f"**{k}**: {fmt(v)}")
+                continue
+            out.append(f"{h} {k}")
+            out += generic(v, depth + 1, k)
+    elif isinstance(data, list):
+        if data and all(isinstance(x, dict) for x in data):
+            flat = [{k: v for k, v in row.items()} for row in data]
+            out.append(md_table(flat))
+        elif data and all(isinstance(x, list) for x in data):
+            out.append(f"*{len(data)} rows of lists (raw data); see the result file.*")
+        else:
+            out.append(fmt(data))
+    else:
+        out.append(fmt(data))
+    return out
+
+
+# ----------------------------------------------------------------------------- figures
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _load(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _files(prefix: str) -> list[str]:
+    return sorted(p.stem for p in RESULTS.glob(f"{prefix}*.json"))
+
+
+def fig_hashing_map_vs_bits(w: Writer) -> list[tuple[str, str, str]]:
+    """mAP against code length, every hasher, one panel per data set, per hashing_retrieval*.json file."""
+    plt = _plt()
+    made = []
+    for name in _files("hashing_retrieval"):
+        rows = _load(name).get("retrieval")
+        if not rows:
+            continue
+        sets = sorted({r["dataset"] for r in rows})
+        methods = [k for k in rows[0] if k not in ("dataset", "bits") and isinstance(rows[0][k], (int, float))]
+        fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.4), squeeze=False)
+        for ax, ds in zip(axes[0], sets):
+            sub = sorted((r for r in rows if r["dataset"] == ds), key=lambda r: r["bits"])
+            bits = [r["bits"] for r in sub]
+            for m in methods:
+                ys = [100 * r[m] if r.get(m) is not None and r[m] <= 1 else r.get(m) for r in sub]
+                ax.plot(bits, ys, marker="o", label=m)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(bits, [str(b) for b in bits])
+            ax.set_xlabel("code length (bits)")
+            ax.set_ylabel("mAP (%)")
+            ax.set_title(ds)
+        axes[0][-1].legend(fontsize=7, loc="best")
+        fig.suptitle("Hashing: retrieval mAP against code length, every hasher", y=1.04)
+        rel = f"figures/{name}_map_vs_bits.png"
+        w.figure(rel, fig)
+        made.append((rel, name, "Retrieval mAP (%) against code length for every hasher, one panel per data set."))
+    return made
+
+
+def fig_concept_ap_vs_T(w: Writer):
+    """AP against iterations T for negative bootstrap vs its baselines (concept_quality.json)."""
+    plt = _plt()
+    data = _load("concept_quality")["results"]
+    panels = []
+    for feat, res in data.items():
+        setting = res.get("settings", {})
+        key = next((k for k in setting if "|B+|=100" in k and "noise=0.2" in k), next(iter(setting), None))
+        if key is None:
+            continue
+        curves = _curves_over_T(setting[key])
+        if curves:
+            panels.append((feat, key, curves))
+    if not panels:
+        raise KeyError("no AP-over-T curves in concept_quality.json")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
+    for ax, (feat, key, curves) in zip(axes[0], panels):
+        for method, (ts, ys) in curves.items():
+            if len(ts) == 1:
+                ax.axhline(ys[0], ls="--", lw=1, label=f"{method} (no iterations)")
+                ax.plot(ts, ys, marker="o", color=ax.lines[-1].get_color())
+            else:
+                ax.plot(ts, ys, marker="o", label=method)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_xlabel("iterations T")
+        ax.set_ylabel("mean AP over the classes")
+        ax.set_title(f"{feat}\n{key}", fontsize=9)
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle("Concept search: AP against iterations T, negative bootstrap vs baselines", y=1.04)
+    w.figure("figures/concept_quality_ap_vs_T.png", fig)
+    return [("figures/concept_quality_ap_vs_T.png", "concept_quality",
+             "Mean AP over the Fashion-MNIST classes (each class in turn the concept) against the number of "
+             "iterations T, for negative bootstrap and its baselines; |B+| = 100 positives, 20 % tag noise.")]
+
+
+def _curves_over_T(s: dict) -> dict:
+    """{method: (Ts, mean APs)} from one concept_quality setting, whatever its layout."""
+    curves = {}
+    methods = s.get("methods")
+    if isinstance(methods, dict):
+        for method, res in methods.items():
+            if not isinstance(res, dict):
+                continue
+            series = res.get("mAP_vs_T")
+            if isinstance(series, dict) and series:
+                pts = sorted((int(t), float(v)) for t, v in series.items() if _num(v))
+            elif _num(res.get("mAP")):
+                pts = [(int(s.get("T", 1)), float(res["mAP"]))]
+            else:
+                continue
+            curves[method] = ([p[0] for p in pts], [p[1] for p in pts])
+        if curves:
+            return curves
+    for key in ("mAP_over_T", "map_over_T", "curves", "mean_ap", "mAP"):
+        block = s.get(key)
+        if isinstance(block, dict):
+            for method, series in block.items():
+                if isinstance(series, dict):
+                    pts = sorted((int(t), float(v)) for t, v in series.items() if _num(v))
+                elif isinstance(series, (int, float)):
+                    pts = [(int(s.get("T", 1)), float(series))]
+                else:
+                    continue
+                if pts:
+                    curves[method] = ([p[0] for p in pts], [p[1] for p in pts])
+            if curves:
+                return curves
+    # per class: {"per_class": {cls: {method: {T: ap}}}} -> average
+    per = s.get("per_class")
+    if isinstance(per, dict):
+        acc: dict = {}
+        for cls_res in per.values():
+            for method, series in cls_res.items():
+                if isinstance(series, dict):
+                    for t, v in series.items():
+                        if _num(v):
+                            acc.setdefault(method, {}).setdefault(int(t), []).append(float(v))
+        for method, by_t in acc.items():
+            ts = sorted(by_t)
+            curves[method] = (ts, [sum(by_t[t]) / len(by_t[t]) for t in ts])
+    return curves
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _pm(v) -> float | None:
+    if _num(v):
+        return float(v)
+    m = re.match(r"\s*(-?[\d.]+)", str(v))
+    return float(m.group(1)) if m else None
+
+
+def fig_solis_sparsity(w: Writer):
+    """SOLIS sparsity against mAP, every similarity_solis*.json file with rows."""
+    plt = _plt()
+    made = []
+    for name in _files("similarity_solis"):
+        rows = _load(name).get("rows")
+        if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
+            continue
+        mkey = next((k for k in rows[0] if k.lower().startswith("map")), None)
+        skey = next((k for k in rows[0] if k.lower().startswith("sparsity")), None)
+        if not mkey or not skey:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        groups: dict = {}
+        for r in rows:
+            x, y = _pm(r[skey]), _pm(r[mkey])
+            if x is None or y is None:
+                continue
+            label = f"{r.get('method', '?')}" + (f", {r['words']} words" if "words" in r else "")
+            groups.setdefault(label, []).append((x, y))
+        for label, pts in groups.items():
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xlabel("sparsity of the learned matrix (% zero entries)")
+        ax.set_ylabel("mAP (%)")
+        ax.set_title(f"SOLIS and baselines: sparsity against mAP ({name})", fontsize=9)
+        ax.legend(fontsize=6, loc="best")
+        rel = f"figures/{name}_sparsity_map.png"
+        w.figure(rel, fig)
+        made.append((rel, name, "Each learner's mAP against the share of zero entries in its similarity matrix "
+                                "(TF-IDF and the diagonal baselines sit at their own sparsity)."))
+    return made
+
+
+def fig_esvm_weight(w: Writer):
+    """E-SVM validation mAP against total negative weight (esvm_retrieval*.json sensitivity_validation)."""
+    plt = _plt()
+    made = []
+    for name in _files("esvm_retrieval"):
+        data = _load(name)
+        rows = data.get("sensitivity_validation")
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        by: dict = {}
+        for r in rows:
+            if _num(r.get("total_weight")) and _num(r.get("val_mAP_symmetric")):
+                by.setdefault(f"λ = {r.get('lam')}, N = {r.get('n_negatives')}", []).append(
+                    (r["total_weight"], r["val_mAP_symmetric"]))
+        for label, pts in by.items():
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        if _num(data.get("base_val_mAP")):
+            ax.axhline(data["base_val_mAP"], color="grey", ls="--", label="base features (no encoding)")
+        ax.set_xscale("log")
+        ax.set_xlabel("total negative weight α₋·N")
+        ax.set_ylabel("validation mAP (symmetric)")
+        ax.set_title(f"E-SVM encoding: validation mAP against total negative weight ({name})", fontsize=9)
+        ax.legend(fontsize=7)
+        rel = f"figures/{name}_weight.png"
+        w.figure(rel, fig)
+        made.append((rel, name, "Validation mAP of the E-SVM encoding against the total weight of the negatives, "
+                                "against the raw features' mAP."))
+    return made
+
+
+def fig_zeroshot(w: Writer):
+    """Zero-shot sampler table with error bars (zeroshot_tables*.json table1: mean ± std over runs)."""
+    plt = _plt()
+    made = []
+    for name in _files("zeroshot_tables"):
+        t1 = _load(name).get("table1")
+        if not isinstance(t1, dict):
+            continue
+        protocols = list(t1)
+        fig, axes = plt.subplots(1, len(protocols), figsize=(4.4 * len(protocols), 3.6), squeeze=False)
+        for ax, proto in zip(axes[0], protocols):
+            methods = list(t1[proto])
+            means = [t1[proto][m].get("mean", float("nan")) for m in methods]
+            stds = [t1[proto][m].get("std", 0) or 0 for m in methods]
+            ax.bar(range(len(methods)), means, yerr=stds, capsize=3, color="tab:blue")
+            ax.set_xticks(range(len(methods)), methods, rotation=35, ha="right", fontsize=7)
+            lo = min(m - s for m, s in zip(means, stds))
+            ax.set_ylim(max(0, lo - 5), None)
+            ax.set_ylabel("mean per-class accuracy (%)")
+            ax.set_title(f"{proto} attributes", fontsize=9)
+        fig.suptitle(f"Zero-shot: samplers and baselines, mean ± std over runs ({name})", fontsize=10, y=1.04)
+        rel = f"figures/{name}.png"
+        w.figure(rel, fig)
+        made.append((rel, name, "Unseen-class accuracy of the baselines and of the hard-negative samplers, "
+                                "mean ± standard deviation over runs, per attribute protocol."))
+    return made
+
+
+def fig_speed(w: Writer):
+    """Speed ratios (ours vs baseline, same run) with min/median where the file has them."""
+    plt = _plt()
+    bars: list[tuple[str, float, float | None]] = []  # label, value, median or None
+    notes = []
+    try:
+        cs = _load("concept_speed")
+        sc = cs.get("scoring", {})
+        if _num(sc.get("compressed_q100_s")) and _num(sc.get("X@w_s")):
+            bars.append(("concept: compressed scan / X@w", sc["compressed_q100_s"] / sc["X@w_s"], None))
+        tr = cs.get("training", {})
+        if _num(tr.get("exact_over_compressed_at_T20")):
+            bars.append(("concept: exact / compressed training", tr["exact_over_compressed_at_T20"], None))
+        notes.append("concept_speed")
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        hs = _load("hashing_speed")
+        if _num(hs.get("node", {}).get("ratio")):
+            bars.append(("hashing: RTSVM node / LinearSVC", hs["node"]["ratio"], None))
+        if _num(hs.get("encoding", {}).get("ratio")):
+            bars.append(("hashing: transform / matmul", hs["encoding"]["ratio"], None))
+        for r in hs.get("search", []):
+            if _num(r.get("ratio_qps")):
+                bars.append((f"hashing: index / FAISS q/s, {r.get('codes')} codes {r.get('bits')} bits", r["ratio_qps"], None))
+        notes.append("hashing_speed")
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        ss = _load("store_scan")
+        for r in ss.get("readers", []):
+            if _num(r.get("GB_per_s")):
+                bars.append((f"store scan: {r['reader']} (GB/s ÷ store)", r["GB_per_s"], None))
+        base = next((b[1] for b in bars if b[0].startswith("store scan: FeatureStore")), None)
+        if base:
+            bars = [(lbl, v / base if lbl.startswith("store scan") else v, m) for lbl, v, m in bars]
+        notes.append("store_scan")
+    except (OSError, ValueError, KeyError):
+        pass
+    if not bars:
+        raise KeyError("no speed ratios found")
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(bars) + 1.2))
+    ax.barh(range(len(bars)), [b[1] for b in bars], color="tab:green")
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
+    ax.set_xscale("log")
+    ax.axvline(1, color="grey", lw=1)
+    ax.set_xlabel("ratio measured side by side in one run (1 = same)")
+    ax.invert_yaxis()
+    ax.set_title("Speed ratios: ours against the baseline in the same run", fontsize=9)
+    w.figure("figures/speed_ratios.png", fig)
+    return [("figures/speed_ratios.png", ", ".join(notes),
+             "Speed ratios, each against a baseline timed in the same process and run (best of the repeats).")]
+
+
+def fig_serve(w: Writer):
+    """Service latency percentiles (serve_load.json)."""
+    plt = _plt()
+    load = _load("serve_load").get("load", {})
+    series = []
+    for label, block in (load.get("direct_baseline") or {}).items():
+        if isinstance(block, dict) and _num(block.get("p50_ms")):
+            series.append((f"direct {label} (no HTTP)", block))
+    runs = load.get("runs")
+    if isinstance(runs, list):
+        for r in runs:
+            if isinstance(r, dict) and _num(r.get("p50_ms")):
+                series.append((f"HTTP {r.get('mode', '')} {r.get('search', '')} {r.get('clients', '')} clients".strip(), r))
+    elif isinstance(runs, dict):
+        for k, r in runs.items():
+            if isinstance(r, dict) and _num(r.get("p50_ms")):
+                series.append((f"HTTP {k}", r))
+    if isinstance(load.get("cosine"), dict) and _num(load["cosine"].get("p50_ms")):
+        series.append(("HTTP cosine (exact)", load["cosine"]))
+    if not series:
+        raise KeyError("no latency percentiles in serve_load.json")
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(series) + 1.4))
+    pcts = ["p50_ms", "p95_ms", "p99_ms"]
+    h = 0.25
+    for j, p in enumerate(pcts):
+        ax.barh([i + (j - 1) * h for i in range(len(series))], [s[1].get(p, float("nan")) for s in series], h,
+                label=p.replace("_ms", ""))
+    ax.set_yticks(range(len(series)), [s[0] for s in series], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.invert_yaxis()
+    ax.legend(fontsize=7)
+    ax.set_title("Search service latency percentiles (serve_load.json)", fontsize=9)
+    w.figure("figures/serve_load_latency.png", fig)
+    return [("figures/serve_load_latency.png", "serve_load",
+             "Latency percentiles of the search service under load, against the direct (in-process) search.")]
+
+
+FIGURES = {
+    "hashing_map_vs_bits": fig_hashing_map_vs_bits,
+    "concept_ap_vs_T": fig_concept_ap_vs_T,
+    "solis_sparsity": fig_solis_sparsity,
+    "esvm_weight": fig_esvm_weight,
+    "zeroshot": fig_zeroshot,
+    "speed": fig_speed,
+    "serve": fig_serve,
+}
+
+
+# ----------------------------------------------------------------------------- equations
+def equations(method: str) -> str:
+    rows = []
+    for spec in METHOD_CODE[method]:
+        p = ROOT / spec
+        files = sorted(p.rglob("*.py")) if p.is_dir() else [p] if p.exists() else []
+        for f in files:
+            text = f.read_text(encoding="utf-8")
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            spans = []
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    spans.append((node.lineno, node.end_lineno or node.lineno, node.name))
+            for i, line in enumerate(text.splitlines(), 1):
+                for m in re.finditer(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)", line):
+                    inside = [s for s in spans if s[0] <= i <= s[1]]
+                    where = min(inside, key=lambda s: s[1] - s[0])[2] if inside else "module"
+                    what = line.strip().lstrip("#*\"' ").replace("|", "\\|")
+                    rows.append({"eq": m.group(2).strip(), "paper": (m.group(1) or METHOD_PAPER[method]).strip(),
+                                 "file": f.relative_to(ROOT).as_posix(), "line": i, "where": where,
+                                 "what": what[:110] + ("…" if len(what) > 110 else "")})
+    if not rows:
+        return "*No `Eq. (n)` citations found in the code.*\n"
+
+    def key(r):
+        m = re.match(r"(\d+)", r["eq"])
+        return (r["paper"], int(m.group(1)) if m else 999, r["file"], r["line"])
+
+    rows.sort(key=key)
+    lines = ["| paper | equation | file:line | function / class | the line that cites it |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['paper']} | Eq. ({r['eq']}) | `{r['file']}:{r['line']}` | `{r['where']}` | {r['what']} |")
+    return "\n".join(lines) + f"\n\n*{len(rows)} citations, grepped from the code by `benchmarks/report.py` at build time.*\n"
+
+
+# ----------------------------------------------------------------------------- pages
+def script_of(stem: str, scripts: list[str]) -> str | None:
+    cands = [s for s in scripts if stem == s or stem.startswith(s + "_")]
+    return max(cands, key=len) if cands else None
+
+
+def script_doc(path: Path) -> str:
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    except SyntaxError:
+        doc = ""
+    return doc or "*This script has no module docstring.*"
+
+
+def build(out: Path) -> dict:
+    """Write every generated file under ``out``; return {'benchmarks': [(title, rel page)], 'figures': {...}}."""
+    w = Writer(out)
+    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_") and p.stem != "report")
+    results = sorted(p.stem for p in RESULTS.glob("*.json"))
+    per_script: dict[str, list[str]] = {s: [] for s in scripts}
+    orphans = []
+    for stem in results:
+        s = script_of(stem, scripts)
+        (per_script[s] if s else orphans).append(stem)
+
+    # figures, each with a snippet page-part that shows it or says why not
+    fig_index: dict[str, list] = {}
+    for key, fn in FIGURES.items():
+        try:
+            made = fn(w)
+            if not made:
+                raise KeyError("no result file with the data")
+        except Exception as exc:  # a missing or reshaped file skips its figure, never fails the build
+            logger.warning("figure %s skipped: %s", key, exc)
+            w.text(f"fig_{key}.md", f"!!! note \"Figure not drawn\"\n    `{fn.__name__}` found no data to plot: {fmt(str(exc))}.\n")
+            fig_index[key] = []
+            continue
+        parts = []
+        for rel, source, caption in made:
+            parts.append(f"![{caption}](/generated/{rel})\n\n*{caption} Source: `benchmarks/results/{source}.json`"
+                         f" (see its benchmark page), drawn by `benchmarks/report.py`.*\n")
+        w.text(f"fig_{key}.md", "\n".join(parts))
+        fig_index[key] = made
+
+    # one results section per result file
+    for stem in results:
+        try:
+            data = json.loads((RESULTS / f"{stem}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            w.text(f"results/{stem}.md", f"*`{stem}.json` could not be read: {exc}*\n")
+            continue
+        body = [provenance(stem, data if isinstance(data, dict) else {}), ""]
+        body += generic(data)
+        w.text(f"results/{stem}.md", "\n\n".join(body) + "\n")
+
+    # one page per benchmark script
+    pages = []
+    figs_by_source: dict[str, list] = {}
+    for made in fig_index.values():
+        for rel, source, caption in made:
+            for src in source.split(", "):
+                figs_by_source.setdefault(src, []).append((rel, caption))
+    for s in scripts:
+        doc = script_doc(BENCHMARKS / f"{s}.py")
+        first, _, rest = doc.partition("\n")
+        lines = [f"# {s}.py", "", f"**{first.strip().replace('[', '&#91;')}**", "", "```text", rest.strip(), "```", ""]
+        if not per_script[s]:
+            lines.append("*No result file in `benchmarks/results/` yet: run the script to produce one.*")
+        for stem in per_script[s]:
+            lines += [f"## {stem}.json", ""]
+            for rel, caption in figs_by_source.get(stem, []):
+                lines += [f"![{caption}](/generated/{rel})", ""]
+            lines.append((out / "results" / f"{stem}.md").read_text(encoding="utf-8").replace("\n### ", "\n### ")
+                         .replace("\n#### ", "\n#### "))
+        text = "\n".join(lines)
+        text = _demote(text)
+        w.text(f"benchmarks/{s}.md", text + "\n")
+        pages.append((s, f"generated/benchmarks/{s}.md"))
+    if orphans:
+        body = ["# Other result files", "", "Result files no benchmark script's name matches.", ""]
+        for stem in orphans:
+            body += [f"## {stem}.json", "", (out / "results" / f"{stem}.md").read_text(encoding="utf-8")]
+        w.text("benchmarks/other.md", _demote("\n".join(body)) + "\n")
+        pages.append(("other result files", "generated/benchmarks/other.md"))
+
+    for method in METHOD_CODE:
+        w.text(f"equations_{method}.md", equations(method))
+
+    # an index of the benchmark pages
+    idx = ["| script | what it measures | result files |", "|---|---|---|"]
+    for s in scripts:
+        first = script_doc(BENCHMARKS / f"{s}.py").partition("\n")[0].replace("|", "\\|").replace("[", "&#91;")
+        idx.append(f"| [{s}](/generated/benchmarks/{s}.md) | {first} | {len(per_script[s])} |")
+    w.text("benchmarks_index.md", "\n".join(idx) + "\n")
+    # remove stale generated files (a result file that was deleted)
+    keep = set(w.written)
+    for p in out.rglob("*"):
+        if p.is_file() and p not in keep:
+            p.unlink()
+    return {"benchmarks": pages, "figures": fig_index}
+
+
+def _demote(text: str) -> str:
+    """Headings of the generic renderer start at ###; keep them under the page's ## sections."""
+    return re.sub(r"^(#{3,5}) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", text, flags=re.M)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "generated")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    info = build(args.out)
+    n_fig = sum(len(v) for v in info["figures"].values())
+    logger.info("wrote %d benchmark pages and %d figures under %s", len(info["benchmarks"]), n_fig, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
