@@ -23,7 +23,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
 from .._validation import RANDOM_STATE, Interval, check_random_state, validate_params, validate_X
 
