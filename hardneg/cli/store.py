@@ -360,7 +360,10 @@ def remove(
         shown = ", ".join(store.ids()[~keep][:5].tolist()) + (f" and {n - 5:,} more" if n > 5 else "")
         console.print(f"{path}: would remove {n:,} of {len(store):,} items ({shown})", highlight=False, markup=False, soft_wrap=True)
         return
-    removed = rebuild_store(path, keep)
+    from ._common import task_progress
+
+    with task_progress(f"removing {n:,} item(s): rewriting the store", len(store)) as advance:
+        removed = rebuild_store(path, keep, progress=advance)
     console.print(f"{path}: {removed:,} item(s) removed; {FeatureStore.open(path).summary()}", highlight=False, markup=False, soft_wrap=True)
 
 

@@ -286,7 +286,7 @@ def swap_in(tmp: Path, path: Path) -> Path:
     return trash
 
 
-def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None) -> int:
+def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, progress=None) -> int:
     """Rewrite the store at ``path`` with only the rows where ``keep`` is True.
 
     The new store is built beside the old one (vectors copied block by
@@ -295,7 +295,8 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None) -> i
     of the two folders (``renameat2``; two renames where the system lacks
     it). A process killed at any point leaves the old store or the new one
     at ``path``; the half-built or replaced copy beside it is a hidden
-    ``.NAME.<hex>.swap`` folder, removed by the next rebuild. Returns the
+    ``.NAME.<hex>.swap`` folder, removed by the next rebuild. ``progress``
+    is called with the number of rows read after each block. Returns the
     number of rows removed.
     """
     from ._feature_store import FeatureStore, _remove_replaced, local_store_path
@@ -321,6 +322,8 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None) -> i
                     if mask.any():
                         done = len(new)
                         new.append(block[mask], ids=kept_ids[done : done + int(mask.sum())])
+                    if progress is not None:
+                        progress(block.shape[0])
                 if table.num_rows:
                     replace_items(new, table)  # tags, labels, splits and paths exactly as they were
                 codebook = path / "codebook.npz"
