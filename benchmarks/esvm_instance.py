@@ -279,7 +279,14 @@ def evaluate(args, data) -> None:
                 continue
             w = WhiteningEncoder(n_components=k).fit(P)
             add(f"centring + PCA-whitening ({k})", w.transform(Q), w.transform(D), n_components=k)
-        for T in args.totals:
+        # images without a descriptor (plain clip art) have all-zero VLAD: E-SVM refuses them as negatives or exemplars
+        P = P[P.any(axis=1)]
+        if not (Q.any(axis=1).all() and D.any(axis=1).all()):
+            logging.warning("%s: all-zero query or database rows; E-SVM rows skipped", feat)
+            args_totals = []
+        else:
+            args_totals = args.totals
+        for T in args_totals:
             t = time.perf_counter()
             mean_sq = float((P.astype(np.float64) ** 2).sum(1).mean())
             alpha = "auto" if T == AUTO_TOTAL_WEIGHT else T * 0.1 / (P.shape[0] * mean_sq)
