@@ -43,6 +43,7 @@ system-deps:
 	else echo "not installing $$missing (needs root and apt-get): the tests that need them will skip; 'sudo apt-get install $$missing' enables them"; fi
 
 test: $(VENV)/.installed-test system-deps
+	$(VENV)/bin/ruff check hardneg tests benchmarks
 	$(PY) -m pytest -q
 
 $(VENV)/.installed-serve: pyproject.toml

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     for name, ts in times.items():
         rows[name] = {"min_s": min(ts), "median_s": statistics.median(ts), "median_minus_python_s": statistics.median(ts) - base,
                       "ratio_to_python": statistics.median(ts) / base, "runs_s": ts, "imports": imports[name]}
-    print(f"| command | min s | median s | median - python s | x python | modules imported |")
+    print("| command | min s | median s | median - python s | x python | modules imported |")
     print("|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['min_s']:.3f} | {r['median_s']:.3f} | {r['median_minus_python_s']:.3f} | {r['ratio_to_python']:.1f} | {r['imports']['modules']} |")

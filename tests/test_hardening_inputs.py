@@ -6,7 +6,6 @@ E-SVM encoding run that left an empty output behind, committed too rarely, or
 searched codes of another encoder.
 """
 
-import os
 from pathlib import Path
 from types import SimpleNamespace
 

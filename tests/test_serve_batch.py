@@ -6,7 +6,6 @@ import asyncio
 import shutil
 import threading
 
-import numpy as np
 import pytest
 
 pytest.importorskip("fastapi")

@@ -9,7 +9,6 @@ import textwrap
 import time
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 

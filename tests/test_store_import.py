@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hardneg.cli.main import main
-from hardneg.store import FeatureStore, StoreError
+from hardneg.store import StoreError
 from hardneg.store._import import import_embeddings
 
 

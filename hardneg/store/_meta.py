@@ -107,7 +107,7 @@ def check_meta(meta, path: Path) -> dict:
             or set(sums["parts"]) != set(parts)
             or not all(crc_ok(v) for v in sums["parts"].values())
         ):
-            raise corrupt(f"checksums must be {{'algorithm': 'crc32', 'chunks': {{array: [crc, ...]}}, 'parts': {{part: crc}}}} covering every array and part")
+            raise corrupt("checksums must be {'algorithm': 'crc32', 'chunks': {array: [crc, ...]}, 'parts': {part: crc}} covering every array and part")
     return meta
 
 
