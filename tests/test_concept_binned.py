@@ -180,3 +180,23 @@ def test_binned_store_refuses_a_damaged_copy(tmp_path):
         BinnedStore.open(tmp_path / "s")
     with pytest.raises(ValueError, match="n_bins: at most 255"):
         quantize_store(tmp_path / "s", tmp_path / "q2", n_bins=256)
+
+
+def test_concept_search_picks_up_a_binned_copy_by_path(tmp_path):
+    """A search handed the folder of a binned copy scans its uint8 codes, in process and per partition."""
+    from hardneg.concept import search
+    from hardneg.distributed import get_runner
+
+    rng = np.random.default_rng(1)
+    pos, neg, X, y = _problem(rng)
+    model = NegativeBootstrap(n_iter=5, random_state=0).fit(pos[:20], neg[:200]).compress(100)
+    with FeatureStore.create(tmp_path / "s", dim=X.shape[1], chunk_rows=64) as st:
+        st.append(X)
+    binned = quantize_store(tmp_path / "s", tmp_path / "q", n_bins=100)
+    scores = np.concatenate([model.decision_function(dense(b)) for _, b in binned.iter_chunks(100)])
+    want = np.lexsort((np.arange(scores.size), -scores))[:10]
+    got = search(model, str(tmp_path / "q"), k=10)
+    assert got.rows.tolist() == want.tolist()
+    np.testing.assert_allclose(got.scores, scores[want], rtol=1e-6)
+    with get_runner() as runner:
+        assert search(model, str(tmp_path / "q"), k=10, runner=runner).rows.tolist() == want.tolist()

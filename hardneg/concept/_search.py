@@ -92,7 +92,9 @@ def search(model, data, k: int = 100, *, rows=None, chunk_rows: int | None = Non
     if not callable(getattr(m, "decision_function", None)):
         raise TypeError(f"model: expected an object with a decision_function method, got {type(m).__name__}")
     if isinstance(data, (str, os.PathLike)):
-        data = FeatureStore.open(data)
+        from hardneg.store._quantize import BinnedStore
+
+        data = BinnedStore.open(data) if BinnedStore.is_binned(data) else FeatureStore.open(data)
     store = is_store(data)
     if not store:
         data = check_matrix(data, "data", non_negative=True, min_rows=0)

@@ -122,8 +122,19 @@ def _open_store(path: str, stamp):
 def open_store(path: str):
     """The store at ``path``, opened read-only once per process and meta.json version."""
     from ..store._meta import META
+    from ..store._quantize import MARKER, BinnedStore
 
+    if url_protocol(path) in (None, *LOCAL_PROTOCOLS) and BinnedStore.is_binned(path):
+        # a uint8 binned copy (`hardneg store quantize`): compressed models score its codes directly
+        return _open_binned(path, _stamp(path, MARKER))
     return _open_store(path, _stamp(path, META))
+
+
+@functools.lru_cache(maxsize=8)
+def _open_binned(path: str, stamp):
+    from ..store._quantize import BinnedStore
+
+    return BinnedStore.open(path)
 
 
 # what each job expects a model file to hold: kind -> (module, class)
