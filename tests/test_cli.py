@@ -39,7 +39,7 @@ def test_datasets_list_and_import(capsys, tmp_path):
     "argv, message",
     [
         (["datasets", "import", "no-such-set", "x"], "unknown dataset"),
-        (["store", "info", "/no/such/store"], "not a FeatureStore"),
+        (["store", "info", "/no/such/store"], "no such store"),
     ],
 )
 def test_user_errors_are_one_line(capsys, argv, message):

@@ -58,7 +58,7 @@ def test_related_auto_and_skip_top(tmp_path, capsys):
         store.append(X, tags=tags)
     model = tmp_path / "boat.npz"
     rc = main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "-p", "10",
-               "--related", "auto", "--skip-top", "auto", "-q", "10"])
+               "--related", "auto", "--skip-top", "auto", "--bins", "10"])
     out = capsys.readouterr().out
     assert rc == 0 and model.is_file()
     assert "related tags excluded from the negatives: sail" in out
