@@ -43,7 +43,9 @@ class MicroBatcher:
         single worker thread.
     window_s : float
         After the first query of a batch arrives, wait this long for others
-        (0: take only those already waiting).
+        (0: take only those already waiting); the wait ends as soon as
+        ``max_batch`` queries wait. Queries that arrive while every worker is
+        busy join the next batch anyway.
     max_batch : int
         Most queries in one call of ``run``.
     workers : int
@@ -78,6 +80,7 @@ class MicroBatcher:
         self._task: asyncio.Task | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._inflight: dict = {}  # dispatch task -> its batch
+        self._full: asyncio.Event | None = None  # set when max_batch queries wait: the window ends early
         self._closed = False
         self._lock = threading.Lock()
         self.batches = 0  # calls of run (for the benchmark and the tests)
@@ -95,6 +98,8 @@ class MicroBatcher:
             self._start(loop)
         fut = loop.create_future()
         self._queue.put_nowait((key, payload, fut, time.perf_counter()))
+        if self._full is not None and self._queue.qsize() + 1 >= self.max_batch:  # + the one being gathered
+            self._full.set()
         return await fut
 
     def close(self) -> None:
@@ -127,6 +132,7 @@ class MicroBatcher:
         # a new event loop (e.g. a second TestClient): the old loop's queue and task are gone with it
         self._loop = loop
         self._queue = asyncio.Queue()
+        self._full = asyncio.Event()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
         self._task = loop.create_task(self._collect(self._queue))
@@ -153,8 +159,8 @@ class MicroBatcher:
         free = asyncio.Semaphore(self.workers)
         while True:
             batch = [await queue.get()]
-            if self.window_s > 0 and self.max_batch > 1:
-                await asyncio.sleep(self.window_s)
+            if self.window_s > 0 and queue.qsize() + 1 < self.max_batch:
+                await self._wait_window()
             await free.acquire()  # all workers busy: the queries keep gathering meanwhile
             while len(batch) < self.max_batch and not queue.empty():
                 batch.append(queue.get_nowait())
@@ -165,6 +171,17 @@ class MicroBatcher:
             task = asyncio.get_running_loop().create_task(self._dispatch(batch))
             self._inflight[task] = batch
             task.add_done_callback(lambda t: (self._inflight.pop(t, None), free.release()))
+
+    async def _wait_window(self) -> None:
+        """Wait up to ``window_s`` for more queries, less when ``max_batch`` of them wait: a lone
+        query waits one window at most, never for a batch that does not fill."""
+        self._full.clear()
+        if self._queue.qsize() + 1 >= self.max_batch:
+            return
+        try:
+            await asyncio.wait_for(self._full.wait(), self.window_s)
+        except TimeoutError:
+            pass
 
     async def _dispatch(self, batch: list) -> None:
         loop = asyncio.get_running_loop()

@@ -107,6 +107,7 @@ class HammingMode(SearchMode):
         self.nprobe = index.nprobe if index.approximate else None
         self._exact = None if index.approximate else index
         self._exact_lock = threading.Lock()
+        self._planes = None  # the codes as uint64 word planes for the multi-query exact scan
 
     @classmethod
     def open(cls, store, models_dir: Path, *, matrix=None):
@@ -152,6 +153,18 @@ class HammingMode(SearchMode):
                     self._exact = flat
         return self._exact
 
+    def exact_planes(self):
+        """The codes as uint64 word planes (:func:`~hardneg.serve._exact_scan.code_planes`), made
+        once: one pass over them answers a whole batch of exact queries."""
+        if self._planes is None:
+            flat = self.exact_index()  # before the lock: it takes the same one
+            with self._exact_lock:
+                if self._planes is None:
+                    from hardneg.serve._exact_scan import code_planes
+
+                    self._planes = code_planes(flat.codes())
+        return self._planes
+
     def probes(self, exact: bool = False, nprobe: int | None = None) -> int | None:
         """Lists scanned for a query with these settings (the query's, else the service's, at most
         all of them); None when the query gets the exhaustive scan."""
@@ -171,8 +184,12 @@ class HammingMode(SearchMode):
         codes = self.hasher.transform(np.atleast_2d(X))
         p = self.probes(exact, nprobe)
         if p is None:
-            index = self.exact_index()
-            r, d = index.rank(codes, min(k, len(index)))
+            from hardneg.serve._exact_scan import hamming_topk
+
+            # one pass over the codes for every query of the batch (FAISS's flat scan reads them once
+            # per query); the same rows as FAISS's, ties by row (tests/test_serve_exact_batch.py)
+            planes = self.exact_planes()
+            r, d = hamming_topk(planes, codes, min(k, planes.shape[1]))
         else:
             r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=p)
         rows = np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
