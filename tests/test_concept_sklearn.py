@@ -117,14 +117,25 @@ def test_grid_search_picks_by_average_precision():
     assert gs.best_estimator_.score(X, y) == average_precision_score(y, gs.best_estimator_.decision_function(X))
 
 
-def test_cross_validation_routes_pool_tags():
+def test_cross_validation_routes_pool_tags(monkeypatch):
     pos, pool, tags = data(4)
     X = np.vstack([pos, pool])
     y = np.r_[np.ones(len(pos), dtype=int), np.zeros(len(pool), dtype=int)]
-    all_tags = [["concept"]] * len(pos) + tags
+    # one tag per row naming it, so each fold's tags can be matched to its training rows
+    all_tags = [[f"row{i}"] + (["concept"] if i < len(pos) else list(t)) for i, t in enumerate([[]] * len(pos) + tags)]
+    seen = []
+    real = ensemble.HIKEnsembleConcept._make_pool
+
+    def spy(self, data, pool_tags, exclude_tags, related_tags, rows):
+        seen.append(sorted(int(t[0][3:]) for t in pool_tags))
+        return real(self, data, pool_tags, exclude_tags, related_tags, rows)
+
+    monkeypatch.setattr(ensemble.HIKEnsembleConcept, "_make_pool", spy)
     s = cross_val_score(NegativeBootstrap(n_iter=2, n_bins=8, random_state=0), X, y, cv=3,
                         params={"pool_tags": all_tags, "exclude_tags": ["concept"]})
     assert s.shape == (3,) and np.all((s > 0) & (s <= 1))
+    folds = [sorted(train.tolist()) for train, _ in StratifiedKFold(3).split(X, y)]
+    assert seen == folds  # each fit got exactly its training rows' tags, in row order
 
 
 # ---------------------------------------------------------------- bad input

@@ -397,7 +397,13 @@ def test_token_required_beyond_loopback(demo, tmp_path):
 def test_loopback_needs_no_token(demo, tmp_path):
     store, _ = demo
     for host in ("127.0.0.1", "::1", "localhost", "127.0.0.5"):
-        create_app(store, models_dir=tmp_path / "m", host=host).state.serve.close()
+        app = create_app(store, models_dir=tmp_path / "m", host=host)
+        with TestClient(app, base_url="http://localhost") as c:
+            # a state change without a token reaches the route (404: no such model), not 401
+            assert c.delete("/api/models/no-such-model").status_code == 404
+        app.state.serve.close()
+    with pytest.raises(ValueError, match="not a loopback address"):
+        create_app(store, models_dir=tmp_path / "m", host="0.0.0.0")
 
 
 # ---------------------------------------------------------------- plug-in modes, OpenAPI, page
