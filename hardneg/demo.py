@@ -7,7 +7,8 @@ and an HTML report shows the featured concept's top results
 (:mod:`hardneg.demo_concept`). Alongside, the digits go into a FeatureStore
 and query by example is scored by mAP@100: TSVM hashing (32-bit codes,
 Hamming ranking) beside exact Euclidean nearest-neighbour retrieval, the
-baseline it is measured against.
+baseline it is measured against; both go to the console and, as a table each,
+into the HTML report.
 """
 
 from __future__ import annotations
@@ -62,8 +63,30 @@ def hashing_retrieval_map(store, n_bits: int = 32, k: int = 100, random_state: i
     return {"method": "TSVM hashing", "n_bits": n_bits, f"mAP@{k}": float(mean_average_precision_at_k(rel, k))}
 
 
-def run_demo(out_dir="demo-output") -> dict:
-    """Run the demo and write ``summary.json`` (and reports) into ``out_dir``."""
+def retrieval_tables(hashing: dict, knn: dict, k: int = 100) -> list[dict]:
+    """The query-by-example results as tables (``title``, ``header``, ``rows`` of strings).
+
+    The same tables go to the console and into the HTML report, so both show
+    the same numbers, formatted once.
+    """
+    setting = f"sklearn digits, {knn['n_queries']} test queries over {knn['n_database']} train images"
+    return [
+        {"title": f"TSVM hashing ({hashing['n_bits']}-bit codes): query by example, Hamming ranking ({setting})",
+         "header": ["method", "code length", f"mAP@{k}"],
+         "rows": [[hashing["method"], f"{hashing['n_bits']} bits", f"{hashing[f'mAP@{k}']:.4f}"]]},
+        {"title": f"TSVM hashing against its baseline, exact Euclidean kNN on the raw pixels ({setting})",
+         "header": ["method", f"mAP@{k}", "mAP (full ranking)"],
+         "rows": [["exact Euclidean kNN", f"{knn[f'mAP@{k}']:.4f}", f"{knn['mAP']:.4f}"]]},
+    ]
+
+
+def run_demo(out_dir="demo-output", *, n_iter: int = 10, n_bits: int = 32, console=None) -> dict:
+    """Run the demo and write ``summary.json`` (and reports) into ``out_dir``.
+
+    ``n_iter`` (bootstrap iterations T) and ``n_bits`` (hash code length) are
+    the demo's settings; ``console`` is the rich console it prints its
+    tables to (default: a new one on stdout).
+    """
     from .datasets import load_digits
     from .store import FeatureStore
 
@@ -82,10 +105,11 @@ def run_demo(out_dir="demo-output") -> dict:
         )
     store = FeatureStore.open(store_path)
     baseline = euclidean_retrieval_map(store, k=100)
-    hashing = hashing_retrieval_map(store, k=100)
+    hashing = hashing_retrieval_map(store, n_bits=n_bits, k=100)
+    tables = retrieval_tables(hashing, baseline)
     from .demo_concept import run_concept_demo
 
-    concept = run_concept_demo(out)
+    concept = run_concept_demo(out, n_iter=n_iter, extra_tables=tables)
     summary = {"dataset": "sklearn digits", "store": str(store_path), "concept_search": concept, "euclidean_knn": baseline, "hashing": hashing}
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -99,15 +123,19 @@ def run_demo(out_dir="demo-output") -> dict:
     table.add_column("P@20", justify="right")
     for method, value in concept["mAP"].items():
         table.add_row(method, f"{value:.4f}", f"{concept['P@20'][method]:.3f}")
-    console = Console()
+    console = console if console is not None else Console()
     console.print(table)
     comp = concept["compression"]
     console.print(
         f"Model Compression (q={comp['n_bins']}): AP {comp['AP_exact']:.4f} exact vs {comp['AP_compressed']:.4f} compressed, "
-        f"max |decision error| {comp['max_abs_error']:.4f} (bound {comp['error_bound']:.4f})\n"
-        f"Query by example ({baseline['n_queries']} test queries over {baseline['n_database']} train images), mAP@100: "
-        f"TSVM hashing ({hashing['n_bits']}-bit codes) {hashing['mAP@100']:.4f}; "
-        f"its baseline, exact Euclidean kNN, {baseline['mAP@100']:.4f} (full-ranking mAP {baseline['mAP']:.4f})\n"
-        f"report: {concept['report']}\nsummary: {out / 'summary.json'}"
+        f"max |decision error| {comp['max_abs_error']:.4f} (bound {comp['error_bound']:.4f})"
     )
+    for t in tables:
+        rt = Table(title=t["title"])
+        for j, h in enumerate(t["header"]):
+            rt.add_column(h, justify="left" if j == 0 else "right")
+        for row in t["rows"]:
+            rt.add_row(*row)
+        console.print(rt)
+    console.print(f"report: {concept['report']}\nsummary: {out / 'summary.json'}")
     return summary

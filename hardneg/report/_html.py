@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from pathlib import Path
 
 from ._png import png_data_uri
@@ -18,11 +19,37 @@ table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;paddin
 .grid{display:flex;flex-wrap:wrap;gap:6px} .cell{text-align:center;font-size:11px}
 .cell{max-width:140px;word-break:break-all} .cell img{display:block;border:3px solid #ccc;image-rendering:pixelated;object-fit:contain}
 .hit img{border-color:#2ca02c} .miss img{border-color:#d62728}
+figure{margin:.5em 0} figcaption{font-size:.9em;color:#555;max-width:560px}
 """
 
 
-def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", width: int = 560, height: int = 300) -> str:
-    """An inline SVG line chart; ``series`` maps a name to a list of (x, y)."""
+def _integer_ticks(lo: float, hi: float, max_ticks: int = 11) -> list[int]:
+    """Whole-number ticks between ``lo`` and ``hi``: an iteration axis has no t = 1.5."""
+    first, last = math.ceil(lo), math.floor(hi)
+    if last < first:
+        return [int(round(lo))]
+    step = max(1, math.ceil((last - first) / (max_ticks - 1)))
+    return list(range(first, last + 1, step))
+
+
+def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", title: str = "", integer_x: bool = False,
+                   width: int = 560, height: int = 300) -> str:
+    """An inline SVG line chart; ``series`` maps a name to a list of (x, y).
+
+    Every point is drawn with a marker. A series of a single point (a method
+    with no iterations, e.g. a pooled classifier beside bootstrap curves) is
+    drawn as a dashed line across the whole x range at its value, with markers,
+    so it reads as a reference level rather than a stray dot. ``title`` is
+    shown above the plot and as the SVG's ``<title>`` (what a screen reader
+    says); ``integer_x`` puts the x ticks on whole numbers only (iteration axes).
+
+    Examples
+    --------
+    >>> from hardneg.report import svg_line_chart
+    >>> svg = svg_line_chart({"a": [(1, 0.5), (2, 0.7)], "b": [(1, 0.6)]}, title="AP per iteration", integer_x=True)
+    >>> svg.startswith("<svg") and "<title>AP per iteration</title>" in svg
+    True
+    """
     pts = [p for s in series.values() for p in s]
     if not pts:
         return "<p>(no data)</p>"
@@ -31,7 +58,7 @@ def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", width:
     y0, y1 = min(ys), max(ys)
     pad_y = (y1 - y0) * 0.1 or 0.05
     y0, y1 = y0 - pad_y, y1 + pad_y
-    L, R, T, B = 55, 150, 15, 40
+    L, R, T, B = 55, 170, 32 if title else 15, 40
     pw, ph = width - L - R, height - T - B
 
     def px(x):
@@ -40,24 +67,42 @@ def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", width:
     def py(y):
         return T + (1 - (y - y0) / (y1 - y0)) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-size="11">',
-           f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-size="11" role="img">']
+    if title:
+        out.append(f"<title>{html.escape(title)}</title>")
+        out.append(f'<text class="chart-title" x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="12" '
+                   f'font-weight="bold">{html.escape(title)}</text>')
+    out.append(f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>')
     for k in range(5):
         yv = y0 + (y1 - y0) * k / 4
-        out.append(f'<text x="{L - 5}" y="{py(yv) + 4:.1f}" text-anchor="end">{yv:.3f}</text>')
+        out.append(f'<text class="ytick" x="{L - 5}" y="{py(yv) + 4:.1f}" text-anchor="end">{yv:.3f}</text>')
         out.append(f'<line x1="{L}" x2="{L + pw}" y1="{py(yv):.1f}" y2="{py(yv):.1f}" stroke="#eee"/>')
-    for k in range(5):
-        xv = x0 + (x1 - x0) * k / 4
-        out.append(f'<text x="{px(xv):.1f}" y="{T + ph + 15}" text-anchor="middle">{xv:g}</text>')
+    xticks = _integer_ticks(min(xs), max(xs)) if integer_x else [x0 + (x1 - x0) * k / 4 for k in range(5)]
+    for xv in xticks:
+        label = str(int(xv)) if integer_x else f"{xv:g}"
+        out.append(f'<text class="xtick" x="{px(xv):.1f}" y="{T + ph + 15}" text-anchor="middle">{label}</text>')
     out.append(f'<text x="{L + pw / 2}" y="{height - 5}" text-anchor="middle">{html.escape(x_label)}</text>')
     out.append(f'<text x="12" y="{T + ph / 2}" transform="rotate(-90 12 {T + ph / 2})" text-anchor="middle">{html.escape(y_label)}</text>')
     for i, (name, s) in enumerate(series.items()):
         color = _PALETTE[i % len(_PALETTE)]
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
-        for x, y in s:
-            out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"/>')
-        out.append(f'<text x="{L + pw + 10}" y="{T + 14 + 16 * i}" fill="{color}">{html.escape(str(name))}</text>')
+        out.append(f'<g class="series" data-name="{html.escape(str(name))}">')
+        if len(s) == 1:
+            (x, y), = s
+            out.append(f'<line x1="{L}" x2="{L + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="{color}" '
+                       f'stroke-width="2" stroke-dasharray="6 4"/>')
+            marks = [(L, py(y)), (px(x), py(y)), (L + pw, py(y))]
+        else:
+            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
+            marks = [(px(x), py(y)) for x, y in s]
+        for cx, cy in marks:
+            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}" stroke="#fff" stroke-width="1"/>')
+        ly = T + 14 + 16 * i
+        dash = ' stroke-dasharray="6 4"' if len(s) == 1 else ""
+        out.append(f'<line x1="{L + pw + 8}" x2="{L + pw + 26}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2"{dash}/>')
+        out.append(f'<circle cx="{L + pw + 17}" cy="{ly - 4}" r="3" fill="{color}"/>')
+        out.append(f'<text x="{L + pw + 30}" y="{ly}" fill="{color}">{html.escape(str(name))}</text>')
+        out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)
 
@@ -104,6 +149,10 @@ class HTMLReport:
 
     def svg(self, svg: str) -> None:
         self.parts.append(svg)
+
+    def figure(self, svg: str, caption: str) -> None:
+        """A chart with a caption under it that says what it shows (concept, data, setting)."""
+        self.parts.append(f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>")
 
     def render(self) -> str:
         return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
