@@ -2,6 +2,8 @@
 
 import doctest
 import importlib
+import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,12 @@ pytest.importorskip("torch")
 pytest.importorskip("efficientnet_lite_pytorch")
 pytest.importorskip("skimage")
 
-MODULES = ["_images", "_cnn", "_dsift", "_codebook", "_extract", "_fashion", "_vocab_tree"]
+# every module of hardneg.features with an example in its source
+MODULES = sorted(
+    info.name
+    for info in pkgutil.iter_modules(importlib.import_module("hardneg.features").__path__)
+    if ">>> " in (Path(importlib.import_module("hardneg.features").__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")
+)
 
 
 @pytest.mark.parametrize("name", MODULES)
