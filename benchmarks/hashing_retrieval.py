@@ -28,6 +28,7 @@ seeded by SeedSequence.spawn, so a prefix equals fitting with the shorter n_bits
 (tests/test_hashing.py checks this).
 
 Usage: .venv/bin/python benchmarks/hashing_retrieval.py [--quick] [--only NAME ...] [--unlabeled-on mnist fashion]
+       [--c-star-ratio R]  (C*/C of TSVM hashing; issue 28 compared 1, the old default, with 0.25)
 """
 
 from __future__ import annotations
@@ -259,7 +260,14 @@ def main():
                     help="data sets of the trees study")
     ap.add_argument("--unlabeled-on", nargs="+", choices=("mnist", "fashion"), default=["mnist", "fashion"],
                     help="data sets of the unlabeled study")
+    ap.add_argument("--c-star-ratio", type=float, default=None,
+                    help="C*/C of every TSVM hashing node (default: the library's C_STAR_RATIO); results go to "
+                         "<name>_cstar<ratio>.json so runs with different ratios sit side by side")
     args = ap.parse_args()
+    if args.c_star_ratio is not None:
+        from hardneg.hashing import _tsvm_hashing
+
+        _tsvm_hashing.C_STAR_RATIO = args.c_star_ratio  # read by TSVMHashing.fit when C_star is None
     seed = 0
     bits_list = [32, 64] if args.quick else [32, 64, 128, 256]
     t_start = time.perf_counter()
@@ -310,7 +318,8 @@ def main():
         full_bits = [64] if args.quick else [64, 256]
         result["full_training"] = full_training_study(Xf, yf, tr if not args.quick else db_f, q_f, full_bits, seed)
     if "trees" in args.only:
-        trees_path = RESULTS / ("hashing_trees_quick.json" if args.quick else "hashing_trees.json")
+        cstar = "" if args.c_star_ratio is None else f"_cstar{args.c_star_ratio:g}"
+        trees_path = RESULTS / (f"hashing_trees_quick{cstar}.json" if args.quick else f"hashing_trees{cstar}.json")
         trees = {}
         for key in args.trees_on:
             t0 = time.perf_counter()
@@ -338,6 +347,11 @@ def main():
             return
     result["total_seconds"] = time.perf_counter() - t_start
     name = "hashing_retrieval_quick" if args.quick else "hashing_retrieval"
+    if args.c_star_ratio is not None:
+        name += f"_cstar{args.c_star_ratio:g}"
+    from hardneg.hashing._tsvm_hashing import C_STAR_RATIO
+
+    result["c_star_ratio"] = C_STAR_RATIO
     previous = RESULTS / f"{name}.json"
     if set(args.only) != set(STUDIES) and previous.exists():
         # a partial run updates its studies and keeps the others
