@@ -13,7 +13,9 @@ and client (they share the machine). The served index is approximate (IVF,
 (``--max-batch 1``), is loaded with exhaustive (``"exact": true``) and IVF
 queries, and the recall@k of the IVF answers against the exhaustive ones is
 measured through HTTP on the same queries. Baseline, timed in the same run: the
-same work called in-process without HTTP (row, encode, rank), exact and IVF.
+same work called in-process without HTTP (row, encode, rank), exact and IVF, and
+the exact search as the service did it before issue 29 (one FAISS flat scan per
+query; the service now scans the codes once per batch of exact queries).
 A shorter run of the exact-cosine mode over the same 1M rows is reported beside it.
 ``--client raw`` uses a minimal HTTP/1.1 client instead of httpx (less client CPU).
 
@@ -93,9 +95,11 @@ def build_synthetic(folder: Path, n: int, dim: int, n_bits: int, seed: int = 0) 
     return store_path, models, {"store_build_s": t_store, "hasher_fit_s": t_hash, "index_build_s": t_index}
 
 
-def direct_baseline(store_path: Path, models: Path, n_queries: int, k: int, seed: int) -> dict:
+def direct_baseline(store_path: Path, models: Path, n_queries: int, k: int, seed: int, batch: int = 32) -> dict:
     """The server's work per query, in-process, one query at a time: read the row, encode,
-    rank 1M codes, exhaustively and with the approximate (IVF) index."""
+    rank 1M codes, exhaustively (the multi-query scan, and FAISS's flat scan as the service
+    did before issue 29) and with the approximate (IVF) index; then the two exhaustive scans
+    on batches of ``batch`` queries (ms per query)."""
     from hardneg.serve._modes import HammingMode
     from hardneg.store import FeatureStore
 
@@ -106,19 +110,41 @@ def direct_baseline(store_path: Path, models: Path, n_queries: int, k: int, seed
     matrix = np.ascontiguousarray(store.to_numpy(), np.float32)  # the service holds the rows in memory too
     mode = HammingMode.open(store, models, matrix=matrix)
     mode.exact_index()  # built once, before timing
+    mode.exact_planes()  # the multi-query exact scan's copy of the codes, built once too
     rows = np.random.default_rng(seed).integers(0, len(store), n_queries)
+    flat = mode.exact_index()
+
+    def faiss_exact(x, k):  # the service's exact search before issue 29: one FAISS flat scan per query
+        return flat.rank(mode.hasher.transform(x), k)
+
+    calls = {"exact": lambda x, k: mode.search(x, k, exact=True), "ivf": lambda x, k: mode.search(x, k),
+             "exact_faiss": faiss_exact}
     out = {}
-    for name, exact in (("exact", True), ("ivf", False)):
+    for name, call in calls.items():
+        call(matrix[rows[:2]], k)  # warm-up (first call: JIT load)
         lat = []
         for r in rows:
             t = time.perf_counter()
             x = matrix[r]
-            mode.search(x[None, :], k, exact=exact)
+            call(x[None, :], k)
             lat.append(time.perf_counter() - t)
         lat = np.array(lat) * 1000
         out[name] = {"n_queries": n_queries, "p50_ms": float(np.percentile(lat, 50)),
                      "p95_ms": float(np.percentile(lat, 95)), "p99_ms": float(np.percentile(lat, 99)),
                      "queries_per_s": float(1000 / lat.mean())}
+    # batches of `batch` queries in one call, the two exact scans alternating (the machine is shared)
+    per_query = {"exact": [], "exact_faiss": []}
+    for lo in range(0, n_queries - batch + 1, batch):
+        X = matrix[rows[lo : lo + batch]]
+        for name in per_query:
+            t = time.perf_counter()
+            calls[name](X, k)
+            per_query[name].append((time.perf_counter() - t) / batch * 1000)
+    out["batch_of"] = batch
+    for name, v in per_query.items():
+        out[f"{name}_batch"] = {"batches": len(v), "ms_per_query_median": float(np.median(v))}
+    out["exact_batch_speedup_vs_faiss"] = (out["exact_faiss_batch"]["ms_per_query_median"]
+                                           / out["exact_batch"]["ms_per_query_median"])
     out["search"] = mode.search_label()
     store.close()
     return out
@@ -283,7 +309,7 @@ def run_load(args, folder: Path) -> dict:
     t0 = time.perf_counter()
     HammingIndex.load(models / "hamming.index").to_approximate(args.nlist, args.nprobe).save(ivf_models / "hamming.index")
     build["ivf_index_build_s"] = time.perf_counter() - t0
-    base = direct_baseline(store_path, ivf_models, args.baseline_queries, args.k, 1)
+    base = direct_baseline(store_path, ivf_models, args.baseline_queries, args.k, 1, batch=args.clients)
     runs, recall, cos = [], None, None
     configs = [("batched", {"max_batch": args.max_batch, "batch_window_ms": args.window_ms}),
                ("one by one", {"max_batch": 1})]
@@ -434,7 +460,7 @@ def main(argv=None):
             m = L["cosine"]
             rows.append({"what": f"exact cosine, {m['clients']} clients", "req/s": m["requests_per_s"],
                          "p50 ms": m["p50_ms"], "p95 ms": m["p95_ms"], "p99 ms": m["p99_ms"], "errors": m["errors"]})
-        for name in ("exact", "ivf"):
+        for name in ("exact", "exact_faiss", "ivf"):
             b = L["direct_baseline"][name]
             rows.append({"what": f"in-process {name}, 1 query at a time (baseline)", "req/s": b["queries_per_s"],
                          "p50 ms": b["p50_ms"], "p95 ms": b["p95_ms"], "p99 ms": b["p99_ms"], "errors": 0})
@@ -442,6 +468,10 @@ def main(argv=None):
                 "server ms CPU/req", "client ms CPU/req"]
         print(markdown_table([{c: r.get(c, "") for c in cols} for r in rows], cols))
         print("recall over HTTP:", L["recall"])
+        B = L["direct_baseline"]
+        print(f"in-process batches of {B['batch_of']}: multi-query scan {B['exact_batch']['ms_per_query_median']:.3f} "
+              f"ms/query, FAISS flat {B['exact_faiss_batch']['ms_per_query_median']:.3f} ms/query "
+              f"(x{B['exact_batch_speedup_vs_faiss']:.2f})")
         for m in L["runs"]:
             print(f"{m['search']} {m['batching']}: server RSS {m['rss_mb_start']:.0f} MB -> {m['rss_mb_end']:.0f} MB")
     if "concept" in result:
