@@ -89,6 +89,35 @@ class NegativePool:
         wanted = set(tags)
         return np.fromiter((bool(wanted.intersection(t)) for t in self._tags), dtype=bool, count=self.n_rows)
 
+    def exclude_near_duplicates(self, references, min_cosine: float, chunk_rows: int = 8192) -> np.ndarray:
+        """Drop allowed rows whose cosine similarity to some reference row is >= ``min_cosine``.
+
+        Extra, not in Li et al. (2013): a learner passes its positives (B+ and the
+        pool's tagged rows) as ``references``; a pool row that is (nearly) the
+        same vector as a positive is either a positive the tags missed or a copy
+        filed under another tag, and as a negative it only contradicts the
+        positive. Returns the dropped rows (also kept in ``near_duplicates``);
+        they never become negatives. Refuses to drop every allowed row.
+        """
+        if not 0 < float(min_cosine) <= 1:
+            raise ValueError(f"min_cosine: expected a cosine in (0, 1], got {min_cosine!r}")
+        ref = np.asarray(references, dtype=np.float32)
+        if ref.ndim != 2 or ref.shape[1] != self.dim:
+            raise ValueError(f"references: expected shape (n, {self.dim}), got {ref.shape}")
+        ref = ref / np.maximum(np.linalg.norm(ref, axis=1, keepdims=True), 1e-12)
+        near = np.zeros(self.allowed.size, dtype=bool)
+        if ref.shape[0]:
+            for lo in range(0, self.allowed.size, chunk_rows):
+                block = self.take(self.allowed[lo : lo + chunk_rows]).astype(np.float32, copy=False)
+                block = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+                near[lo : lo + block.shape[0]] = (block @ ref.T).max(axis=1) >= float(min_cosine)
+        if near.all():
+            raise ValueError(f"min_cosine={min_cosine}: every pool row is a near-duplicate of a positive; raise it")
+        dropped = self.allowed[near]
+        self.allowed = self.allowed[~near]
+        self.near_duplicates = np.union1d(getattr(self, "near_duplicates", np.empty(0, np.int64)), dropped)
+        return dropped
+
     @property
     def n_allowed(self) -> int:
         return int(self.allowed.size)
