@@ -118,6 +118,14 @@ def hamming_topk(codes: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.nda
     words here), or their :func:`code_planes` (made once, to skip the copy per call);
     ``queries`` (nq, n_bytes) packed uint8. Rows nearest first, ties by row, as
     FAISS's exhaustive search returns them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = np.packbits(np.eye(8, dtype=bool), axis=1)  # 8 one-byte codes, one bit each
+    >>> rows, dist = hamming_topk(codes, np.packbits(np.eye(8, dtype=bool)[[2]], axis=1), 3)
+    >>> rows.tolist(), dist.tolist()  # itself first, then the rest at distance 2, ties by row
+    ([[2, 0, 1]], [[0, 2, 2]])
     """
     planes = code_planes(codes)
     w, n = planes.shape
