@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import socket
 import struct
 import threading
@@ -14,6 +15,7 @@ import tracemalloc
 import zlib
 
 import numpy as np
+
 import pytest
 
 pytest.importorskip("fsspec")
@@ -187,6 +189,13 @@ def test_the_cli_times_out_by_the_environment_variable(silent_server, monkeypatc
     monkeypatch.setenv(TIMEOUT_ENV, "0.5")
     line = _cli_error(capsys, ["store", "info", silent_server])
     assert "timed out" in line and "no answer within 0.5 s" in line and "127.0.0.1" in line
+
+
+def test_the_cli_timeout_flag(silent_server, monkeypatch, capsys):
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # the flag sets the variable: keep it inside this test
+    line = _cli_error(capsys, ["--timeout", "0.5", "store", "info", silent_server])
+    assert "timed out" in line and "no answer within 0.5 s" in line
 
 
 def test_timeout_values_are_checked(monkeypatch, tmp_path):

@@ -9,6 +9,7 @@ for an error that is a bug (see :func:`._common.is_user_error`).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import typer
@@ -51,8 +52,17 @@ app.command("serve-demo")(serve_demo_cmd)
 
 
 @app.callback()
-def _root(verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log progress (-v) or debug detail (-vv).")):
+def _root(
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log progress (-v) or debug detail (-vv)."),
+    timeout: float = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds before a request to a remote store (http://, s3://, ...) gives up "
+        "(default 30, or $HARDNEG_REMOTE_TIMEOUT).",
+    ),
+):
     setup_logging(verbose)
+    if timeout is not None:
+        # the store reads the variable wherever it opens a URL, in this process and in Dask workers started from it
+        os.environ["HARDNEG_REMOTE_TIMEOUT"] = repr(float(timeout))
 
 
 @app.command()
