@@ -141,13 +141,10 @@ def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[s
 
 
 def _check_not_an_input(target: Path, option: str | None, inputs) -> None:
-    real = os.path.realpath(target)
+    from hardneg.store._feature_store import writes_into_input
+
     for source in inputs:
-        if source is None or "://" in str(source):
-            continue
-        src = os.path.realpath(source)
-        inside_store = real.startswith(src.rstrip(os.sep) + os.sep) and (Path(src) / "meta.json").is_file()
-        if real == src or inside_store:
+        if writes_into_input(target, source):
             raise CLIError(f"{_where(target, option)}: is also an input of this command ({source}); write the output somewhere else")
 
 

@@ -226,23 +226,32 @@ def _check_replaceable(path: Path) -> None:
         raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
 
 
+def writes_into_input(output, source) -> bool:
+    """Whether writing ``output`` would overwrite ``source`` or put a file inside it (a store folder).
+
+    Paths are compared after resolving links; URLs (and ``None``) never match:
+    they are read, never written here.
+    """
+    if output is None or source is None or url_protocol(str(output)) not in (None, *LOCAL_PROTOCOLS):
+        return False
+    source_path = getattr(source, "path", source)
+    if isinstance(source_path, RemoteFolder) or url_protocol(str(source_path)) not in (None, *LOCAL_PROTOCOLS):
+        return False
+    target = os.path.realpath(local_store_path(output))
+    src = os.path.realpath(local_store_path(source_path))
+    inside_store = target.startswith(src.rstrip(os.sep) + os.sep) and (Path(src) / META).is_file()
+    return target == src or inside_store
+
+
 def check_output_not_input(output, *inputs, what: str = "output") -> None:
     """Refuse a job whose output is one of its inputs, before anything is touched.
 
     Writing a store onto the store it reads (``esvm encode S.store -o
-    S.store --overwrite``) would empty the input and then fail. Paths are
-    compared after resolving links; URLs and ``None`` inputs are skipped.
+    S.store --overwrite``) would empty the input and then fail; writing inside
+    an input store would put a foreign file in it. See :func:`writes_into_input`.
     """
-    if output is None or url_protocol(str(output)) not in (None, *LOCAL_PROTOCOLS):
-        return
-    target = os.path.realpath(local_store_path(output))
     for source in inputs:
-        if source is None:
-            continue
-        source_path = getattr(source, "path", source)
-        if isinstance(source_path, RemoteFolder) or url_protocol(str(source_path)) not in (None, *LOCAL_PROTOCOLS):
-            continue
-        if os.path.realpath(local_store_path(source_path)) == target:
+        if writes_into_input(output, source):
             raise StoreError(f"{what} {str(output)!r} is also an input of this run; write it somewhere else")
 
 
