@@ -740,8 +740,8 @@ class FeatureStore:
         """Before extending a partly filled last chunk, check it: an append
         rewrites the chunk, and must not carry damage into a fresh checksum.
         The item parts are read (and checked against their CRC) too: an append
-        must not build on a damaged item table."""
-        self._items_cache = None
+        must not build on a damaged item table (a table this object already
+        loaded was checked then, and is not read again)."""
         _ = self.items
         sums = self._meta.get("checksums")
         for name, a in self._arrays.items():
