@@ -28,13 +28,15 @@ Examples
 from hardneg.zeroshot._attributes import as_attribute_table
 from hardneg.zeroshot._classifier import TrainingDivergedError, ZeroShotClassifier, load_zero_shot
 from hardneg.zeroshot._dap import DAP
+from hardneg.zeroshot._descriptions import class_descriptions, embed_query_text, read_descriptions_csv
 from hardneg.zeroshot._eszsl import ESZSL
 from hardneg.zeroshot._evaluate import zero_shot_scores
-from hardneg.zeroshot._sampler_base import NegativeSampler
-from hardneg.zeroshot._sampler_correlation import CorrelationSampler
-from hardneg.zeroshot._sampler_random import RandomSampler
-from hardneg.zeroshot._sampler_uncertainty import UncertaintySampler
-from hardneg.zeroshot._samplers import SAMPLERS
+# The pair samplers live in hardneg.negatives; their old names stay here as aliases.
+from hardneg.negatives import BasePairSampler as NegativeSampler
+from hardneg.negatives import CorrelationPairSampler as CorrelationSampler
+from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
+from hardneg.negatives import RandomPairSampler as RandomSampler
+from hardneg.negatives import UncertaintyPairSampler as UncertaintySampler
 from hardneg.zeroshot._search import zero_shot_search
 from hardneg.zeroshot._tune import class_holdout_search, class_holdout_split
 
@@ -49,9 +51,12 @@ __all__ = [
     "UncertaintySampler",
     "ZeroShotClassifier",
     "as_attribute_table",
+    "class_descriptions",
     "class_holdout_search",
     "class_holdout_split",
+    "embed_query_text",
     "load_zero_shot",
+    "read_descriptions_csv",
     "zero_shot_scores",
     "zero_shot_search",
 ]

@@ -18,6 +18,7 @@ kinds of side information are built for the two 10-class data sets:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -123,6 +124,7 @@ def _cache_dir() -> Path:
     return Path(root) / "zeroshot"
 
 
+@functools.lru_cache(maxsize=1)  # loading takes seconds: once per process
 def _sentence_model():
     # the model package prints a line on import: keep it out of library output
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
