@@ -2,7 +2,7 @@
 
 With social tags a third or more of a concept's images carry no tag for it.
 They stay in the pool, the ensemble scores them highest, and the paper's
-selection (Li et al., IEEE TMM 2013, Eq. (6)-(8)) takes them as the "most
+selection (Li et al., IEEE TMM 2013, [Li13] Eq. (6)-(8)) takes them as the "most
 relevant negatives". This study shows it and measures the rank-window extra
 (``skip_top``) against asymmetric bagging, per concept.
 

@@ -85,7 +85,7 @@ def load_features(name: str, n_pool: int, n_test: int, seed: int):
 
 def methods(T, seed, max_pooled):
     return {
-        # the paper's selection, Eq. (6)-(8), as measured for the README; the library default skips likely
+        # the paper's selection, [Li13] Eq. (6)-(8), as measured for the README; the library default skips likely
         # untagged positives (skip_top="auto", see benchmarks/concept_missing_tags.py)
         "negative bootstrap": NegativeBootstrap(n_iter=T, skip_top=0.0, random_state=seed),
         "negative bootstrap (skip auto)": NegativeBootstrap(n_iter=T, skip_top="auto", random_state=seed),

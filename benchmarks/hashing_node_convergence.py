@@ -1,4 +1,4 @@
-"""How far TSVM hashing's nodes stop from their converged objective (Cevikalp et al. 2017, Eq. (4)).
+"""How far TSVM hashing's nodes stop from their converged objective (Cevikalp et al. 2017, [Cevikalp17] Eq. (4)).
 
 The paper's MNIST protocol of benchmarks/hashing_retrieval.py (MNIST 5k, 200 labelled images per
 class, 2,000 unlabelled), C = 10 (the value its validation picks). TSVMHashing is fitted once while
@@ -9,7 +9,7 @@ node's RTSVM is then re-solved
     and the former fixed budget, 3 SGD epochs x 5 CCCP rounds),
   * and to convergence (a long fixed budget, sgd_tol = 0),
 
-all from the same start (the same seed), and the objective Eq. (4) (without the constraint,
+all from the same start (the same seed), and the objective [Cevikalp17] Eq. (4) (without the constraint,
 balance is off in hashing) is compared: gap = J / J_converged - 1. A node is "converged" in the
 sense of the goal when its gap is at most 1%.
 

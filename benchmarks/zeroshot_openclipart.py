@@ -20,7 +20,7 @@ PCA-16 of the description embeddings min-max scaled to [0, 1] by the seen classe
 embedding of [Bucher16] Eq. (2) cannot reach negative attribute values; 16 dimensions also
 keep DAP to 16 logistic regressions on shared cores).
 Methods, all on the same split: ESZSL, DAP, Bucher's variant ([Bucher16]'s baseline [1]:
-random negatives, n = 1, Eq. (6), a fresh negative set every epoch), and the
+random negatives, n = 1, [Bucher16] Eq. (6), a fresh negative set every epoch), and the
 ZeroShotClassifier samplers with ``n_negatives = --n`` (2) and the imbalance-weighted
 [Bucher16] Eq. (11): random and uncertainty ([Bucher16] Eq. (8)), each in both negative-set
 modes, ``grow`` (the growing D₋ of [Bucher16] Section 2.2, the default; capped at
@@ -301,7 +301,7 @@ def report(args, cats, texts, X, acc, gzsl, fit_s, history, n_done, final):
                                                      "attr_dims")},
             "inputs_per_split": "features: PCA-<pca> fitted on the split's training images; attributes: PCA-<attr_dims> "
                                 "of the 384-d description embeddings fitted on the seen classes, then min-max scaled to "
-                                "[0, 1] by the seen classes (Eq. (2)'s ReLU embedding cannot reach negative values)",
+                                "[0, 1] by the seen classes ([Bucher16] Eq. (2)'s ReLU embedding cannot reach negative values)",
             "chance_zsl": 100.0 / (len(cats) - int(round(0.6 * len(cats)))),
         },
     }

@@ -184,7 +184,7 @@ def main():
             test = test_seen | test_unseen
             for name, make in _methods(best_n, args.epochs, tuned_by[protocol]).items():
                 if name == "unc./cor." and protocol != "pixels":
-                    continue  # Eq. (10) needs per-image vectors: ValueError by design
+                    continue  # [Bucher16] Eq. (10) needs per-image vectors: ValueError by design
                 clf = make(run)
                 kw = {"sample_attributes": per_image[train]} if protocol == "pixels" else {}
                 args_fit = () if protocol == "pixels" else (cls_attr,)

@@ -32,10 +32,10 @@ def train(
     n_negatives: int = typer.Option(20_000, "--n-negatives", help="Size of the random negatives pool."),
     n_recursions: int = typer.Option(1, "--recursions", help="k of RE-SVM-k (1: E-SVM)."),
     solver: str = solver_option("batch", "batch (exact), sgd, liblinear (slow baseline) or lda (whitened LDA, an extra)."),
-    lam: float = typer.Option(0.1, "--lam", help="λ of Eq. (1)."),
-    alpha_pos: float = typer.Option(1.0, "--alpha-pos", help="α₊ of Eq. (1)."),
+    lam: float = typer.Option(0.1, "--lam", help="λ of [Zepeda15] Eq. (1)."),
+    alpha_pos: float = typer.Option(1.0, "--alpha-pos", help="α₊ of [Zepeda15] Eq. (1)."),
     alpha_neg: float = typer.Option(
-        None, "--alpha-neg", help="α₋ of Eq. (1); default: 2 λ / pool size (the negatives' total weight α₋ N / λ = 2)."
+        None, "--alpha-neg", help="α₋ of [Zepeda15] Eq. (1); default: 2 λ / pool size (the negatives' total weight α₋ N / λ = 2)."
     ),
     min_negatives: int = typer.Option(200, "--min-negatives", help="Smallest pool accepted."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),

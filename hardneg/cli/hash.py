@@ -55,7 +55,7 @@ def train(
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
     mode: str = typer.Option(
         "bits", "--embedding",
-        help="TSVM hashing: bits (Eq. 12) or itq (the paper's embedding: the outputs of every node of 20 trees, then ITQ).",
+        help="TSVM hashing: bits ([Cevikalp17] Eq. (12)) or itq (the paper's embedding: the outputs of every node of 20 trees, then ITQ).",
     ),
     cost: str = cost_option(
         "auto", "TSVM hashing: cost C of the labeled samples at every node, or 'auto' (chosen from 1 and 10 "
@@ -63,7 +63,7 @@ def train(
     ),
     cost_alias: str = cost_alias_option(),
     balance: bool = typer.Option(
-        False, "--balance/--no-balance", help="TSVM hashing: the RTSVM balancing constraint at every node (Eq. 6)."
+        False, "--balance/--no-balance", help="TSVM hashing: the RTSVM balancing constraint at every node ([Cevikalp17] Eq. (6))."
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed."),
 ):

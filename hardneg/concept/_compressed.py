@@ -1,6 +1,6 @@
 """A compressed concept classifier: the portable product of concept training.
 
-Holds one lookup-table scorer (Eq. (13)-(16)) whatever the ensemble size,
+Holds one lookup-table scorer ([Li13] Eq. (13)-(16)) whatever the ensemble size,
 and saves to / loads from a ``.npz`` + JSON model file (no pickle).
 """
 
@@ -71,7 +71,7 @@ class CompressedConcept:
         return isinstance(self.table, HIKExactTable)
 
     def decision_function(self, X) -> np.ndarray:
-        """Scores G(x), Eq. (13). A uint8 block of codes with a grid (a block of a
+        """Scores G(x), [Li13] Eq. (13). A uint8 block of codes with a grid (a block of a
         :class:`~hardneg.store.BinnedStore`) is scored by look-up: :meth:`decision_function_bins`."""
         if isinstance(X, np.ndarray) and X.dtype == np.uint8:
             return self.decision_function_bins(X)
@@ -81,7 +81,7 @@ class CompressedConcept:
     def decision_function_bins(self, codes, grid=None) -> np.ndarray:
         """Score uint8 codes on a grid (a binned store's block) by look-up + sum, no float conversion.
 
-        The model's H_i (Eq. (14), tabulated as in Eq. (16)) is evaluated once at
+        The model's H_i ([Li13] Eq. (14), tabulated as in [Li13] Eq. (16)) is evaluated once at
         the grid's q + 1 nodes per dimension (a d x (q + 1) table, cached for
         the grid), then a row's score is the sum of one entry per dimension.
         For a q-bin model the result equals :meth:`decision_function` of the
@@ -125,13 +125,13 @@ class CompressedConcept:
 
         Rounding to the nearest node moves a value by at most half a bin
         (delta_i / 2); H_i is Lipschitz with constant max|H_i'| (the largest
-        slope of its piecewise-linear table, Eq. (15)), so the bound is
+        slope of its piecewise-linear table, [Li13] Eq. (15)), so the bound is
         sum_i delta_i / 2 * max|H_i'|. Add the table's own ``error_bound``
         for the distance to the exact ensemble.
         """
         t = self.table
         if self.exact:
-            # slopes of Eq. (15): suffix sums of a
+            # slopes of [Li13] Eq. (15): suffix sums of a
             slope = np.abs(t.suffix).max(axis=1)
         else:
             width = t.hi - t.lo

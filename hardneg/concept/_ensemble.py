@@ -151,7 +151,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
     Subclasses define ``__init__`` (their public parameters), their
     ``_parameter_constraints`` and the class attributes ``_bootstrap`` (score
     candidates with G_{t-1}, Table I step 6), ``_average`` (keep an ensemble,
-    Eq. (9); otherwise the last classifier) and ``_positive_fraction`` (a
+    [Li13] Eq. (9); otherwise the last classifier) and ``_positive_fraction`` (a
     random subset of B+ per iteration).
 
     The estimators are binary rankers in scikit-learn's classifier form:
@@ -388,7 +388,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             keys = [("pos", int(pos_idx[j])) if j < n_p else ("pool", int(sample.rows[j - n_p])) for j in support]
             slots = registry.slots(keys, lambda j, support=support: (Pt[support[j]] if support[j] < n_p else N[support[j] - n_p]))
             members.append((slots, coef, b))
-            # ---- update the compressed G_t used to score candidates next time (Eq. (9), (16))
+            # ---- update the compressed G_t used to score candidates next time ([Li13] Eq. (9), (16))
             if self._bootstrap and t < T:
                 sv_t = np.stack([registry.vectors[s] for s in slots])
                 tab = HIKBinTable.on_grid(sv_t, coef, b, grid_lo, grid_hi, q)
@@ -453,7 +453,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _merge_members(members, weights, M):
-        """Eq. (9)/(10) + (11)-(12): one dual coefficient per merged support vector."""
+        """[Li13] Eq. (9)/(10) + (11)-(12): one dual coefficient per merged support vector."""
         coef = np.zeros(M)
         b = 0.0
         w = np.asarray(weights[: len(members)], dtype=np.float64)
@@ -482,7 +482,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         return X
 
     def decision_function(self, X) -> np.ndarray:
-        """Exact ensemble decision value G_T(x), Eq. (9)/(10) with the kernel of Eq. (1)."""
+        """Exact ensemble decision value G_T(x), [Li13] Eq. (9)/(10) with the kernel of [Li13] Eq. (1)."""
         X = self._check_X(X)
         used = np.flatnonzero(self.dual_coef_)
         return hik_gram(X, self.support_vectors_[used], check=False).astype(np.float64) @ self.dual_coef_[used] + self.intercept_
@@ -531,7 +531,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             yield K @ coef + b
 
     def compress(self, n_bins: int | None = "default", *, n_members: int | None = None) -> CompressedConcept:
-        """Model Compression, Eq. (11)-(16): one table scorer, O(d) per image.
+        """Model Compression, [Li13] Eq. (11)-(16): one table scorer, O(d) per image.
 
         ``n_bins`` defaults to the estimator's ``n_bins`` (q); ``None`` gives
         the exact table (binary search per dimension). ``n_members=t``

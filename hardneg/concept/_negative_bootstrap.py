@@ -18,19 +18,19 @@ NEAR_DUPLICATE = None
 class NegativeBootstrap(HIKEnsembleConcept):
     """Learn a concept from a few positives by bootstrapping relevant negatives.
 
-    Table I of the paper: iteration 1 trains a HIK SVM g_1 (Eq. (1)-(4)) on
+    Table I of the paper: iteration 1 trains a HIK SVM g_1 ([Li13] Eq. (1)-(4)) on
     B+ and |B+| random pool negatives; iteration t samples m random
-    candidates, scores them with the compressed ensemble G_{t-1} (Eq. (16)),
+    candidates, scores them with the compressed ensemble G_{t-1} ([Li13] Eq. (16)),
     keeps the |B+| highest-scoring (the most misclassified, "relevant"
     negatives), trains g_t on them and averages,
-    G_t = ((t-1)/t) G_{t-1} + (1/t) g_t (Eq. (9)), or with weights lambda_t
-    (Eq. (10)). Pool items tagged with the concept (``exclude_tags``) or
+    G_t = ((t-1)/t) G_{t-1} + (1/t) g_t ([Li13] Eq. (9)), or with weights lambda_t
+    ([Li13] Eq. (10)). Pool items tagged with the concept (``exclude_tags``) or
     related tags are never negatives.
 
     Departure from the paper (an extra, on by default): the highest-scoring
     candidates are skipped before the |B+| are kept (``skip_top="auto"``),
     because with missing tags they are mostly positives without the tag;
-    ``skip_top=0`` restores Eq. (6)-(8) exactly.
+    ``skip_top=0`` restores [Li13] Eq. (6)-(8) exactly.
 
     Parameters
     ----------
@@ -48,7 +48,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
     C : float, default 1.0
         SVM cost (the paper: 1).
     weights : "uniform" or array of n_iter floats, optional
-        lambda_t of Eq. (10); uniform averaging (Eq. (9)) by default.
+        lambda_t of [Li13] Eq. (10); uniform averaging ([Li13] Eq. (9)) by default.
     n_negatives : int, optional
         |B-^(t)|; default |B+| as in the paper, capped at the pool size.
         |B+| plus ``n_negatives`` may not exceed 20,000 rows (the kernel
@@ -64,7 +64,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         estimates the number of untagged positives among them from the
         scores of the pool items that carry the concept's tag
         (:meth:`hardneg.negatives.BootstrapNegativeSampler.n_skip`).
-        0 is the paper's selection, Eq. (6)-(8). Without tagged items in
+        0 is the paper's selection, [Li13] Eq. (6)-(8). Without tagged items in
         the pool "auto" skips nothing, so it is then the paper's selection;
         the default was chosen by ``benchmarks/concept_missing_tags.py``.
     near_duplicate : float in (0, 1] or None, default None
@@ -85,7 +85,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
 
     Attributes
     ----------
-    support_vectors_, dual_coef_, intercept_ : merged ensemble, Eq. (11)-(12)
+    support_vectors_, dual_coef_, intercept_ : merged ensemble, [Li13] Eq. (11)-(12)
     member_support_, member_dual_coef_, member_intercept_ : the meta classifiers
     weights_ : normalized lambda_t
     n_near_duplicates_ : int

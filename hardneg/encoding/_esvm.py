@@ -2,8 +2,8 @@
 
 Every feature ``x`` is replaced by the ℓ2-normalized weight vector of a
 linear SVM trained with ``x`` as its only positive against a pool of generic
-negatives ``N`` (Eq. (1), solved by :func:`hardneg.svm.fit_exemplar_svms`),
-``w = w~ / ||w~||`` (Eq. (2)). The recursion, Eq. (3)-(4)::
+negatives ``N`` ([Zepeda15] Eq. (1), solved by :func:`hardneg.svm.fit_exemplar_svms`),
+``w = w~ / ||w~||`` ([Zepeda15] Eq. (2)). The recursion, [Zepeda15] Eq. (3)-(4)::
 
     w^k = w(w^{k-1}, N^{k-1}),      N^k = { w(z, N^{k-1}) : z in N^{k-1} }
 
@@ -43,7 +43,7 @@ _SCHEMA = {
 
 
 def _normalize(W) -> np.ndarray:
-    """Eq. (2): rows divided by their ℓ2 norm (float32)."""
+    """[Zepeda15] Eq. (2): rows divided by their ℓ2 norm (float32)."""
     W = np.asarray(W, dtype=np.float32)
     norms = np.linalg.norm(W, axis=1, keepdims=True)
     if (norms == 0).any():
@@ -62,10 +62,10 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
     ``fit(X)`` takes the negatives pool (a random sample of ``n_negatives``
     rows of ``X``, or all of it); ``transform(X)`` returns the ℓ2-normalized
-    encodings ``w^k`` (Eq. (2)-(4)), of the same dimension as ``X``.
+    encodings ``w^k`` ([Zepeda15] Eq. (2)-(4)), of the same dimension as ``X``.
 
     For ``n_recursions = k > 1``, ``fit`` also encodes the pool itself
-    ``k - 1`` times (Eq. (4)) and keeps the encoded pools ``N^1 .. N^{k-1}``
+    ``k - 1`` times ([Zepeda15] Eq. (4)) and keeps the encoded pools ``N^1 .. N^{k-1}``
     (``pools_``), so transforming never re-encodes a pool, and
     :meth:`grow` adds a level without recomputing the ones before it. When a
     negative ``z`` of ``N^{k-1}`` is itself encoded, it is left out of its own
@@ -84,13 +84,13 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         whitened LDA, ``w ∝ Σ⁻¹(x − μ_N)`` (Hariharan et al. 2012), an extra
         that is not an SVM.
     lam, alpha_pos : float
-        Eq. (1)'s regularization and positive hinge weight.
+        [Zepeda15] Eq. (1)'s regularization and positive hinge weight.
     alpha_neg : float or "auto"
-        Eq. (1)'s weight of each negative's hinge. What matters is the
+        [Zepeda15] Eq. (1)'s weight of each negative's hinge. What matters is the
         negatives' total weight relative to the regularization and to the
         features' scale, ``T = alpha_neg * n_pool * mean ||z||^2 / lam``:
         ``"auto"`` (default) sets ``T = 2``, ``alpha_neg = 2 * lam / (n_pool *
-        mean ||z||^2)`` over the pool's rows ``z``. Eq. (1) is not
+        mean ||z||^2)`` over the pool's rows ``z``. [Zepeda15] Eq. (1) is not
         scale-invariant (the margins are 1 whatever the norm of ``x``), and
         with the former ``2 * lam / n_pool`` features of squared norm ``c``
         behaved as ``T = 2c``: on 64-d unit Gaussians (``c = 64``, 2,000
@@ -254,7 +254,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
                 self.lda_precision_.append(P)
             elif len(self.pools_) < levels:
                 prev = self.pools_[-1]
-                # Eq. (4): each negative is encoded against N^{k-1} without itself
+                # [Zepeda15] Eq. (4): each negative is encoded against N^{k-1} without itself
                 self.pools_.append(
                     self._encode_level(prev, len(self.pools_) - 1, exclude=np.arange(prev.shape[0]), progress=progress)
                 )
@@ -271,7 +271,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         return self
 
     def _encode_level(self, X, k: int, *, exclude=None, progress=None) -> np.ndarray:
-        """``w(X, N^k)`` normalized (Eq. (1)-(2)), or the LDA encoding with level ``k``'s statistics."""
+        """``w(X, N^k)`` normalized ([Zepeda15] Eq. (1)-(2)), or the LDA encoding with level ``k``'s statistics."""
         if self.solver == "lda":
             if progress is not None:
                 progress(X.shape[0])
@@ -286,7 +286,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ encoding
     def transform(self, X, *, n_recursions=None, progress=None):
-        """Encodings ``w^k`` of the rows of ``X`` (Eq. (2)-(3)), float32, unit ℓ2 norm.
+        """Encodings ``w^k`` of the rows of ``X`` ([Zepeda15] Eq. (2)-(3)), float32, unit ℓ2 norm.
 
         ``n_recursions`` (default: the fitted one) picks a level ``<=`` it,
         e.g. E-SVM codes from an encoder fitted for RE-SVM-2.
@@ -312,7 +312,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         the encodings still do: the fraction of rows ``x`` with
         ``w . x > max_z w . z`` over the negatives ``z`` of ``x``'s SVM. At
         level ``k`` (RE-SVM-k) the exemplar is ``w^{k-1}`` and the negatives are
-        the encoded pool ``N^{k-1}`` (Eq. (3)-(4)). Negatives left out of an
+        the encoded pool ``N^{k-1}`` ([Zepeda15] Eq. (3)-(4)). Negatives left out of an
         exemplar's set (identical to it) are left out here too.
 
         ``codes``: the encodings of ``X`` at that level, if already computed.

@@ -1,6 +1,6 @@
 """Whitened LDA exemplar models (Hariharan, Malik & Ramanan 2012): an extra beside the paper.
 
-Zepeda & Pérez (2015) solve an SVM per exemplar (Eq. (1)). Hariharan et al.
+Zepeda & Pérez (2015) solve an SVM per exemplar ([Zepeda15] Eq. (1)). Hariharan et al.
 replace it by linear discriminant analysis with statistics of the negatives
 computed once: ``w ∝ Σ⁻¹ (x − μ_N)`` with ``μ_N`` and ``Σ`` the mean and the
 covariance of the negatives pool. Encoding is then one matrix product per

@@ -33,7 +33,7 @@ def mean_per_class_accuracy(y_true, y_pred, labels=None) -> float:
 
     ``acc = (1 / |C|) * sum_{c in C} #{i : y_i = c and yhat_i = c} / #{i : y_i = c}``
     (Xian et al., "Zero-shot learning — the good, the bad and the ugly",
-    Eq. 1). Unlike plain accuracy, every class weighs the same whatever its
+    [Xian18] Eq. (1)). Unlike plain accuracy, every class weighs the same whatever its
     number of test samples.
 
     Parameters
@@ -72,7 +72,7 @@ def generalized_zsl_scores(y_true, y_pred, seen_classes, unseen_classes) -> dict
     Predictions range over all classes (seen and unseen). ``S`` is the mean
     per-class accuracy over the test samples of seen classes, ``U`` the same
     over test samples of unseen classes, and
-    ``H = 2 S U / (S + U)`` (0 when both are 0) — Xian et al. 2018, Eq. 2.
+    ``H = 2 S U / (S + U)`` (0 when both are 0) — Xian et al. 2018, [Xian18] Eq. (2).
     Classes listed but absent from ``y_true`` are left out of the average.
 
     Parameters

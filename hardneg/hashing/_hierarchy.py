@@ -2,7 +2,7 @@
 
 Cevikalp, Elmas & Ozkan, CVIU 2017, Section 2.2:
 
-* Eq. (9): the distance between classes i and j is the distance between
+* [Cevikalp17] Eq. (9): the distance between classes i and j is the distance between
   their convex hulls, which equals the margin 2 / ||w|| of a hard-margin
   linear SVM separating them. ``method="svm"`` fits the shared linear SVM
   with an unregularized bias (libsvm, ``penalize_intercept=False``) and a
@@ -15,10 +15,10 @@ Cevikalp, Elmas & Ozkan, CVIU 2017, Section 2.2:
   min ||sum a_k x_k - sum b_l z_l|| over the two simplices (accelerated
   projected gradient) and gives 0 for overlapping hulls; it agrees with
   ``"svm"`` to 1e-3 on separable pairs and is some 30x slower.
-* Eq. (10): the similarity w_ij = exp(-d_ij / t); t defaults to the mean
+* [Cevikalp17] Eq. (10): the similarity w_ij = exp(-d_ij / t); t defaults to the mean
   pairwise distance. Multi-label data: classes that co-occur on a sample get
   w_ij = 1 (d_ij = 0), so they are separated as late as possible.
-* Eq. (11): Normalized Cuts, relaxed to the generalized eigenproblem
+* [Cevikalp17] Eq. (11): Normalized Cuts, relaxed to the generalized eigenproblem
   L a = lambda D a with L = D - W; the classes are split by the sign of the
   eigenvector of the second smallest eigenvalue, recursively, until every
   group holds a single class. The tree has C - 1 internal nodes.
@@ -109,7 +109,7 @@ def _indicator(y, n_samples: int):
 
 
 def convex_hull_distances(X, Y, *, method: str = "svm", C: float = 1e6, max_per_class: int | None = 300, random_state=None):
-    """Pairwise convex-hull distances between classes, Eq. (9).
+    """Pairwise convex-hull distances between classes, [Cevikalp17] Eq. (9).
 
     Parameters
     ----------
@@ -164,7 +164,7 @@ def convex_hull_distances(X, Y, *, method: str = "svm", C: float = 1e6, max_per_
 
 
 def class_similarity(D, t: float | None = None) -> np.ndarray:
-    """Eq. (10): W = exp(-D / t); ``t`` defaults to the mean off-diagonal distance."""
+    """[Cevikalp17] Eq. (10): W = exp(-D / t); ``t`` defaults to the mean off-diagonal distance."""
     D = np.asarray(D, dtype=np.float64)
     off = D[~np.eye(D.shape[0], dtype=bool)]
     if t is None:
@@ -177,7 +177,7 @@ def class_similarity(D, t: float | None = None) -> np.ndarray:
 
 
 def normalized_cut(W) -> np.ndarray:
-    """Eq. (11): split a group in two; returns a boolean mask of one side.
+    """[Cevikalp17] Eq. (11): split a group in two; returns a boolean mask of one side.
 
     Solves L a = lambda D a (``scipy.linalg.eigh``) and thresholds the second
     eigenvector at 0. A degenerate split (all one sign) falls back to the

@@ -10,7 +10,7 @@ random forest. At each of its m - 1
 internal nodes (m classes in the tree's subset) an RTSVM
 (:class:`hardneg.svm.RampTSVM`) separates the node's two class groups,
 trained on the labeled samples of those classes plus randomly chosen
-unlabeled samples. Eq. (12): bit k of a code is sign(w_k . x + b_k), so a
+unlabeled samples. [Cevikalp17] Eq. (12): bit k of a code is sign(w_k . x + b_k), so a
 tree gives m - 1 bits and ``ceil(n_bits / (m - 1))`` trees give the code (the
 last tree's surplus bits are dropped).
 
@@ -75,7 +75,7 @@ class TSVMHashing(BaseHasher):
         Code length; with ``mode="bits"`` it chooses the number of trees,
         ``ceil(n_bits / (m - 1))`` for m classes per tree.
     mode : {"bits", "itq"}
-        ``"bits"``: the hyperplanes' signs are the bits (Eq. (12)).
+        ``"bits"``: the hyperplanes' signs are the bits ([Cevikalp17] Eq. (12)).
         ``"itq"``: the paper's embedding mode: the outputs of every node of
         ``n_trees`` trees (default ``EMBEDDING_TREES`` = 20, or more when
         ``n_bits`` needs them) form an embedding of n_trees * (m - 1)
@@ -125,7 +125,7 @@ class TSVMHashing(BaseHasher):
         Algorithm 2's rule (``sgd_tol``); ``max_iter`` caps the CCCP
         iterations.
     balance : bool
-        The RTSVM balancing constraint (Eq. (6)) at every node. Off by
+        The RTSVM balancing constraint ([Cevikalp17] Eq. (6)) at every node. Off by
         default, a departure from the paper: a node's unlabeled samples are
         drawn from the whole pool, so their mean output need not equal the
         mean label of the node's two class groups. Forcing it costs 5.5 mAP
@@ -133,7 +133,7 @@ class TSVMHashing(BaseHasher):
         on Fashion-MNIST (73.6 vs 74.5) (``benchmarks/hashing_retrieval.py``,
         unlabeled study, ``hashing_retrieval.json``).
     hull_method : {"svm", "qp"}
-        Convex-hull distance for the hierarchy (Eq. (9)).
+        Convex-hull distance for the hierarchy ([Cevikalp17] Eq. (9)).
     hull_C : float
         C of the hard-margin SVM (unregularized bias) for ``hull_method="svm"``.
     max_per_class : int

@@ -1,16 +1,16 @@
 """SOLIS-ADA: adaptive regularized dual averaging (Duchi, Hazan & Singer 2011),
-Eq. (20)-(22), Algorithm 4 — the paper's recommended solver.
+[Gao17] Eq. (20)-(22), Algorithm 4 — the paper's recommended solver.
 
 With ``ḡ_t`` the average subgradient and ``H_t = δI + diag(G_t)^{1/2}``,
-``G_t = Σ g_τ²``, Eq. (20)
+``G_t = Σ g_τ²``, [Gao17] Eq. (20)
 
     w_{t+1} = argmin_w  η ḡ_tᵀw + ηλ||w||_1 + 1/(2t) (w - w_1)ᵀ H_t (w - w_1)
 
-has the closed form (Eq. 22) ``w_{t+1,j} = soft(w_1 - η t ḡ_{t,j} / H_{t,jj},
+has the closed form ([Gao17] Eq. (22)) ``w_{t+1,j} = soft(w_1 - η t ḡ_{t,j} / H_{t,jj},
 η t λ / H_{t,jj})``; for ``w_1 = 0`` that is ``sign(-ḡ_{t,j}) (η t / H_{t,jj})
 [|ḡ_{t,j}| - λ]_+``.
 
-Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in Eq. (22b).
+Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in [Gao17] Eq. (22b).
 
 Lazy: ``w_j`` depends only on the running sums ``t ḡ_{t,j}`` (state row 0),
 ``G_{t,j}`` (row 1) and ``t``, so it is computed when read. Row 2 caches
@@ -35,7 +35,7 @@ __all__ = ["SolisADA"]
 
 @numba.njit(cache=True, inline="always")
 def ada_weight(j, S, g, p):
-    """Eq. (22) for word ``j``."""
+    """[Gao17] Eq. (22) for word ``j``."""
     t = g[0]
     if t == 0.0:
         return p[W0]
@@ -45,7 +45,7 @@ def ada_weight(j, S, g, p):
 
 @numba.njit(cache=True, inline="always")
 def ada_update(j, v, S, g, p):
-    """Eq. (21): accumulate g = -v and g² (and refresh the cached 1 / H_jj)."""
+    """[Gao17] Eq. (21): accumulate g = -v and g² (and refresh the cached 1 / H_jj)."""
     S[0, j] -= v
     S[1, j] += v * v
     S[2, j] = 1.0 / (p[DELTA] + math.sqrt(S[1, j]))

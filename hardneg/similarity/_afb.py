@@ -1,14 +1,14 @@
-"""SOLIS-AFB: adaptive FOBOS (Duchi, Hazan & Singer 2011), Eq. (17)-(19), Algorithm 3.
+"""SOLIS-AFB: adaptive FOBOS (Duchi, Hazan & Singer 2011), [Gao17] Eq. (17)-(19), Algorithm 3.
 
 Composite mirror descent with the AdaGrad metric
-``H_t = δI + diag(G_t)^{1/2}``, ``G_t = Σ_{τ<=t} g_τ²`` (Eq. 18):
+``H_t = δI + diag(G_t)^{1/2}``, ``G_t = Σ_{τ<=t} g_τ²`` ([Gao17] Eq. (18)):
 
     w_{t+1} = argmin_w  η g_tᵀw + ηλ||w||_1 + ½ (w - w_t)ᵀ H_t (w - w_t),
 
-whose solution per word is (Eq. 19) ``w_{t+1,j} = soft(w_{t,j} - η g_{t,j} /
+whose solution per word is ([Gao17] Eq. (19)) ``w_{t+1,j} = soft(w_{t,j} - η g_{t,j} /
 H_{t,jj}, ηλ / H_{t,jj})``.
 
-Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in Eq. (19b).
+Sign: ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in [Gao17] Eq. (19b).
 
 Lazy: a word untouched for ``k`` updates keeps its ``H_jj`` and owes ``k``
 soft-thresholds of ``ηλ / H_jj``: one soft-threshold by ``k ηλ / H_jj``.
@@ -44,7 +44,7 @@ def afb_weight(j, S, g, p):
 
 @numba.njit(cache=True, inline="always")
 def afb_update(j, v, S, g, p):
-    """Eq. (18)-(19) with g = -v (the clock has already moved to this update)."""
+    """[Gao17] Eq. (18)-(19) with g = -v (the clock has already moved to this update)."""
     S[1, j] += v * v
     inv_h = 1.0 / (p[DELTA] + math.sqrt(S[1, j]))
     S[3, j] = inv_h

@@ -1,7 +1,7 @@
 """The estimator shape every diagonal similarity learner shares.
 
 A learner holds a weight vector ``w_`` over the vocabulary and scores
-``S_w(a, b) = aᵀ diag(w) b`` (Eq. 4, 7). ``fit(X, y=None, *, triplets=None)``
+``S_w(a, b) = aᵀ diag(w) b`` ([Gao17] Eq. (4), (7)). ``fit(X, y=None, *, triplets=None)``
 and ``partial_fit`` follow metric-learn's convention: ``X`` is a sparse (or
 dense) matrix or a sparse FeatureStore; class labels ``y`` are turned into
 ``n_triplets`` random triplets inside (:func:`random_triplets`, seeded by

@@ -93,7 +93,7 @@ def check_finite_param(value, name: str, *, minimum: float | None = None, strict
 
 
 def triplet_loss(w, X, triplets) -> np.ndarray:
-    """Hinge loss of each triplet under ``S_w(a, b) = aᵀ diag(w) b`` (Eq. 6-7).
+    """Hinge loss of each triplet under ``S_w(a, b) = aᵀ diag(w) b`` ([Gao17] Eq. (6)-(7)).
 
     ``L = max(0, 1 - S_w(x, x⁺) + S_w(x, x⁻))``; with ``v = x ⊙ (x⁺ - x⁻)``
     it is ``max(0, 1 - wᵀv)`` and its subgradient is ``-v`` where ``L > 0``.

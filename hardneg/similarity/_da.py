@@ -1,17 +1,17 @@
-"""SOLIS-DA: l1-regularized dual averaging (Xiao 2010), Eq. (13)-(16), Algorithm 2.
+"""SOLIS-DA: l1-regularized dual averaging (Xiao 2010), [Gao17] Eq. (13)-(16), Algorithm 2.
 
-With ``ḡ_t`` the average of the ``t`` subgradients so far, Eq. (14)
+With ``ḡ_t`` the average of the ``t`` subgradients so far, [Gao17] Eq. (14)
 
     w_{t+1} = argmin_w  ḡ_tᵀw + λ_t ||w||_1 + (γ / √t) ½ ||w - w_1||²,
     λ_t = λ + γρ / √t                                     (enhanced l1-RDA)
 
-has the closed form (Eq. 16) ``w_{t+1,j} = soft(w_1 - (√t/γ) ḡ_{t,j},
+has the closed form ([Gao17] Eq. (16)) ``w_{t+1,j} = soft(w_1 - (√t/γ) ḡ_{t,j},
 (√t/γ) λ_t)``, i.e. zero where ``|ḡ_{t,j}| <= λ_t`` (for ``w_1 = 0``).
 ``w_1`` is the centre of the proximal term (0 in the paper; 1 learns a
 correction to the plain dot product).
 
 Sign: the subgradient is ``g = -x ⊙ (x⁺ - x⁻)``; the paper prints ``+`` in
-Eq. (15). Lazy: ``w_j`` is a function of the running sum ``G_j = t ḡ_{t,j}``
+[Gao17] Eq. (15). Lazy: ``w_j`` is a function of the running sum ``G_j = t ḡ_{t,j}``
 (state row 0) and ``t`` only, so a weight is computed when read and never
 owes anything.
 """
@@ -32,7 +32,7 @@ __all__ = ["SolisDA"]
 
 @numba.njit(cache=True, inline="always")
 def da_weight(j, S, g, p):
-    """Eq. (16) for word ``j`` from ``G_j`` and ``t``."""
+    """[Gao17] Eq. (16) for word ``j`` from ``G_j`` and ``t``."""
     t = g[0]
     if t == 0.0:
         return p[W0]
@@ -42,7 +42,7 @@ def da_weight(j, S, g, p):
 
 @numba.njit(cache=True, inline="always")
 def da_update(j, v, S, g, p):
-    """Eq. (15): accumulate g = -v."""
+    """[Gao17] Eq. (15): accumulate g = -v."""
     S[0, j] -= v
 
 

@@ -24,7 +24,7 @@ specialised loops:
   changes nothing, not even the clock. S-TG and S-AFB always run this way:
   they are step methods (``w_{t+1}`` from ``w_t`` and ``g_t``), their
   per-word state does not read ``t``, and a zero subgradient takes no step;
-  S-TG's gravity ``ηλ`` (Eq. 11) is owed only for the steps taken. S-DA and
+  S-TG's gravity ``ηλ`` ([Gao17] Eq. (11)) is owed only for the steps taken. S-DA and
   S-ADA accept it as ``clock="updates"`` (this library's earlier behaviour).
 
 Parameter vector ``params``: ``[eta, lam, gamma, rho, delta, theta, w_init]``
@@ -95,7 +95,7 @@ def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
                 if not every_triplet:
                     g[0] += 1.0
                 if tg_clock:
-                    g[1] += p[ETA] * p[LAM]  # Eq. (11): the threshold owed by every word this step
+                    g[1] += p[ETA] * p[LAM]  # [Gao17] Eq. (11): the threshold owed by every word this step
                 for q in range(nt):
                     update(touched[q], vals[q], S, g, p)
                 n_updates += 1

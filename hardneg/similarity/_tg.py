@@ -1,13 +1,13 @@
-"""SOLIS-TG: truncated gradient (Langford, Li & Zhang 2009), Eq. (9)-(12), Algorithm 1.
+"""SOLIS-TG: truncated gradient (Langford, Li & Zhang 2009), [Gao17] Eq. (9)-(12), Algorithm 1.
 
 Each violated triplet takes a subgradient step and then truncates every
-weight toward zero by the gravity ``alpha = eta * lam`` (Eq. 11), but only
+weight toward zero by the gravity ``alpha = eta * lam`` ([Gao17] Eq. (11)), but only
 weights whose magnitude is at most ``theta``:
 
     T(u, alpha, theta) = sign(u) max(|u| - alpha, 0)  if |u| <= theta, else u.
 
 Sign: the subgradient of ``L = max(0, 1 - wᵀv)``, ``v = x ⊙ (x⁺ - x⁻)``, is
-``-v``; the paper prints ``+x ⊙ (x⁺ - x⁻)`` in Eq. (12). The code steps along
+``-v``; the paper prints ``+x ⊙ (x⁺ - x⁻)`` in [Gao17] Eq. (12). The code steps along
 ``+v`` (``w - eta * g``), which lowers the loss.
 
 Lazy truncation: a word untouched for ``k`` updates owes ``k`` truncations;
@@ -43,7 +43,7 @@ def tg_weight(j, S, g, p):
 
 @numba.njit(cache=True, inline="always")
 def tg_update(j, v, S, g, p):
-    """Eq. (12) with g = -v, then the truncation T of Eq. (11)."""
+    """[Gao17] Eq. (12) with g = -v, then the truncation T of [Gao17] Eq. (11)."""
     w = S[0, j] + p[ETA] * v
     if abs(w) <= p[THETA]:
         w = soft(w, p[ETA] * p[LAM])

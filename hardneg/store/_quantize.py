@@ -1,6 +1,6 @@
 """Binned (uint8) copies of a FeatureStore, for scans with compressed concept models.
 
-A compressed concept model (Li et al. 2013, Eq. (13)-(16)) scores an image as
+A compressed concept model (Li et al. 2013, [Li13] Eq. (13)-(16)) scores an image as
 a sum of one table look-up per dimension, so it never needs the float value
 itself, only where it falls on a grid. ``quantize_store`` writes that
 position once per value as one byte: a quarter of the float32 store's bytes

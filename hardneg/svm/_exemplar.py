@@ -1,11 +1,11 @@
 """What every exemplar-SVM solver shares: the objective, the checks, the exclusions.
 
-An exemplar SVM (Malisiewicz et al. 2011; Zepeda & Pérez 2015, Eq. (1)) is a
+An exemplar SVM (Malisiewicz et al. 2011; Zepeda & Pérez 2015, [Zepeda15] Eq. (1)) is a
 linear SVM with one positive ``x`` against a pool of negatives ``Z``, without
 a bias::
 
     w~(x, Z) = argmin_w  lam/2 ||w||^2 + alpha_pos max(0, 1 - x.w)
-                         + alpha_neg sum_i max(0, 1 + z_i.w)          Eq. (1)
+                         + alpha_neg sum_i max(0, 1 + z_i.w)          [Zepeda15] Eq. (1)
 
 Multiplying by ``1/lam`` gives the usual form ``1/2 ||w||^2 + sum_i C_i
 hinge_i`` with ``C_+ = alpha_pos / lam`` and ``C_- = alpha_neg / lam``: the
@@ -15,12 +15,12 @@ box bounds of the dual that :mod:`._exemplar_batch` solves, and the
 (:func:`fit_exemplar_svms_liblinear`).
 
 Every solver takes the same arguments and returns the raw ``w~`` rows
-(Eq. (2)'s normalization is the encoder's job), so one solver serves every
+([Zepeda15] Eq. (2)'s normalization is the encoder's job), so one solver serves every
 method that trains exemplar SVMs.
 
 Exclusions. A negative may be left out of one exemplar's negative set: the
 exemplar's own row when the negatives themselves are encoded (RE-SVM,
-Eq. (3)-(4)), and any negative identical to the exemplar (a positive and a
+[Zepeda15] Eq. (3)-(4)), and any negative identical to the exemplar (a positive and a
 negative at the same point can never both be on the right side of the
 margin; the SVM would only trade one hinge against the other).
 """
@@ -130,7 +130,7 @@ def _mark_duplicates(S, x_sq, z_sq, eps, mask):  # pragma: no cover - compiled
 
 
 def exemplar_objective(W, X, Z, *, lam, alpha_pos, alpha_neg, exclude=None, drop_duplicates: bool = True) -> np.ndarray:
-    """Eq. (1) at ``W[b]`` for exemplar ``X[b]``, one value per row (float64).
+    """[Zepeda15] Eq. (1) at ``W[b]`` for exemplar ``X[b]``, one value per row (float64).
 
     Negatives left out (``exclude``, duplicates) do not count, as in the solvers.
     """
@@ -152,11 +152,11 @@ def fit_exemplar_svms_liblinear(
     X, Z, *, lam=1e-2, alpha_pos=1.0, alpha_neg=1e-3, exclude=None, drop_duplicates=True, tol=1e-6, max_iter=100_000,
     progress=None, random_state=0,
 ):
-    """Eq. (1) by one scikit-learn ``LinearSVC`` per exemplar (the obvious baseline).
+    """[Zepeda15] Eq. (1) by one scikit-learn ``LinearSVC`` per exemplar (the obvious baseline).
 
     ``LinearSVC(C=1/lam, loss="hinge", fit_intercept=False)`` with sample
     weights ``alpha_pos`` for the exemplar and ``alpha_neg`` for each
-    negative minimizes Eq. (1) divided by ``lam``. It refits on all ``N + 1``
+    negative minimizes [Zepeda15] Eq. (1) divided by ``lam``. It refits on all ``N + 1``
     rows for every exemplar, so it is slow; it is here as the reference the
     fast solvers are tested and timed against.
     """
@@ -191,7 +191,7 @@ def fit_exemplar_svms_liblinear(
 
 
 def fit_exemplar_svms(X, Z, *, solver: str = "batch", **kwargs) -> np.ndarray:
-    """Solve Eq. (1) for every row of ``X`` against the negatives ``Z``; return ``w~`` rows.
+    """Solve [Zepeda15] Eq. (1) for every row of ``X`` against the negatives ``Z``; return ``w~`` rows.
 
     Parameters
     ----------

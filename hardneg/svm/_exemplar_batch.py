@@ -7,7 +7,7 @@ whole batch. The loop is the hard-negative mining of Malisiewicz et al.
 
 1. one product ``X_b Z^T`` gives, for every exemplar, its hardest negatives
    (largest ``x.z``): the first working set, ``init_size`` rows each;
-2. the dual of Eq. (1) restricted to the working set ``A`` is a small
+2. the dual of [Zepeda15] Eq. (1) restricted to the working set ``A`` is a small
    box-constrained QP in ``|A| + 1`` variables::
 
        max  beta + sum_i a_i - 1/2 ||beta x - sum_i a_i z_i||^2
@@ -46,7 +46,7 @@ and ``d`` per new Gram entry. Those calls release the GIL and run on
 ``n_threads`` threads.
 
 At the end every negative satisfies the KKT conditions of the full problem to
-``tol``, so the result is the exact minimizer of Eq. (1) up to the
+``tol``, so the result is the exact minimizer of [Zepeda15] Eq. (1) up to the
 tolerance, without ever solving over all ``N`` negatives. Support sets are
 small (tens to a few hundred negatives at the defaults), which is what makes
 this fast.
@@ -100,7 +100,7 @@ def fit_exemplar_svms_batch(
     warm_start: str | None = "subsample",
     n_threads: int | None = None,
 ):
-    """Solve Eq. (1) exactly for every row of ``X`` by hard-negative active sets.
+    """Solve [Zepeda15] Eq. (1) exactly for every row of ``X`` by hard-negative active sets.
 
     Parameters
     ----------
@@ -109,10 +109,10 @@ def fit_exemplar_svms_batch(
     Z : array of shape (N, d)
         Negatives, shared by every exemplar.
     lam, alpha_pos, alpha_neg : float
-        Eq. (1)'s regularization and hinge weights.
+        [Zepeda15] Eq. (1)'s regularization and hinge weights.
     exclude : array of int of shape (n,), optional
         A negative row to leave out of each exemplar's set (``-1``: none), e.g.
-        the exemplar's own row when the pool itself is encoded (Eq. (3)-(4)).
+        the exemplar's own row when the pool itself is encoded ([Zepeda15] Eq. (3)-(4)).
     drop_duplicates : bool
         Leave out negatives identical to the exemplar.
     tol : float
@@ -133,7 +133,7 @@ def fit_exemplar_svms_batch(
         The solver is deterministic; accepted so every solver takes it.
     warm_start : {"subsample", None}
         ``"subsample"`` (default, with 2,400 negatives or more): first solve
-        Eq. (1) on every 8th negative with ``alpha_neg`` scaled up by the
+        [Zepeda15] Eq. (1) on every 8th negative with ``alpha_neg`` scaled up by the
         same factor (the same solver, recursively while 2,400 or more
         remain), then start the full problem from that solution: its
         negatives with ``1 + z.w0 > 0`` start at the bound, the ones nearest
@@ -207,7 +207,7 @@ def fit_exemplar_svms_batch(
 
 
 def _subsample_start(X, Z, exclude, *, alpha_neg, **kwargs) -> np.ndarray:
-    """Eq. (1) on every ``_SUBSAMPLE_STEP``-th negative, ``alpha_neg`` scaled to keep the negatives' total weight."""
+    """[Zepeda15] Eq. (1) on every ``_SUBSAMPLE_STEP``-th negative, ``alpha_neg`` scaled to keep the negatives' total weight."""
     N = Z.shape[0]
     keep = np.arange(0, N, _SUBSAMPLE_STEP)
     sub_ex = np.where((exclude >= 0) & (exclude % _SUBSAMPLE_STEP == 0), exclude // _SUBSAMPLE_STEP, -1)

@@ -1,7 +1,7 @@
 """Exemplar SVMs by stochastic subgradient descent (Pegasos), batched over exemplars.
 
 Zepeda & Pérez (2015) train their exemplar SVMs by SGD. This is Pegasos
-(Shalev-Shwartz et al. 2011) on Eq. (1) itself, with no bias: at step ``t``,
+(Shalev-Shwartz et al. 2011) on [Zepeda15] Eq. (1) itself, with no bias: at step ``t``,
 a mini-batch ``M`` of ``m`` negatives (the same rows for every exemplar of the
 batch, so a step is two matrix products) gives the unbiased subgradient::
 
@@ -48,14 +48,14 @@ def fit_exemplar_svms_sgd(
     progress=None,
     stats: dict | None = None,
 ):
-    """Approximately solve Eq. (1) for every row of ``X`` by Pegasos.
+    """Approximately solve [Zepeda15] Eq. (1) for every row of ``X`` by Pegasos.
 
     Parameters
     ----------
     X : array of shape (n, d)
     Z : array of shape (N, d)
     lam, alpha_pos, alpha_neg : float
-        Eq. (1)'s weights.
+        [Zepeda15] Eq. (1)'s weights.
     exclude, drop_duplicates
         Negatives left out, as in :func:`hardneg.svm.fit_exemplar_svms_batch`.
     max_epochs : int

@@ -1,7 +1,7 @@
 """Histogram-intersection-kernel (HIK) SVM, the meta classifier of Negative Bootstrap.
 
 Li et al., "Bootstrapping Visual Categorization with Relevant Negatives"
-(IEEE TMM 2013), Eq. (1)-(4): the kernel is K(x, x') = sum_i min(x(i), x'(i))
+(IEEE TMM 2013), [Li13] Eq. (1)-(4): the kernel is K(x, x') = sum_i min(x(i), x'(i))
 and each meta classifier is a hinge-loss SVM with C = 1,
 g(x) = b + sum_j alpha_j y_j K(x, x_j).
 
@@ -72,7 +72,7 @@ _PARALLEL_MIN_OPS = 1 << 24
 
 
 def hik_gram(X, Y=None, *, check: bool = True) -> np.ndarray:
-    """Histogram-intersection Gram matrix, Eq. (1): ``K[a, b] = sum_i min(X[a, i], Y[b, i])``.
+    """Histogram-intersection Gram matrix, [Li13] Eq. (1): ``K[a, b] = sum_i min(X[a, i], Y[b, i])``.
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ def hik_gram(X, Y=None, *, check: bool = True) -> np.ndarray:
 
 
 def fit_hik_svm_gram(K, y, *, C: float = 1.0, class_weight=None):
-    """Fit a binary SVM on a precomputed HIK Gram matrix, Eq. (2)-(4).
+    """Fit a binary SVM on a precomputed HIK Gram matrix, [Li13] Eq. (2)-(4).
 
     Parameters
     ----------
@@ -144,7 +144,7 @@ def fit_hik_svm_gram(K, y, *, C: float = 1.0, class_weight=None):
 
 
 class HIKSVC(ClassifierMixin, BaseEstimator):
-    """Binary SVM with the histogram intersection kernel, Eq. (1)-(4).
+    """Binary SVM with the histogram intersection kernel, [Li13] Eq. (1)-(4).
 
     Parameters
     ----------
@@ -208,7 +208,7 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X) -> np.ndarray:
-        """Exact kernel expansion ``b + sum_j alpha_j y_j K(x, x_j)``, Eq. (4)."""
+        """Exact kernel expansion ``b + sum_j alpha_j y_j K(x, x_j)``, [Li13] Eq. (4)."""
         X = validate_X(self, X, reset=False, non_negative=True, min_rows=0)
         return hik_gram(X, self.support_vectors_, check=False).astype(np.float64) @ self.dual_coef_ + self.intercept_
 

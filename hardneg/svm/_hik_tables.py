@@ -1,22 +1,22 @@
 """Model Compression for HIK SVM ensembles: per-dimension lookup tables.
 
-Li et al. (IEEE TMM 2013), Section IV, Eq. (11)-(16). An ensemble of HIK
-SVMs averaged with weights lambda_t (Eq. (9)/(10)) is itself one kernel
-expansion over the union of the support vectors x̄_1..x̄_M, Eq. (11)-(12):
+Li et al. (IEEE TMM 2013), Section IV, [Li13] Eq. (11)-(16). An ensemble of HIK
+SVMs averaged with weights lambda_t ([Li13] Eq. (9)/(10)) is itself one kernel
+expansion over the union of the support vectors x̄_1..x̄_M, [Li13] Eq. (11)-(12):
 
-    G(x) = b0 + sum_j a_j K(x, x̄_j) = b0 + sum_i H_i(x(i)),            Eq. (13)
-    H_i(z) = sum_j a_j min(z, x̄_j(i)),                                  Eq. (14)
+    G(x) = b0 + sum_j a_j K(x, x̄_j) = b0 + sum_i H_i(x(i)),            [Li13] Eq. (13)
+    H_i(z) = sum_j a_j min(z, x̄_j(i)),                                  [Li13] Eq. (14)
 
 so scoring costs d one-dimensional functions, whatever the number of meta
 classifiers. With the values of dimension i sorted, x̄_(1)(i) <= ... <=
-x̄_(M)(i), H_i is piecewise linear, Eq. (15):
+x̄_(M)(i), H_i is piecewise linear, [Li13] Eq. (15):
 
     H_i(z) = sum_{l: x̄_(l)(i) < z} a_l x̄_(l)(i) + z * sum_{l: x̄_(l)(i) >= z} a_l
 
 ``HIKExactTable`` stores the two cumulative sums and finds the segment by
 binary search (exact, O(d log M) per image). ``HIKBinTable`` samples H_i at
 q + 1 uniformly spaced points of [x̄_(1)(i), x̄_(M)(i)] (a d x (q+1) table,
-Eq. (16)) and interpolates linearly between them: O(d) per image,
+[Li13] Eq. (16)) and interpolates linearly between them: O(d) per image,
 independent of M and of the ensemble size. Outside that range H_i is
 linear, as in the paper: below x̄_(1)(i) every min picks z, so
 H_i(z) = z * sum_l a_l; above x̄_(M)(i) every min picks the support value, so
@@ -55,7 +55,7 @@ def _score_exact(X, V, A, B, intercept, out):  # pragma: no cover, no mutate blo
                     lo = mid + 1
                 else:
                     hi = mid
-            s += A[i, lo] + z * B[i, lo]  # Eq. (15)
+            s += A[i, lo] + z * B[i, lo]  # [Li13] Eq. (15)
         out[r] = s + intercept
 
 
@@ -69,7 +69,7 @@ _FAST = {"nnan", "ninf", "nsz", "arcp", "afn"}
 
 @numba.njit(fastmath=_FAST, cache=True)
 def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
-    """Eq. (13) with H_i interpolated in the extended table ``V`` (see ``HIKBinTable._pack``).
+    """[Li13] Eq. (13) with H_i interpolated in the extended table ``V`` (see ``HIKBinTable._pack``).
 
     Two passes per row: the quantization (value -> bin, fraction) is branch-free
     and vectorizes; the look-up + sum then reads one table row per dimension.
@@ -152,7 +152,7 @@ def _score_codes(B, T, out):  # pragma: no cover, no mutate block - compiled
 
 @numba.njit(cache=True)
 def _eval_sorted(V, A, B, Z, out):  # pragma: no cover, no mutate block - compiled
-    """H_i at points Z[i, :] from the sorted tables (exact, Eq. (15))."""
+    """H_i at points Z[i, :] from the sorted tables (exact, [Li13] Eq. (15))."""
     d, M = V.shape
     for i in range(d):
         for c in range(Z.shape[1]):
@@ -172,7 +172,7 @@ def _grid_values_py(sv, coef, lo, hi, q, values, below, above):  # pragma: no co
     """H_i at the q + 1 nodes of a fixed grid without sorting: O(M d + q d).
 
     A support value v adds a * node to the nodes at or below v and a * v to
-    the nodes above it (Eq. (14)), so two histograms over the node index and
+    the nodes above it ([Li13] Eq. (14)), so two histograms over the node index and
     a prefix / suffix sum give every node's value exactly.
     """
     M, d = sv.shape
@@ -240,13 +240,13 @@ def _check_model(sv, coef, intercept):
 
 
 def merge_hik_ensemble(members, weights=None):
-    """Merge meta classifiers into one kernel expansion, Eq. (9)-(12).
+    """Merge meta classifiers into one kernel expansion, [Li13] Eq. (9)-(12).
 
     Parameters
     ----------
     members : sequence of (support_vectors, dual_coef, intercept)
     weights : sequence of float, optional
-        lambda_t of Eq. (10); uniform (Eq. (9)) by default. Normalized to sum 1.
+        lambda_t of [Li13] Eq. (10); uniform ([Li13] Eq. (9)) by default. Normalized to sum 1.
 
     Returns
     -------
@@ -268,7 +268,7 @@ def merge_hik_ensemble(members, weights=None):
 
 # --------------------------------------------------------------------------- exact tables
 class HIKExactTable:
-    """Exact compressed HIK model: sorted support values + binary search, Eq. (15).
+    """Exact compressed HIK model: sorted support values + binary search, [Li13] Eq. (15).
 
     Examples
     --------
@@ -301,7 +301,7 @@ class HIKExactTable:
         return self.values.shape[0]
 
     def H(self, Z) -> np.ndarray:
-        """H_i evaluated at points ``Z[i, :]`` per dimension, Eq. (14)."""
+        """H_i evaluated at points ``Z[i, :]`` per dimension, [Li13] Eq. (14)."""
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         out = np.empty_like(Z)
         _eval_sorted(self.values, self.prefix, self.suffix, Z, out)
@@ -316,7 +316,7 @@ class HIKExactTable:
         return out
 
     def to_bins(self, n_bins: int = 100, lo=None, hi=None) -> HIKBinTable:
-        """Approximate with q uniform bins per dimension, Eq. (16).
+        """Approximate with q uniform bins per dimension, [Li13] Eq. (16).
 
         The grid spans [x̄_(1)(i), x̄_(M)(i)] unless ``lo``/``hi`` (per-dimension
         arrays) fix it, which lets tables of different models be added.
@@ -332,7 +332,7 @@ class HIKExactTable:
         grid = lo[:, None] + (hi - lo)[:, None] * (np.arange(q + 1) / q)[None, :]
         grid[:, q] = hi  # no rounding at the top node
         values = self.H(grid)
-        # Slopes just outside the grid: sum of a over support values >= z (Eq. (15)).
+        # Slopes just outside the grid: sum of a over support values >= z ([Li13] Eq. (15)).
         n_below = (self.values < lo[:, None]).sum(axis=1)
         n_above = (self.values <= hi[:, None]).sum(axis=1)
         below = self.suffix[np.arange(d), n_below]
@@ -352,7 +352,7 @@ class HIKExactTable:
 
 # --------------------------------------------------------------------------- q-bin tables
 class HIKBinTable:
-    """Approximate compressed HIK model: a d x (q+1) table, O(d) per image, Eq. (16).
+    """Approximate compressed HIK model: a d x (q+1) table, O(d) per image, [Li13] Eq. (16).
 
     Parameters
     ----------
@@ -363,7 +363,7 @@ class HIKBinTable:
     below, above : ndarray (d,)
         Slopes of H_i below ``lo`` and above ``hi`` (exact linear pieces).
     intercept : float
-        b0 of Eq. (13).
+        b0 of [Li13] Eq. (13).
     error_bound : float
         Bound on |table - exact| for any input (NaN when unknown).
 
@@ -403,7 +403,7 @@ class HIKBinTable:
         """Tabulate a kernel expansion on a given grid directly (no sorting).
 
         Tables on one grid add up, so an ensemble's table is the weighted
-        sum of its members' tables (Eq. (9)). Used to score candidates
+        sum of its members' tables ([Li13] Eq. (9)). Used to score candidates
         during Negative Bootstrap training. ``error_bound`` is not computed.
         """
         sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
@@ -432,7 +432,7 @@ class HIKBinTable:
 
         ``V[i, k + 1]`` is H_i at node k (k = 0..q); the virtual nodes -1 and
         q + 1 continue the exact linear pieces below ``lo`` (slope ``below``) and
-        above ``hi`` (slope ``above``), Eq. (15), so interpolating between nodes
+        above ``hi`` (slope ``above``), [Li13] Eq. (15), so interpolating between nodes
         -1 and 0, or q and q + 1, is exact outside the grid. A dimension whose
         grid has zero width gets a pseudo-grid of width 1 on which H_i is the
         same linear function (all its support values equal ``lo``).
@@ -453,7 +453,7 @@ class HIKBinTable:
         return self._packed
 
     def decision_function(self, X, *, check: bool = True) -> np.ndarray:
-        """Score rows of ``X`` in O(d) each, Eq. (13) with tabulated H_i (Eq. (16))."""
+        """Score rows of ``X`` in O(d) each, [Li13] Eq. (13) with tabulated H_i ([Li13] Eq. (16))."""
         if check:
             X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
         out = np.empty(X.shape[0], dtype=np.float64)
@@ -483,12 +483,12 @@ class HIKBinTable:
 
     @staticmethod
     def combine(tables, weights=None) -> HIKBinTable:
-        """Weighted average of tables on one grid, Eq. (9)/(10): H_i is linear in the a_j."""
+        """Weighted average of tables on one grid, [Li13] Eq. (9)/(10): H_i is linear in the a_j."""
         tables = list(tables)
         if not tables:
             raise ValueError("tables: need at least one table")
         w = np.ones(len(tables)) if weights is None else np.asarray(weights, dtype=np.float64)
-        # non-negative as Eq. (10)'s lambda_t: the combined error bound is then the weighted mean
+        # non-negative as [Li13] Eq. (10)'s lambda_t: the combined error bound is then the weighted mean
         if w.shape != (len(tables),) or not np.all(w >= 0) or not w.sum() > 0:
             raise ValueError(f"weights: need {len(tables)} non-negative weights with a positive sum")
         w = w / w.sum()
@@ -540,7 +540,7 @@ def score_codes(codes, table) -> np.ndarray:
 
 
 def compress_hik(support_vectors, dual_coef, intercept, n_bins: int | None = 100, *, lo=None, hi=None):
-    """Compress a (merged) HIK SVM into lookup tables, Eq. (13)-(16).
+    """Compress a (merged) HIK SVM into lookup tables, [Li13] Eq. (13)-(16).
 
     ``n_bins=None`` gives the exact table (:class:`HIKExactTable`); an integer
     q gives the d x (q+1) approximation (:class:`HIKBinTable`).

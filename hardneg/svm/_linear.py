@@ -90,7 +90,7 @@ def fit_linear_svm(
     (libsvm's SMO, linear kernel, hinge loss only): with a large ``C`` (e.g.
     1e6) this is the hard-margin SVM, whose margin ``2 / ||w||`` is the
     distance between the two classes' convex hulls when they are separable
-    (Eq. (9)) wherever the data lie.
+    ([Cevikalp17] Eq. (9)) wherever the data lie.
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """Robust transductive SVM (RTSVM) with ramp losses, solved by CCCP + SGD.
 
 Cevikalp, Elmas & Ozkan, "Large-scale image retrieval using transductive
-support vector machines", CVIU 2017, Eq. (4)-(8) and Algorithms 1-2.
+support vector machines", CVIU 2017, [Cevikalp17] Eq. (4)-(8) and Algorithms 1-2.
 
-The primal problem (Eq. (4)-(6)) with f(x) = w.x + b is::
+The primal problem ([Cevikalp17] Eq. (4)-(6)) with f(x) = w.x + b is::
 
     min  1/2 ||w||^2 + C  sum_{i in L} R_s(y_i f(x_i))
                      + C* sum_{j in U} [R_s(f(x_j)) + R_s(-f(x_j))]
@@ -14,11 +14,11 @@ s in (-1, 0]. Every unlabeled sample enters twice, once with y = +1 and once
 with y = -1 (the symmetric ramp loss SR_s). Splitting R_s into its convex
 part H_1 and concave part -H_s gives a difference of convex functions; CCCP
 (Algorithm 1) linearizes the concave part at the current solution, which
-yields the weights (Eq. (7))::
+yields the weights ([Cevikalp17] Eq. (7))::
 
     beta_i = C  if y_i f(x_i) < s else 0        (labeled, and each unlabeled copy with C*)
 
-and the convex problem (Eq. (8))::
+and the convex problem ([Cevikalp17] Eq. (8))::
 
     min 1/2 ||w||^2 + sum_k c_k H_1(y_k f(x_k)) + sum_k beta_k y_k f(x_k)   s.t. balancing.
 
@@ -41,7 +41,7 @@ they are the Pegasos schedule for this objective, and measured to converge,
 * lambda0 = |L| + |U| (= M) and t starts at M, so the first step is 1;
 * the gradient of the loss terms is not scaled by 1 / (L + 2U): one visit
   takes the full C-weighted loss gradient of its sample and 1/M of the
-  regularizer's (objective Eq. (8) divided by M, times lambda0 = M).
+  regularizer's (objective [Cevikalp17] Eq. (8) divided by M, times lambda0 = M).
 
 ``loss="hinge"`` keeps the hinge loss on the labeled samples (no beta, the
 classical TSVM) and is the baseline for the robustness study.
@@ -163,7 +163,7 @@ def solve_convex_tsvm(
     XL, yL, cL, betaL, XU, cU, betaUp, betaUm, w0, b0, *, n_epochs, lambda0=None, t0=None, rng, balance=True,
     tol=0.0,
 ):
-    """Algorithm 2: SGD on the convex problem Eq. (8) from (w0, b0).
+    """Algorithm 2: SGD on the convex problem [Cevikalp17] Eq. (8) from (w0, b0).
 
     Returns ``(w, b, t)``. ``lambda0`` defaults to ``M = |L| + |U|``, the
     inverse strong-convexity modulus of one visit's objective (the Pegasos
@@ -207,14 +207,14 @@ def solve_convex_tsvm(
 
 
 def cccp_weights(yL, fL, cL, fU, C_star, s, loss="ramp"):
-    """Eq. (7): the CCCP weights at the current outputs ``fL`` (labeled) and ``fU`` (unlabeled).
+    """[Cevikalp17] Eq. (7): the CCCP weights at the current outputs ``fL`` (labeled) and ``fU`` (unlabeled).
 
     Returns ``(betaL, betaUp, betaUm)``: ``betaL_i = c_i`` where y_i f(x_i) < s
     (all zero for ``loss="hinge"``); ``betaUp_j = C*`` where f(x_j) < s (the
     copy labeled +1 is beyond its ramp) and ``betaUm_j = C*`` where
     -f(x_j) < s (the copy labeled -1). They are the slopes of the concave
     parts -c H_s(y f) linearized at the current solution, so the convex
-    problem Eq. (8) is an upper bound of Eq. (4) that touches it there.
+    problem [Cevikalp17] Eq. (8) is an upper bound of [Cevikalp17] Eq. (4) that touches it there.
 
     Examples
     --------
@@ -234,7 +234,7 @@ def cccp_weights(yL, fL, cL, fU, C_star, s, loss="ramp"):
 
 
 def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=None):
-    """The non-convex objective Eq. (4) (without the constraint), for monitoring and tests."""
+    """The non-convex objective [Cevikalp17] Eq. (4) (without the constraint), for monitoring and tests."""
     fL = XL @ w + b
     ramp = lambda z, s_: np.maximum(0, 1 - z) - np.maximum(0, s_ - z)  # noqa: E731
     if loss == "ramp":
@@ -250,7 +250,7 @@ def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=No
 
 
 class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
-    """Robust transductive linear SVM (RTSVM), Eq. (4)-(8), Algorithms 1-2.
+    """Robust transductive linear SVM (RTSVM), [Cevikalp17] Eq. (4)-(8), Algorithms 1-2.
 
     Parameters
     ----------
@@ -260,7 +260,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         Cost of each unlabeled copy; default ``C * min(1, |L| / |U|)`` so the
         unlabeled pool cannot outweigh the labels.
     s : float in (-1, 0]
-        Ramp-loss truncation point (Eq. (5)); samples with y f(x) < s stop
+        Ramp-loss truncation point ([Cevikalp17] Eq. (5)); samples with y f(x) < s stop
         pulling the hyperplane.
     lambda0 : float, optional
         SGD step scale, lambda_t = lambda0 / t (default: |L| + |U|).
@@ -279,7 +279,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     init_C : float, optional
         C of the supervised linear SVM that initializes the solver (default C).
     balance : bool
-        Enforce the balancing constraint (Eq. (6)) by projecting after every
+        Enforce the balancing constraint ([Cevikalp17] Eq. (6)) by projecting after every
         SGD step. It keeps the unlabeled samples from all landing on one side
         and helps when labels are scarce, but it ties the bias to the mean
         label: with many labels or unbalanced classes it can cost accuracy
@@ -293,7 +293,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     n_iter_ : CCCP iterations run
     n_epochs_ : SGD epochs run, summed over the CCCP iterations
     objective_path_ : ndarray of shape (n_iter_ + 1,)
-        The objective Eq. (4) at the start (the supervised SVM) and after
+        The objective [Cevikalp17] Eq. (4) at the start (the supervised SVM) and after
         every CCCP iteration; CCCP does not increase it (up to the SGD's
         inexactness).
     converged_ : bool
@@ -381,7 +381,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.converged_ = False
         it = 0
         for it in range(1, self.max_iter + 1):
-            # Eq. (7): linearize the concave parts -H_s at the current solution
+            # [Cevikalp17] Eq. (7): linearize the concave parts -H_s at the current solution
             fU = XU @ w + b
             new_betaL, new_betaUp, new_betaUm = cccp_weights(yL, XL @ w + b, cL, fU, C_star, self.s, self.loss)
             beta_same = (
@@ -390,7 +390,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
             )
             betaL, betaUp, betaUm = new_betaL, new_betaUp, new_betaUm
             w_prev = w
-            # Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
+            # [Cevikalp17] Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
             w, b, t = solve_convex_tsvm(
                 XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
                 lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance, tol=float(self.sgd_tol),

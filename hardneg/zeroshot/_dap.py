@@ -27,7 +27,7 @@ class DAP(BaseEstimator):
     an L2 logistic regression learns ``p(a_m = 1 | x)`` for each. A test image
     goes to ``argmax_z Σ_m log p(a_m = a_m^z | x) - log p(a_m = a_m^z)``, the
     prior ``p(a_m = 1)`` being the mean of the seen classes' binary vectors
-    (Lampert et al. 2014, Eq. 2).
+    (Lampert et al. 2014, [Lampert14] Eq. (2)).
 
     Parameters
     ----------

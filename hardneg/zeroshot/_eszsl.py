@@ -18,7 +18,7 @@ __all__ = ["ESZSL"]
 class ESZSL(BaseEstimator):
     """Bilinear compatibility ``xᵀ V s`` in closed form (the baseline of Table 1).
 
-    Eq. (8) of Romera-Paredes & Torr: with ``X`` the (standardized) training
+    [RomeraParedes15] Eq. (8) (Romera-Paredes & Torr): with ``X`` the (standardized) training
     features (n × d), ``Y ∈ {-1, 1}^{n × z}`` the class indicators and ``S``
     (z × a) the seen classes' attribute vectors,
     ``V = (XᵀX + γ I)⁻¹ Xᵀ Y S (SᵀS + λ I)⁻¹``; a test image goes to

@@ -95,7 +95,7 @@ def objective(s2_pos, s2_neg, A_pos, Y_pos, tau, W_X, b_X, W_A, *, lam: float, m
     lam, mu : float
         λ and μ of [Bucher16] Eq. (6).
     balanced : bool
-        [Bucher16] Eq. (11) rather than Eq. (6).
+        [Bucher16] Eq. (11) rather than [Bucher16] Eq. (6).
     """
     h_pos = pair_hinge(s2_pos, 1.0, tau)
     h_neg = pair_hinge(s2_neg, -1.0, tau)

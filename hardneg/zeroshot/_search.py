@@ -30,7 +30,7 @@ def zero_shot_partition(part, *, source, model, queries: np.ndarray, k: int, blo
 
 
 def zero_shot_search(model, store, query, k: int = 10, *, chunk_rows: int | None = None, rows=None, runner=None) -> TopK:
-    """The ``k`` items of ``store`` closest to each query by ``S`` (Eq. 1), read chunk by chunk.
+    """The ``k`` items of ``store`` closest to each query by ``S`` ([Bucher16] Eq. (1)), read chunk by chunk.
 
     Parameters
     ----------
