@@ -21,7 +21,16 @@ floats = st.floats(allow_nan=False, allow_infinity=False, width=32)
 @settings(max_examples=40, deadline=None)
 @given(arrays(np.float32, st.tuples(st.integers(0, 300)), elements=st.floats(width=32)))
 def test_all_finite_equals_numpy(x):
+    """Both paths: NumPy (a process's first values) and the compiled kernel (after the budget)."""
+    from hardneg.store import _finite
+
     assert all_finite(x) == bool(np.isfinite(x).all())
+    budget = _finite.NUMPY_BUDGET
+    _finite.NUMPY_BUDGET = -1  # the compiled kernel
+    try:
+        assert all_finite(x) == bool(np.isfinite(x).all())
+    finally:
+        _finite.NUMPY_BUDGET = budget
 
 
 @settings(max_examples=15, deadline=None)

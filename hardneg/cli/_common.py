@@ -554,6 +554,20 @@ def rows_of_ids(store, ids: list[str], option: str) -> list[int]:
     return [pos[q] for q in ids]
 
 
+def stored_queries(store, ids: list[str], option: str = "--query-id"):
+    """``(rows, X, infos)`` of stored items used as queries: their rows, dense float32
+    vectors and item info, read under a status line (the item table and the
+    vectors' first check take seconds on a large store)."""
+    import numpy as np
+
+    with task_status(f"reading {len(ids)} stored quer{'y' if len(ids) == 1 else 'ies'} from {store.path}"):
+        rows = rows_of_ids(store, list(ids), option)
+        block = store.take(np.array(rows))
+        X = np.ascontiguousarray(block.toarray() if hasattr(block, "toarray") else block, dtype=np.float32)
+        infos = item_info(store, rows)
+    return rows, X, infos
+
+
 def extract_query_images(store, files: list[str], *, model: str | None = None, trust_model: bool = False):
     """Feature rows of image files, extracted with the store's own extractor settings
     (the settings recorded in the store; the codebook saved in it)."""
@@ -599,7 +613,9 @@ def same_class(store, query_row: int | None, item_row: int) -> bool | None:
 def cluster_runner(workers: int | None, scheduler: str | None):
     """The :mod:`hardneg.distributed` runner for ``--workers`` / ``--scheduler``;
     says where the job runs and prints the Dask dashboard link when a cluster is used."""
-    from ..distributed import get_runner
+    # the runner module alone: the package re-exports every job and would import scikit-learn/SciPy
+    # (seconds on a loaded machine) before an in-process command has done anything
+    from ..distributed._runner import get_runner
 
     if workers is not None and scheduler:
         raise CLIError(f"give --workers N or --scheduler ADDRESS (or {_SCHEDULER_ENV}), not both")

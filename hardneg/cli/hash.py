@@ -14,8 +14,8 @@ from ._common import (
     emit_results,
     extract_query_images,
     item_info,
-    rows_of_ids,
     same_class,
+    stored_queries,
     task_progress,
 )
 from ._options import (
@@ -229,8 +229,6 @@ def search(
     Results show each item's label, tags and image path (from the store); with
     --html a contact sheet marks results that share the query's label.
     """
-    import numpy as np
-
     from ..hashing import load_hasher
     from ..index import HammingIndex
 
@@ -254,10 +252,8 @@ def search(
         X = _load_queries(query_npy, hasher.n_features_in_)
         queries = [{"name": f"row {i}"} for i in range(len(X))]
     elif query_id:
-        rows = rows_of_ids(store, list(query_id), "--query-id")
-        X = _dense(store.take(np.array(rows)))
-        queries = [{"name": q, "id": q, "row": r, "query_path": info["path"]}
-                   for q, r, info in zip(query_id, rows, item_info(store, rows))]
+        rows, X, q_infos = stored_queries(store, list(query_id))
+        queries = [{"name": q, "id": q, "row": r, "query_path": info["path"]} for q, r, info in zip(query_id, rows, q_infos)]
     else:
         X = extract_query_images(store, list(query_image), model=model, trust_model=trust_model)
         queries = [{"name": f, "query_path": f} for f in query_image]

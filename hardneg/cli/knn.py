@@ -16,8 +16,8 @@ from ._common import (
     emit_results,
     extract_query_images,
     item_info,
-    rows_of_ids,
     same_class,
+    stored_queries,
     task_progress,
 )
 from ._options import csv_option, html_option, json_option, k_option, query_id_option
@@ -67,9 +67,8 @@ def knn(
     if rows.size == 0:
         raise CLIError(f"{store_path}: no rows to search{f' in split {split!r}' if split else ''}; the store has {store.summary()}")
     if query_id:
-        q_rows = rows_of_ids(store, list(query_id), "--query-id")
-        Q = _dense(store.take(np.array(q_rows)))
-        queries = [{"name": q, "row": r, "query_path": info["path"]} for q, r, info in zip(query_id, q_rows, item_info(store, q_rows))]
+        q_rows, Q, q_infos = stored_queries(store, list(query_id))
+        queries = [{"name": q, "row": r, "query_path": info["path"]} for q, r, info in zip(query_id, q_rows, q_infos)]
     else:
         Q = extract_query_images(store, list(query_image), model=model, trust_model=trust_model)
         queries = [{"name": f, "query_path": f} for f in query_image]

@@ -33,15 +33,16 @@ Examples
 [5, 4, 3]
 """
 
-from ._concept_scan import scan_topk
-from ._esvm import encode_store
-from ._extract import extract_images
-from ._hash import hamming_index
-from ._knn import knn_topk
-from ._partition import Partition, partitions
-from ._runner import SCHEDULER_ENV, DaskRunner, Runner, get_runner
-from ._scores import score_rows
-from ._topk import TopK, merge_topk
+from .._lazy_exports import attach
+
+# resolved on first use: importing ``hardneg.distributed._runner`` (what every CLI command does)
+# must not import the jobs, which pull in scikit-learn and SciPy
+__getattr__, __dir__ = attach(__name__, {
+    "scan_topk": "._concept_scan", "encode_store": "._esvm", "extract_images": "._extract",
+    "hamming_index": "._hash", "knn_topk": "._knn", "Partition": "._partition", "partitions": "._partition",
+    "SCHEDULER_ENV": "._runner", "DaskRunner": "._runner", "Runner": "._runner", "get_runner": "._runner",
+    "score_rows": "._scores", "TopK": "._topk", "merge_topk": "._topk",
+})
 
 __all__ = [
     "DaskRunner",

@@ -21,22 +21,20 @@ torch, OpenCV and Pillow are optional (extras ``cnn`` and ``bow``) and are
 imported only when an extractor runs.
 """
 
-from ._cnn import IMAGENET_MEAN, IMAGENET_STD, TFLITE_MEAN, TFLITE_STD, EfficientNetLite0, TorchExtractor
-from ._codebook import BagOfWords, Codebook
-from ._dsift import DenseSift
-from ._extract import ExtractionSummary, extract_to_store, folder_labels
-from ._fashion import (
-    FASHION_STORES,
-    build_fashion_mnist_store,
-    fashion_extractor,
-    fashion_mnist_ids,
-    fashion_mnist_store_path,
-    load_fashion_mnist_features,
-    stores_dir,
-)
-from ._vlad import VLAD, vlad
-from ._vocab_tree import VocabularyTree
-from ._images import IMAGE_EXTENSIONS, ImageItem, ImageReadError, list_image_files, read_image, resolve_images, to_gray, to_rgb
+from .._lazy_exports import attach
+
+# resolved on first use: a command that reads one image must not import scikit-learn (the codebook)
+__getattr__, __dir__ = attach(__name__, {
+    **dict.fromkeys(("IMAGENET_MEAN", "IMAGENET_STD", "TFLITE_MEAN", "TFLITE_STD", "EfficientNetLite0",
+                     "TorchExtractor"), "._cnn"),
+    "BagOfWords": "._codebook", "Codebook": "._codebook", "DenseSift": "._dsift",
+    **dict.fromkeys(("ExtractionSummary", "extract_to_store", "folder_labels"), "._extract"),
+    **dict.fromkeys(("FASHION_STORES", "build_fashion_mnist_store", "fashion_extractor", "fashion_mnist_ids",
+                     "fashion_mnist_store_path", "load_fashion_mnist_features", "stores_dir"), "._fashion"),
+    "VLAD": "._vlad", "vlad": "._vlad", "VocabularyTree": "._vocab_tree",
+    **dict.fromkeys(("IMAGE_EXTENSIONS", "ImageItem", "ImageReadError", "list_image_files", "read_image",
+                     "resolve_images", "to_gray", "to_rgb"), "._images"),
+})
 
 __all__ = [
     "BagOfWords",
