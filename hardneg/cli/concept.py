@@ -151,10 +151,15 @@ def _default_split(store, split: str | None) -> str | None:
 @app.command("search")
 @cluster_options
 def search_cmd(
-    model_path: str = typer.Argument(..., metavar="MODEL", help="Model file written by 'hardneg concept train'."),
+    model_path: str = typer.Argument(..., metavar="MODEL", help="Model file written by 'hardneg concept train'; with --text, "
+                                     "a zero-shot model file ('hardneg zsl train') or 'auto' (train one now from STORE's tags)."),
     store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to search."),
     k: int = k_option(20, "Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
+    text: str = typer.Option(None, "--text", help="Search by description: rank by a zero-shot model's match ([Bucher16] "
+                             "Eq. (1)) with this text, embedded by all-MiniLM-L6-v2 (the 'text' extra)."),
+    descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': class "
+                                     "descriptions, 'class,text' or 'class,a1,...' rows; default the WordNet gloss of each tag."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = json_option(),
     csv_out: str = csv_option(),
@@ -174,6 +179,12 @@ def search_cmd(
     from ..distributed import scan_topk
     from ..store import FeatureStore
 
+    if text is not None or descriptions is not None:
+        from ._text_search import text_search_cmd
+
+        return text_search_cmd(model_path, store_path, text=text, descriptions=descriptions, k=k, split=split,
+                               chunk_rows=chunk_rows, as_json=as_json, csv_out=csv_out, html_out=html_out,
+                               relevant_tag=relevant_tag, relevant_label=relevant_label, runner=runner)
     check_input_file(model_path, "a concept model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     if relevant_tag is not None and relevant_label is not None:

@@ -38,6 +38,7 @@ from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
 from hardneg.negatives import RandomPairSampler as RandomSampler
 from hardneg.negatives import UncertaintyPairSampler as UncertaintySampler
 from hardneg.zeroshot._search import zero_shot_search
+from hardneg.zeroshot._text_search import fit_text_search, text_search
 from hardneg.zeroshot._tune import class_holdout_search, class_holdout_split
 
 __all__ = [
@@ -55,8 +56,10 @@ __all__ = [
     "class_holdout_search",
     "class_holdout_split",
     "embed_query_text",
+    "fit_text_search",
     "load_zero_shot",
     "read_descriptions_csv",
+    "text_search",
     "zero_shot_scores",
     "zero_shot_search",
 ]

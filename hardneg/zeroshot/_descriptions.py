@@ -107,7 +107,9 @@ def read_descriptions_csv(path):
         raise ValueError(f"{path}: row 1 (header): expected at least 2 columns ('class,text' or 'class,a1,...'), got {width}")
     if not body:
         raise ValueError(f"{path}: no class rows after the header")
-    numeric = width > 2 or all(_is_number(r[1].strip()) for _, r in body if len(r) > 1 and r[1].strip())
+    # two columns: a text column, unless every filled cell is a number (a 1-attribute table)
+    cells = [r[1].strip() for _, r in body if len(r) > 1 and r[1].strip()]
+    numeric = width > 2 or (bool(cells) and all(_is_number(c) for c in cells))
     classes: list[str] = []
     seen: dict[str, int] = {}
     values: list = []

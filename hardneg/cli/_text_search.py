@@ -1,0 +1,73 @@
+"""``hardneg concept search --text``: rank a store by a zero-shot model's match with free text."""
+
+from __future__ import annotations
+
+import os
+
+from ._common import CLIError, check_input_file, check_result_outputs, emit_results, err_console, escape, item_info, task_progress
+
+#: MODEL word that trains a zero-shot model on the fly from the store's tags.
+AUTO = "auto"
+
+
+def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, split, chunk_rows: int, as_json: bool,
+                    csv_out, html_out, relevant_tag, relevant_label, runner):
+    """The body of ``concept search --text`` (see :func:`hardneg.cli.concept.search_cmd`)."""
+    from ..store import FeatureStore
+
+    if text is None:
+        raise CLIError("--descriptions describes the classes of a search by description: give --text as well")
+    if not text.strip():
+        raise CLIError("--text is empty: describe what to find, e.g. --text 'a striped animal with four legs'")
+    auto = model_path == AUTO and not os.path.exists(model_path)
+    if not auto:
+        check_input_file(model_path, "a zero-shot model file ('hardneg zsl train') or 'auto'")
+        if descriptions is not None:
+            raise CLIError("--descriptions: only with MODEL 'auto' (a model file already holds its classes' descriptions)")
+    if descriptions is not None:
+        check_input_file(descriptions, "a descriptions CSV")
+    check_result_outputs(as_json, csv_out, html_out, inputs=(store_path,) if auto else (model_path, store_path))
+    if relevant_tag is not None and relevant_label is not None:
+        raise CLIError("--relevant-tag and --relevant-label both name the relevant items: give one")
+    store = FeatureStore.open(store_path)
+    if store.is_sparse:
+        raise CLIError(f"{store_path}: search by description needs a dense feature store (CNN features), not bag-of-words")
+    rows = store.select(split=split) if split else None
+    if rows is not None and rows.size == 0:
+        raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split; the store has {store.summary()}")
+    total = len(store) if rows is None else int(rows.size)
+    if total == 0:
+        raise CLIError(f"{store_path}: the store is empty")
+    try:
+        if auto:
+            from ..zeroshot import fit_text_search
+
+            with err_console.status("training a zero-shot model on the store's tags"):
+                model = fit_text_search(store, None, descriptions=descriptions)
+            err_console.print(escape(f"zero-shot model [Bucher16] trained on {model.classes_.size} described classes of {store_path}"))
+        else:
+            from .._load import load
+
+            model = load(model_path)
+            if not hasattr(model, "prototypes_"):
+                raise CLIError(f"{model_path}: a {type(model).__name__} file, not a zero-shot model; "
+                               "search by text needs one from 'hardneg zsl train' (or MODEL 'auto')")
+            if store.dim != model.n_features_in_:
+                raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
+        from ..zeroshot import text_search
+
+        with task_progress("searching", total) as advance:
+            res = text_search(model, store, text, k=min(k, total), rows=rows, chunk_rows=chunk_rows, runner=runner,
+                              progress=advance)
+    except (ValueError, ImportError) as exc:
+        raise CLIError(str(exc).splitlines()[0]) from None
+    from ..report._contact import relevance_marks
+
+    relevant = relevance_marks(store, res.rows, concept=None, tag=relevant_tag, label=relevant_label)
+    results = []
+    for i, info in enumerate(item_info(store, res.rows)):
+        results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
+                        "path": info["path"], "relevant": None if relevant is None else relevant[i]})
+    title = f"top {len(results)} for the text {text!r}"
+    emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
+                 groups=[{"name": f"text {text!r} on {store_path}", "results": results}])
