@@ -259,6 +259,13 @@ def test_page_concept_from_selected_items_feedback_and_one_model_per_concept(ser
         _wait_idle(browser, wait, "concept “4”")
     names = [li.get_attribute("data-name") for li in browser.find_elements(By.CSS_SELECTOR, "#models-list li")]
     assert names.count("4") == 1 and "4-2" not in names
+    # reopening the saved model shows the marks it was trained with (4 ✓ and 1 ✗), not an unmarked grid
+    assert browser.find_element(By.ID, "n-marked").text == "0"
+    browser.find_element(By.CSS_SELECTOR, f'#models-list button[aria-label="search with model items-{chosen[0]}"]').click()
+    _wait_idle(browser, wait, f"model “items-{chosen[0]}”")
+    assert browser.find_element(By.ID, "n-marked").text == "5" and browser.find_element(By.ID, "n-selected").text == "4"
+    card = browser.find_element(By.CSS_SELECTOR, f'#grid .card[data-id="{kept_id}"]')
+    assert "rel" in card.get_attribute("class").split() and rejected_id not in _ids(browser)
 
 
 def test_page_says_while_the_feature_extractor_loads(browser, tmp_path, monkeypatch):

@@ -190,7 +190,12 @@ function upload(file) {
 }
 function useModel(name) {
   return run("saved model", async () => {
+    const info = await api("GET", `api/models/${encodeURIComponent(name)}`);
     setModel(name); state.view = { kind: "model", name };
+    // a reopened model shows the marks it was trained with: its examples ✓, the items it was told are not relevant ✗
+    state.marks.clear();
+    for (const id of info.positive_ids || []) state.marks.set(id, "rel");
+    for (const id of info.negative_ids || []) state.marks.set(id, "notrel");
     await fetchPage(state.view, 0);
     showQuery(null);
   });
