@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import markdown_table, write_results  # noqa: E402
 from benchmarks.similarity_solis import bag_of_words, make, mean_ap, split  # noqa: E402
 from hardneg.index import InvertedIndex  # noqa: E402
-from hardneg.similarity import concept_triplets  # noqa: E402
+from hardneg.negatives import concept_triplets  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -62,10 +62,10 @@ from hardneg.similarity import (  # noqa: E402
     SolisDA,
     SolisTG,
     TfidfCosine,
-    concept_triplets,
     heldout_map,
     tfidf_transform,
 )
+from hardneg.negatives import concept_triplets  # noqa: E402
 
 CACHE = Path(os.environ.get("HARDNEG_CACHE", Path.home() / ".cache" / "hardneg")) / "solis-bench"
 N_QUERIES = 5
@@ -246,7 +246,7 @@ def run(n_words: int, draws: int, quick: bool, tree: bool = False, timing_triple
                      "matrix GiB": 4 * n_words**2 / 2**30})
         print(f"  OASIS full probe: {secs:.2f} s for 2,000 triplets", flush=True)
     if timing_triplets:
-        from hardneg.similarity import random_triplets
+        from hardneg.negatives import random_triplets
 
         big = random_triplets(y, timing_triplets, random_state=7)
         secs = {}

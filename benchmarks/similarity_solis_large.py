@@ -73,7 +73,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import markdown_table, write_results  # noqa: E402
 from benchmarks.similarity_solis import CACHE, make  # noqa: E402
 from hardneg.eval import mean_average_precision_at_k  # noqa: E402
-from hardneg.similarity import TfidfCosine, heldout_map, random_triplets, tfidf_transform  # noqa: E402
+from hardneg.negatives import random_triplets  # noqa: E402
+from hardneg.similarity import TfidfCosine, heldout_map, tfidf_transform  # noqa: E402
 
 SIFT = {"step": 4, "bin_sizes": (4, 6), "resize_to": 36, "drop_flat": True}
 TREE_SAMPLE = 2_000_000  # descriptors each vocabulary tree is learned from

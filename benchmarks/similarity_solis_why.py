@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import markdown_table, write_results  # noqa: E402
 from benchmarks.similarity_solis import GRIDS, bag_of_words, make, mean_ap, split, triplet_error  # noqa: E402
-from hardneg.similarity import concept_triplets, random_triplets  # noqa: E402
+from hardneg.negatives import concept_triplets, random_triplets  # noqa: E402
 from hardneg.similarity._select import heldout_map  # noqa: E402
 
 # the parameters benchmarks/similarity_solis.py chose (held-out triplet error), per vocabulary

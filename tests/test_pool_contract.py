@@ -63,7 +63,7 @@ def test_messages_name_the_argument():
     pool = NegativePool(X, tags=tags)
     with pytest.raises(ValueError, match="^n: "):
         RandomNegativeSampler().sample(pool, 0)
-    with pytest.raises(ValueError, match="^BootstrapNegativeSampler: needs a scorer"):
+    with pytest.raises(ValueError, match="^Bootstrap(Pool|Negative)Sampler: needs a scorer"):
         BootstrapNegativeSampler().sample(pool, 2, 0)
 
 

@@ -87,7 +87,8 @@ def train(
     """Learn a similarity from triplets drawn from the store's labels."""
     import numpy as np
 
-    from ..similarity import TfidfCosine, concept_triplets, random_triplets, tfidf_transform
+    from ..negatives import concept_triplets, random_triplets
+    from ..similarity import TfidfCosine, tfidf_transform
     from ..similarity._checks import check_bow
 
     if protocol not in ("concept", "random"):

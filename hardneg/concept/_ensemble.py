@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
 from hardneg._validation import check_positive_int, check_random_state, is_store
-from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
+from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 
 from ._compressed import CompressedConcept
@@ -354,9 +354,9 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             )
         K_pp = hik_gram(P, check=False)
         registry = _SupportRegistry(P.shape[0])
-        random_sampler = RandomNegativeSampler()
-        boot_sampler = BootstrapNegativeSampler(n_candidates=self._param("n_candidates", None),
-                                                skip_top=self._param("skip_top", 0.0))
+        random_sampler = RandomPoolSampler()
+        boot_sampler = BootstrapPoolSampler(n_candidates=self._param("n_candidates", None),
+                                            skip_top=self._param("skip_top", 0.0))
         train_scorer = None
         if self._bootstrap and T > 1:
             # Fixed grid [0, max] for the training-time tables so that the

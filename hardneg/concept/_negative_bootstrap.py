@@ -63,7 +63,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         A float skips that fraction of the m candidates; ``"auto"``
         estimates the number of untagged positives among them from the
         scores of the pool items that carry the concept's tag
-        (:meth:`hardneg.negatives.BootstrapNegativeSampler.n_skip`).
+        (:meth:`hardneg.negatives.BootstrapPoolSampler.n_skip`).
         0 is the paper's selection, [Li13] Eq. (6)-(8). Without tagged items in
         the pool "auto" skips nothing, so it is then the paper's selection;
         the default was chosen by ``benchmarks/concept_missing_tags.py``.

@@ -1,50 +1,7 @@
-"""Base negative sampler: shared checks, then the strategy's ``select``.
+"""Old module path of the base pool sampler; the code lives in :mod:`hardneg.negatives._pool_base`."""
 
-Shaped after pytorch-metric-learning's miners: ``sample`` validates the
-request and the pool, then calls the subclass's one method, ``select``.
-"""
+from ._pool_base import BasePoolSampler, NegativeSample
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-import numpy as np
-
-from hardneg._validation import check_positive_int, check_random_state
-
-from ._pool import NegativePool
+BaseNegativeSampler = BasePoolSampler
 
 __all__ = ["BaseNegativeSampler", "NegativeSample"]
-
-
-@dataclass
-class NegativeSample:
-    """Selected pool rows; ``scores`` are the ensemble's scores of them (None if random)."""
-
-    rows: np.ndarray
-    scores: np.ndarray | None = None
-    n_candidates: int = 0
-    n_skipped: int = 0  # top-ranked candidates passed over (the rank-window extra)
-
-
-class BaseNegativeSampler:
-    """Choose ``n`` negatives from the allowed rows of a :class:`NegativePool`."""
-
-    needs_scorer = False
-
-    def sample(self, pool: NegativePool, n: int, random_state=None, scorer=None) -> NegativeSample:
-        if not isinstance(pool, NegativePool):
-            raise TypeError(f"pool: expected a NegativePool, got {type(pool).__name__}")
-        n = check_positive_int(n, "n")
-        if n > pool.n_allowed:
-            raise ValueError(f"n={n} negatives requested but only {pool.n_allowed} pool rows are left after exclusions")
-        if self.needs_scorer and scorer is None:
-            raise ValueError(f"{type(self).__name__}: needs a scorer (the current ensemble)")
-        rng = check_random_state(random_state)
-        result = self.select(pool, n, rng, scorer)
-        if result.rows.shape != (n,):
-            raise RuntimeError(f"{type(self).__name__}.select returned {result.rows.shape} rows, expected ({n},)")
-        return result
-
-    def select(self, pool: NegativePool, n: int, rng: np.random.Generator, scorer) -> NegativeSample:
-        raise NotImplementedError

@@ -1,28 +1,7 @@
-"""Random negative pairs (Bucher et al. 2016 [1] with n = 1)."""
+"""Old module path; the code lives in :mod:`hardneg.negatives._pairs_random`."""
 
-from __future__ import annotations
+from hardneg.negatives._pairs_random import RandomPairSampler
 
-from ._sampler_base import NegativeSampler
+RandomSampler = RandomPairSampler
 
 __all__ = ["RandomSampler"]
-
-
-class RandomSampler(NegativeSampler):
-    """Negatives drawn uniformly among the attribute vectors of the other seen classes.
-
-    With one negative per positive and no imbalance weighting this is the
-    training of Bucher et al. (ECCV 2016), the baseline [1] of the workshop paper.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> s = RandomSampler().prepare(np.eye(3), np.array([0, 1, 2]))
-    >>> neg = s.sample(None, None, np.array([0, 1]), np.array([0, 1]), 4, 1, np.random.default_rng(0))
-    >>> neg.shape, bool((neg[0] != 0).all() and (neg[1] != 1).all())
-    ((2, 4), True)
-    """
-
-    name = "random"
-
-    def log_weights(self, S, s_pos, epoch):
-        return None
