@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["XLSA17", "load_xlsa17"]
+__all__ = ["XLSA17", "XLSA17Items", "descriptions_path", "import_xlsa17", "load_xlsa17", "write_attribute_csv", "xlsa17_items"]
 
 _SPLITS = ("trainval_loc", "test_seen_loc", "test_unseen_loc")
 _OPTIONAL_SPLITS = ("train_loc", "val_loc")
@@ -125,3 +125,162 @@ def load_xlsa17(folder, *, features_file: str = "res101.mat", splits_file: str =
         names = [str(i) for i in range(n_classes)]
     return XLSA17(X=np.ascontiguousarray(F.T), y=labels.astype(np.int64) - 1, class_attributes=np.ascontiguousarray(A.T),
                   class_names=names, splits=splits)
+
+
+# ---------------------------------------------------------------------------- importer into a FeatureStore
+
+#: xlsa17 split -> the store's split (``hardneg zsl`` trains on ``train``, tests on ``test``).
+STORE_SPLITS = {"trainval": "train", "test_seen": "test", "test_unseen": "test"}
+#: Prefix of the tag that keeps an item's own xlsa17 split (``xlsa17:test_unseen``).
+SPLIT_TAG_PREFIX = "xlsa17:"
+#: Suffix of the descriptions CSV written beside an imported store (``STORE.descriptions.csv``).
+DESCRIPTIONS_SUFFIX = ".descriptions.csv"
+
+
+@dataclass
+class XLSA17Items:
+    """The item table an xlsa17 folder becomes, in store row order.
+
+    Rows come in the order of ``trainval_loc``, then ``test_seen_loc``, then
+    ``test_unseen_loc``, then any row in none of them, so that the store's
+    ``train`` rows are the training images of the old folder path in the same
+    order (a model trained on either is the same model).
+
+    Attributes
+    ----------
+    order : (N,) int64, xlsa17 row of each store row
+    ids : list of str, ``"<name>-<xlsa17 row>"``
+    labels : (N,) int64 class number (0-based)
+    split : list of str or None, ``train`` / ``test`` (:data:`STORE_SPLITS`)
+    tags : list of [class name, ``xlsa17:<split>``] (the class name alone for rows in no split)
+    """
+
+    order: np.ndarray
+    ids: list
+    labels: np.ndarray
+    split: list
+    tags: list
+
+
+def xlsa17_items(ds: XLSA17, name: str = "xlsa17") -> XLSA17Items:
+    """Row order, ids, labels, splits and tags of ``ds`` as a FeatureStore holds them.
+
+    Raises ``ValueError`` when the three proposed splits share a row (a store
+    row has one split).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ds = XLSA17(X=np.zeros((4, 2), np.float32), y=np.array([0, 1, 2, 0]), class_attributes=np.eye(3, dtype=np.float32),
+    ...             class_names=["a", "b", "c"], splits={"trainval": np.array([3, 1]), "test_seen": np.array([0]),
+    ...                                                  "test_unseen": np.array([2])})
+    >>> it = xlsa17_items(ds)
+    >>> it.order.tolist(), it.split, it.tags[0]
+    ([3, 1, 0, 2], ['train', 'train', 'test', 'test'], ['a', 'xlsa17:trainval'])
+    """
+    parts = [np.asarray(ds.splits[k], dtype=np.int64) for k in STORE_SPLITS]
+    seen = np.zeros(ds.y.size, dtype=bool)
+    for key, rows in zip(STORE_SPLITS, parts):
+        if np.unique(rows).size != rows.size or seen[rows].any():
+            raise ValueError(f"{key}_loc: shares rows with another split (or repeats one); a store row has one split, "
+                             "so the xlsa17 splits must be disjoint")
+        seen[rows] = True
+    rest = np.flatnonzero(~seen)
+    order = np.concatenate([*parts, rest])
+    split, tags = [], []
+    for key, rows in zip(STORE_SPLITS, parts):
+        split += [STORE_SPLITS[key]] * rows.size
+        tags += [[ds.class_names[c], SPLIT_TAG_PREFIX + key] for c in ds.y[rows]]
+    split += [None] * rest.size
+    tags += [[ds.class_names[c]] for c in ds.y[rest]]
+    return XLSA17Items(order=order, ids=[f"{name}-{i}" for i in order], labels=ds.y[order], split=split, tags=tags)
+
+
+def descriptions_path(store) -> Path:
+    """Where :func:`import_xlsa17` writes the class attribute table: ``<store>.descriptions.csv``."""
+    store = Path(store)
+    return store.with_name(store.name + DESCRIPTIONS_SUFFIX)
+
+
+def write_attribute_csv(path, class_names, attributes) -> Path:
+    """Write one row per class, ``class,a0,a1,...`` under a header, atomically.
+
+    Values are written with ``repr`` of the float, so a float32 table reads
+    back bit for bit.
+    """
+    import csv
+    import io
+
+    from hardneg._atomic import atomic_path
+
+    A = np.asarray(attributes, dtype=np.float32)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["class", *(f"a{j}" for j in range(A.shape[1]))])
+    for name, row in zip(class_names, A):
+        w.writerow([name, *(repr(float(v)) for v in row)])
+    with atomic_path(path) as tmp:
+        tmp.write_text(buf.getvalue(), encoding="utf-8")
+    return Path(path)
+
+
+def import_xlsa17(folder, store, *, overwrite: bool = False, batch: int = 10_000, descriptions=None,
+                  progress=None) -> tuple[Path, Path]:
+    """Write an xlsa17 folder into a new FeatureStore and its class attributes into a CSV.
+
+    The store holds the ``res101`` features (one row per image, rows ordered
+    as :func:`xlsa17_items` says), the class number as ``label``, the class
+    name as a tag, the split as ``train`` (trainval) or ``test`` (test_seen,
+    test_unseen), the xlsa17 split itself as the tag ``xlsa17:<split>``, and
+    ``attrs`` ``dataset``, ``class_names`` and ``descriptions`` (the CSV's file
+    name). The attribute table (one row per class, ``att`` of
+    ``att_splits.mat``) goes to ``descriptions`` (default
+    ``<store>.descriptions.csv``, beside the store: a store folder holds only
+    its own files, so ``overwrite`` can replace it safely).
+
+    ``overwrite`` replaces an existing store (by the store's own rules) and an
+    existing CSV file; without it either one existing is refused before anything
+    is written. Returns ``(store path, CSV path)``.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, scipy.io
+    >>> d = tempfile.mkdtemp()
+    >>> scipy.io.savemat(d + "/res101.mat", {"features": np.ones((4, 3)), "labels": np.array([[1], [2], [2]])})
+    >>> scipy.io.savemat(d + "/att_splits.mat", {"att": np.eye(2), "trainval_loc": np.array([[2]]),
+    ...     "test_seen_loc": np.array([[3]]), "test_unseen_loc": np.array([[1]]),
+    ...     "allclasses_names": np.array([["cat"], ["dog"]], dtype=object)})
+    >>> store, csv = import_xlsa17(d, d + "/s")
+    >>> from hardneg.store import FeatureStore
+    >>> fs = FeatureStore.open(store)
+    >>> fs.labels().tolist(), fs.ids().tolist(), fs.select(split="train").tolist()
+    ([1, 1, 0], ['xlsa17-1', 'xlsa17-2', 'xlsa17-0'], [0])
+    >>> csv.name, csv.read_text().splitlines()[1]
+    ('s.descriptions.csv', 'cat,1.0,0.0')
+    """
+    from hardneg.store import FeatureStore
+    from hardneg.store._feature_store import check_output_not_input
+
+    store = Path(store)
+    csv_path = Path(descriptions) if descriptions is not None else descriptions_path(store)
+    check_output_not_input(store, folder, what="store")
+    if csv_path.is_dir():
+        raise IsADirectoryError(f"{csv_path}: is a folder; the descriptions CSV needs a file name")
+    if not overwrite:
+        for p in (store, csv_path):
+            if p.exists() or p.is_symlink():
+                raise FileExistsError(f"{p}: already exists; pass overwrite=True (--overwrite) to replace it")
+    ds = load_xlsa17(folder)
+    name = Path(folder).resolve().name or "xlsa17"
+    items = xlsa17_items(ds)
+    n = items.order.size
+    attrs = {"dataset": f"xlsa17/{name}", "class_names": list(ds.class_names), "descriptions": csv_path.name}
+    with FeatureStore.create(store, dim=ds.X.shape[1], overwrite=overwrite, attrs=attrs) as fs:
+        for lo in range(0, n, batch):
+            hi = min(lo + batch, n)
+            fs.append(ds.X[items.order[lo:hi]], ids=items.ids[lo:hi], labels=items.labels[lo:hi],
+                      split=items.split[lo:hi], tags=items.tags[lo:hi])
+            if progress is not None:
+                progress(hi - lo)
+    write_attribute_csv(csv_path, ds.class_names, ds.class_attributes)
+    return store, csv_path

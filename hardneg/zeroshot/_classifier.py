@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
 from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random_state, validate_params, validate_X
 
+from ._attributes import as_attribute_table
 from ._common import candidate_table, training_targets
 from ._sampler_base import NegativeSampler
 from ._samplers import SAMPLERS, make_sampler
@@ -37,6 +38,9 @@ _SCHEMA = {
     "W_X": ArraySpec("f", 2), "b_X": ArraySpec("f", 1), "W_A": ArraySpec("f", 2), "tau": ArraySpec("f", 1),
     "mean": ArraySpec("f", 1), "scale": ArraySpec("f", 1), "classes": ArraySpec("iuU", 1),
     "prototypes": ArraySpec("f", 2),
+    # the class descriptions it was trained with (record_descriptions), seen and unseen; optional
+    "description_labels": ArraySpec("iuU", 1, optional=True), "description_names": ArraySpec("U", 1, optional=True),
+    "descriptions": ArraySpec("f", 2, optional=True),
 }
 _PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam", "mu", "balanced", "n_epochs", "lr",
            "momentum", "batch_size", "standardize", "random_state")
@@ -390,6 +394,24 @@ class ZeroShotClassifier(BaseEstimator):
         S = self.distances(X, vectors)
         return labels[np.argmin(S, axis=1)] if S.shape[0] else labels[:0]
 
+    def record_descriptions(self, labels, names, vectors) -> "ZeroShotClassifier":
+        """Keep the descriptions of every class (seen and unseen) the model was trained with, saved with it.
+
+        ``labels`` are the classes as ``fit`` saw them, ``names`` their names,
+        ``vectors`` their description vectors (rows); sets ``class_descriptions_``
+        (labels, vectors) and ``class_names_``. ``hardneg zsl eval`` takes the unseen
+        classes' descriptions from here when no CSV is given.
+        """
+        check_is_fitted(self)
+        labels, vectors = as_attribute_table((np.asarray(labels), vectors), "vectors", self.prototypes_.shape[1])
+        names = np.asarray([str(n) for n in names])
+        if names.shape != labels.shape or np.unique(names).size != names.size:
+            raise ValueError(f"names: expected {labels.size} distinct names, one per class, got {names.size}")
+        if np.setdiff1d(self.classes_, labels).size:
+            raise ValueError("labels: every seen class needs a description")
+        self.class_descriptions_, self.class_names_ = (labels, vectors), names
+        return self
+
     # ------------------------------------------------------------------ persistence
     def save(self, path):
         """Write the fitted model to ``path`` (.npz + JSON, no pickle)."""
@@ -400,6 +422,9 @@ class ZeroShotClassifier(BaseEstimator):
         arrays = {"W_X": self.W_X_, "b_X": self.b_X_, "W_A": self.W_A_, "tau": np.array([self.tau_], np.float64),
                   "mean": self.mean_, "scale": self.scale_, "classes": np.asarray(self.classes_),
                   "prototypes": self.prototypes_}
+        if getattr(self, "class_names_", None) is not None:
+            arrays.update(description_labels=np.asarray(self.class_descriptions_[0]), description_names=self.class_names_,
+                          descriptions=self.class_descriptions_[1])
         return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_})
 
     @classmethod
@@ -430,6 +455,15 @@ class ZeroShotClassifier(BaseEstimator):
                 raise ValueError("the class list needs at least 2 distinct classes")
             if (arrays["scale"] <= 0).any():
                 raise ValueError("feature scales must be positive")
+            record = [n for n in ("description_labels", "description_names", "descriptions") if n in arrays]
+            if record:
+                if len(record) != 3:
+                    raise ValueError(f"class descriptions are incomplete (only {record})")
+                n_desc = arrays["description_labels"].shape[0]
+                if arrays["description_names"].shape != (n_desc,) or arrays["descriptions"].shape != (n_desc, a):
+                    raise ValueError("class descriptions' shapes do not fit together")
+                if not np.isfinite(arrays["descriptions"]).all():
+                    raise ValueError("array 'descriptions' holds NaN or infinite values")
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: inconsistent zero-shot model ({str(exc).splitlines()[0]})") from None
         model.W_X_ = arrays["W_X"].astype(np.float32)
@@ -440,6 +474,9 @@ class ZeroShotClassifier(BaseEstimator):
         model.classes_, model.prototypes_ = arrays["classes"], arrays["prototypes"].astype(np.float32)
         model.n_features_in_ = d
         model.history_ = meta.get("history", {})
+        if "descriptions" in arrays:
+            model.class_descriptions_ = (arrays["description_labels"], arrays["descriptions"].astype(np.float32))
+            model.class_names_ = arrays["description_names"]
         return model
 
     # ------------------------------------------------------------------ model selection
