@@ -312,7 +312,7 @@ def test_bad_input(name):
     with pytest.raises(ValueError, match="41 features"):
         model.partial_fit(sp.hstack([X, X[:, :1]]).tocsr(), triplets=t)
     np.testing.assert_array_equal(model.w_, w)  # nothing changed half-way
-    with pytest.raises(ValueError, match="lam"):
+    with pytest.raises(ValueError, match=r"^The 'lam' parameter of \w+ must be a float in the range \[0\.0, inf\)\. Got -1 instead\.$"):
         clone(model).set_params(lam=-1).fit(X, triplets=t)
 
 

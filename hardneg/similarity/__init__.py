@@ -25,16 +25,27 @@ Examples
 
 from hardneg.similarity._ada import SolisADA
 from hardneg.similarity._afb import SolisAFB
-from hardneg.similarity._base import DiagonalSimilarity, load_similarity, tfidf_transform
+from hardneg.similarity._base import SOLVERS, DiagonalSimilarity, load_similarity, tfidf_transform
 from hardneg.similarity._checks import check_triplets, triplet_loss
 from hardneg.similarity._da import SolisDA
 from hardneg.similarity._oasis import OasisDiagonal, OasisFull, full_matrix_bytes
-from hardneg.similarity._sampling import concept_protocol, concept_triplets, random_triplets
+from hardneg.negatives import concept_protocol, concept_triplets, random_triplets  # triplet samplers live in hardneg.negatives
 from hardneg.similarity._select import heldout_map
 from hardneg.similarity._tfidf import TfidfCosine
 from hardneg.similarity._tg import SolisTG
 
-SOLVERS = {"tg": SolisTG, "da": SolisDA, "afb": SolisAFB, "ada": SolisADA}
+def _import_solver_files():
+    """Import every module of this package: a solver file registers itself in ``SOLVERS``
+    (``@register_solver``), so adding a solver needs no edit here."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_solver_files()
+globals().update({cls.__name__: cls for cls in SOLVERS.values()})  # a new solver file's class, by name
 BASELINES = {"tfidf": TfidfCosine, "oasis": OasisFull, "oasis-diag": OasisDiagonal}
 
 __all__ = [
@@ -58,3 +69,4 @@ __all__ = [
     "tfidf_transform",
     "triplet_loss",
 ]
+__all__ += sorted(cls.__name__ for cls in SOLVERS.values() if cls.__name__ not in __all__)

@@ -22,13 +22,15 @@ of a square root and two divisions (measured: the pass takes ~0.6x the time).
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numba
 import numpy as np
 
-from ._base import SolisBase, _register
-from ._checks import check_finite_param
-from ._prox import ADA, DELTA, ETA, LAM, N_PARAMS, W0, soft
+from .._validation import Interval, StrOptions
+from ._base import SolisBase, register_solver
+from ._lazy import CLOCKS
+from ._prox import DELTA, ETA, LAM, W0, soft
 
 __all__ = ["SolisADA"]
 
@@ -51,7 +53,7 @@ def ada_update(j, v, S, g, p):
     S[2, j] = 1.0 / (p[DELTA] + math.sqrt(S[1, j]))
 
 
-@_register
+@register_solver("ada", weight=ada_weight, update=ada_update)
 class SolisADA(SolisBase):
     """Sparse online similarity learning by adaptive RDA (S-ADA, the default).
 
@@ -92,8 +94,14 @@ class SolisADA(SolisBase):
     [0.4, -0.4]
     """
 
-    _kind = ADA
     _n_state = 3
+    _param_slots = {"lam": LAM, "eta": ETA, "delta": DELTA, "w_init": W0}
+    _parameter_constraints = {
+        **SolisBase._parameter_constraints,
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, None, closed="neither")],
+        "clock": [StrOptions(set(CLOCKS))],
+    }
     _nonneg_rows = (1,)  # G_t, a sum of squares
     _inv_h_row = 2
 
@@ -106,19 +114,8 @@ class SolisADA(SolisBase):
         self.n_triplets = n_triplets
         self.random_state = random_state
 
-    def _param_vector(self) -> np.ndarray:
-        p = np.zeros(N_PARAMS, np.float64)
-        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
-        p[ETA] = check_finite_param(self.eta, "eta", minimum=0.0, strict=True)
-        p[DELTA] = check_finite_param(self.delta, "delta", minimum=0.0, strict=True)
-        p[W0] = check_finite_param(self.w_init, "w_init")
-        self._clock()
-        return p
-
     def _clock(self) -> str:
-        from ._lazy import check_clock  # _lazy imports this module
-
-        return check_clock(self.clock)
+        return self.clock
 
     def _restore(self, arrays: dict, meta: dict) -> None:
         if "clock" not in meta.get("params", {}):

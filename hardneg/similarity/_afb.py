@@ -20,13 +20,14 @@ a catch-up costs a multiplication, not a square root and a division).
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numba
 import numpy as np
 
-from ._base import SolisBase, _register
-from ._checks import check_finite_param
-from ._prox import AFB, DELTA, ETA, LAM, N_PARAMS, W0, soft
+from .._validation import Interval
+from ._base import SolisBase, register_solver
+from ._prox import DELTA, ETA, LAM, W0, soft
 
 __all__ = ["SolisAFB"]
 
@@ -52,7 +53,7 @@ def afb_update(j, v, S, g, p):
     S[2, j] = g[0]
 
 
-@_register
+@register_solver("afb", weight=afb_weight, update=afb_update)
 class SolisAFB(SolisBase):
     """Sparse online similarity learning by adaptive FOBOS (S-AFB).
 
@@ -82,8 +83,13 @@ class SolisAFB(SolisBase):
     [0.4, -0.4]
     """
 
-    _kind = AFB
     _n_state = 4
+    _param_slots = {"lam": LAM, "eta": ETA, "delta": DELTA, "w_init": W0}
+    _parameter_constraints = {
+        **SolisBase._parameter_constraints,
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, None, closed="neither")],
+    }
     _nonneg_rows = (1,)
     _clock_rows = ((2, 0),)  # the update count at the last catch-up
     _inv_h_row = 3
@@ -95,14 +101,6 @@ class SolisAFB(SolisBase):
         self.w_init = w_init
         self.n_triplets = n_triplets
         self.random_state = random_state
-
-    def _param_vector(self) -> np.ndarray:
-        p = np.zeros(N_PARAMS, np.float64)
-        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
-        p[ETA] = check_finite_param(self.eta, "eta", minimum=0.0, strict=True)
-        p[DELTA] = check_finite_param(self.delta, "delta", minimum=0.0, strict=True)
-        p[W0] = check_finite_param(self.w_init, "w_init")
-        return p
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         state = np.zeros((4, n_words), np.float64)

@@ -11,6 +11,14 @@ similarity (:meth:`DiagonalSimilarity.score`), so model selection tools
 (``cross_val_score``, ``GridSearchCV``) work on labels.
 Models save to a portable ``.npz`` through :mod:`hardneg._persist`, with the
 solver state, so a loaded model can go on learning with ``partial_fit``.
+
+Registries: every model class registers itself in its own file
+(``@_register`` for loading by class name; a SOLIS solver with
+:func:`register_solver`, which also hands its per-word rules to the shared
+loop of :mod:`._lazy` and lists it in :data:`SOLVERS`), so adding a solver
+is one file. Parameters are declared once per class (``_parameter_constraints``)
+and checked by scikit-learn's ``_validate_params`` when ``fit`` /
+``partial_fit`` start and when a model file is loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+from numbers import Integral, Real
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +35,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .._persist import ArraySpec, ModelFileError, load_model, save_model
-from .._validation import check_positive_int, check_random_state
+from .._validation import RANDOM_STATE, Interval, check_random_state
 from ._checks import check_bow, resolve_rows
+from ._lazy import SolverRule, stream, weights
+from ._prox import N_PARAMS
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +56,36 @@ _SCHEMA = {
 _MAX_VALUE = 1e30  # larger weights or sums overflow the float32 / float64 scores; no honest model has them
 
 
+#: SOLIS solvers by short name (``"ada"``, ...), filled by :func:`register_solver` in each solver's file.
+SOLVERS: dict[str, type] = {}
+
+
 def _register(cls):
+    """Class decorator: :func:`load_similarity` finds ``cls`` by its name in a model file."""
+    if _REGISTRY.get(cls.__name__, cls) is not cls:
+        raise TypeError(f"similarity model class name {cls.__name__!r} is registered twice")
     _REGISTRY[cls.__name__] = cls
     return cls
+
+
+def register_solver(name: str, *, weight, update, gravity: bool = False):
+    """Class decorator for a :class:`SolisBase` solver, in that solver's own file.
+
+    Lists the class in :data:`SOLVERS` under ``name`` (what ``hardneg
+    similarity train --solver`` accepts), registers it for
+    :func:`load_similarity`, and gives the shared lazy loop its per-word
+    rules ``weight`` / ``update`` (Numba functions; see
+    :class:`._lazy.SolverRule`).
+    """
+
+    def deco(cls):
+        if SOLVERS.get(name, cls) is not cls:
+            raise TypeError(f"SOLIS solver name {name!r} is registered twice ({SOLVERS[name].__name__}, {cls.__name__})")
+        cls._rule = SolverRule(weight, update, gravity)
+        SOLVERS[name] = cls
+        return _register(cls)
+
+    return deco
 
 
 def _iter_batches(triplets):
@@ -77,8 +115,28 @@ def _labels_for_sampling(y, n_rows: int) -> np.ndarray:
     return y
 
 
-def tfidf_transform(X, idf=None, l2: bool = False) -> sp.csr_matrix:
-    """``X * idf`` per word, then rows scaled to unit l2 norm (all-zero rows stay zero)."""
+def tfidf_transform(X: sp.spmatrix, idf: np.ndarray | None = None, l2: bool = False) -> sp.csr_matrix:
+    """``X * idf`` per word, then rows scaled to unit l2 norm (all-zero rows stay zero).
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_rows, n_words)
+        Bag-of-words counts.
+    idf : ndarray of shape (n_words,), optional
+        Per-word weights; None leaves the counts unweighted.
+    l2 : bool
+        Scale each row to unit l2 norm.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of float32, shape (n_rows, n_words)
+        With sorted indices.
+
+    Raises
+    ------
+    ValueError
+        If ``idf`` does not have one entry per word.
+    """
     if idf is not None:
         if idf.shape != (X.shape[1],):
             raise ValueError(f"idf: has {idf.shape[0]} entries for {X.shape[1]} words")
@@ -118,12 +176,12 @@ class DiagonalSimilarity(BaseEstimator):
             return triplets
         if y is None:
             raise ValueError(f"{method}: give class labels y (triplets are drawn from them) or triplets= (row indices into X)")
-        from ._sampling import random_triplets
+        from hardneg.negatives import random_triplets
 
         labels = _labels_for_sampling(y, _n_rows(X))
         if getattr(self, "_triplet_rng", None) is None:
             self._triplet_rng = check_random_state(self.random_state)
-        return random_triplets(labels, check_positive_int(self.n_triplets, "n_triplets"), random_state=self._triplet_rng)
+        return random_triplets(labels, self.n_triplets, random_state=self._triplet_rng)
 
     def score(self, X, y) -> float:
         """Retrieval mean average precision of the learned similarity on labeled rows.
@@ -261,7 +319,7 @@ def _count(value, what: str) -> int:
     return int(value)
 
 
-def load_similarity(path):
+def load_similarity(path: str | Path) -> BaseEstimator:
     """Load any similarity model written by ``save`` (the class is in the file).
 
     The file is checked as :func:`hardneg._persist.load_model` does (schema,
@@ -269,6 +327,21 @@ def load_similarity(path):
     ``n_features``, valid hyper-parameters, and for a SOLIS solver a state
     from which the stored ``w`` is recomputed exactly. Anything wrong is a
     one-line :class:`ModelFileError`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A similarity model file.
+
+    Returns
+    -------
+    DiagonalSimilarity or OasisFull
+        The fitted model of the class the file records.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a valid similarity model.
     """
     arrays, meta = load_model(path, KIND, (VERSION,), schema=_SCHEMA)
     name = meta.get("class")
@@ -301,6 +374,7 @@ def load_similarity(path):
         if not isinstance(meta.get("input_l2", False), bool):
             raise TypeError("input_l2 is not a bool")
         model = cls(**params)
+        model._validate_params()  # the file's hyper-parameters must be valid ones
         model._restore(arrays, meta)
         model.set_input_transform(idf, bool(meta.get("input_l2", False)))
     except ModelFileError:
@@ -314,16 +388,28 @@ def load_similarity(path):
 class SolisBase(DiagonalSimilarity):
     """Shared ``fit`` / ``partial_fit`` of the four SOLIS solvers.
 
-    Subclasses set ``_kind`` and ``_n_state`` and define :meth:`_param_vector`
-    and :meth:`_init_state`; the per-word rules live in each solver's file and
-    the loop in :mod:`._lazy`.
+    A solver's file defines its per-word rules, registers them with
+    :func:`register_solver`, and sets ``_n_state``, ``_param_slots`` (which
+    slot of the kernel's parameter vector each hyper-parameter fills) and
+    ``_parameter_constraints``; the loop lives in :mod:`._lazy`.
     """
 
-    _kind: int = -1
+    _rule: SolverRule | None = None  # set by register_solver
     _n_state: int = 1
+    _param_slots: dict = {}
+    _parameter_constraints: dict = {
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "w_init": [Interval(Real, None, None, closed="neither")],
+        "n_triplets": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
 
     def _param_vector(self) -> np.ndarray:
-        raise NotImplementedError
+        """The hyper-parameters as the kernel reads them (checked by ``_validate_params`` first)."""
+        p = np.zeros(N_PARAMS, np.float64)
+        for name, slot in self._param_slots.items():
+            p[slot] = float(getattr(self, name))
+        return p
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         return np.zeros((self._n_state, n_words), np.float64)
@@ -342,9 +428,7 @@ class SolisBase(DiagonalSimilarity):
         """Learned diagonal weights (all owed truncation paid)."""
         if getattr(self, "_w", None) is None:
             self._check_fitted()
-            from ._lazy import weights
-
-            self._w = weights(self._kind, self._state, self._glob, self._param_vector())
+            self._w = weights(self._rule, self._state, self._glob, self._param_vector())
         return self._w
 
     def fit(self, X, y=None, *, triplets=None):
@@ -361,7 +445,7 @@ class SolisBase(DiagonalSimilarity):
         triplets : (n, 3) int array, or an iterable of such arrays, keyword only
             Explicit rows ``(anchor, positive, negative)`` of ``X``, instead of ``y``.
         """
-        self._param_vector()  # validate parameters before anything changes
+        self._validate_params()  # before anything changes
         for name in ("_state", "_glob", "_w", "_triplet_rng"):
             setattr(self, name, None)
         self.n_updates_ = 0
@@ -371,6 +455,7 @@ class SolisBase(DiagonalSimilarity):
     def partial_fit(self, X, y=None, *, triplets=None):
         """Continue the same pass with more triplets (a stream, feedback, query logs):
         ``triplets=`` explicitly, or ``n_triplets`` more drawn from labels ``y``."""
+        self._validate_params()
         return self._consume(X, self._triplets(X, y, triplets, "partial_fit"))
 
     def _consume(self, X, triplets):
@@ -381,8 +466,6 @@ class SolisBase(DiagonalSimilarity):
         clock = self._clock()
         n_features = self.n_features_in_ if self.__sklearn_is_fitted__() else None
         seen = 0
-        from ._lazy import stream
-
         for batch in batches:
             Xb, tb = resolve_rows(X, batch, n_features=n_features, estimator=self)
             if getattr(self, "_state", None) is None:
@@ -392,7 +475,7 @@ class SolisBase(DiagonalSimilarity):
                 self.n_updates_ = 0
                 self.n_triplets_seen_ = 0
             self._w = None
-            self.n_updates_ += stream(self._kind, Xb, tb, self._state, self._glob, params, clock)
+            self.n_updates_ += stream(self._rule, Xb, tb, self._state, self._glob, params, clock)
             self.n_triplets_seen_ += tb.shape[0]
             seen += tb.shape[0]
         if seen == 0:
@@ -416,7 +499,6 @@ class SolisBase(DiagonalSimilarity):
     _inv_h_row: int | None = None  # a cache of 1 / (δ + √G) (row 1), recomputed on load, never trusted
 
     def _restore(self, arrays: dict, meta: dict) -> None:
-        self._param_vector()  # the file's hyper-parameters must be valid ones
         state, glob, w = (np.asarray(arrays[k], np.float64) for k in ("state", "glob", "w"))
         if state.shape != (self._n_state, w.shape[0]) or glob.shape != (2,):
             raise ValueError(f"solver state of shape {state.shape} / {glob.shape} does not fit {type(self).__name__} over {w.shape[0]} words")

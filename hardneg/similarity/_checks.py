@@ -11,10 +11,9 @@ name are read.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._validation import check_matrix, is_store
 
@@ -42,8 +41,29 @@ def check_bow(X, name: str = "X", *, n_features: int | None = None, estimator=No
     return X
 
 
-def check_triplets(triplets, n_rows: int, name: str = "triplets") -> np.ndarray:
-    """Triplets as a C-contiguous ``(n, 3)`` int64 array of rows in ``0..n_rows-1``."""
+def check_triplets(triplets: ArrayLike, n_rows: int, name: str = "triplets") -> np.ndarray:
+    """Triplets as a C-contiguous ``(n, 3)`` int64 array of rows in ``0..n_rows-1``.
+
+    Parameters
+    ----------
+    triplets : array-like of int, shape (n, 3)
+        Row indices ``(anchor, positive, negative)``; integral floats are accepted.
+    n_rows : int
+        Rows of the data the indices point into.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    ndarray of int64, shape (n, 3)
+
+    Raises
+    ------
+    TypeError
+        If ``triplets`` is not an array of integers.
+    ValueError
+        If it is empty, not of shape (n, 3), or an index is out of range.
+    """
     if triplets is None or isinstance(triplets, (str, bytes)):
         raise TypeError(f"{name}: expected an (n, 3) array of row indices, got {type(triplets).__name__}")
     t = np.asarray(triplets)
@@ -80,23 +100,25 @@ def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X",
     return X, check_triplets(triplets, X.shape[0])
 
 
-def check_finite_param(value, name: str, *, minimum: float | None = None, strict: bool = False, allow_inf: bool = False) -> float:
-    """A float hyper-parameter (``> minimum`` if ``strict`` else ``>= minimum``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: expected a number, got {value!r}")
-    value = float(value)
-    if np.isnan(value) or (np.isinf(value) and not allow_inf):
-        raise ValueError(f"{name}: must be finite, got {value}")
-    if minimum is not None and (value <= minimum if strict else value < minimum):
-        raise ValueError(f"{name}: must be {'>' if strict else '>='} {minimum}, got {value}")
-    return value
-
-
-def triplet_loss(w, X, triplets) -> np.ndarray:
+def triplet_loss(w: ArrayLike, X: object, triplets: ArrayLike) -> np.ndarray:
     """Hinge loss of each triplet under ``S_w(a, b) = aᵀ diag(w) b`` ([Gao17] Eq. (6)-(7)).
 
     ``L = max(0, 1 - S_w(x, x⁺) + S_w(x, x⁻))``; with ``v = x ⊙ (x⁺ - x⁻)``
     it is ``max(0, 1 - wᵀv)`` and its subgradient is ``-v`` where ``L > 0``.
+
+    Parameters
+    ----------
+    w : array-like of shape (n_words,)
+        The diagonal of the similarity.
+    X : sparse matrix or sparse FeatureStore, shape (n_rows, n_words)
+        Bag-of-words rows.
+    triplets : array-like of int, shape (n, 3)
+        Row indices ``(anchor, positive, negative)``.
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+        The loss of each triplet.
     """
     w = np.asarray(w, np.float64)
     X, t = resolve_rows(X, triplets, n_features=w.shape[0])

@@ -19,13 +19,14 @@ owes anything.
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 import numba
-import numpy as np
 
-from ._base import SolisBase, _register
-from ._checks import check_finite_param
-from ._prox import DA, GAMMA, LAM, N_PARAMS, RHO, W0, soft
+from .._validation import Interval, StrOptions
+from ._base import SolisBase, register_solver
+from ._lazy import CLOCKS
+from ._prox import GAMMA, LAM, RHO, W0, soft
 
 __all__ = ["SolisDA"]
 
@@ -46,7 +47,7 @@ def da_update(j, v, S, g, p):
     S[0, j] -= v
 
 
-@_register
+@register_solver("da", weight=da_weight, update=da_update)
 class SolisDA(SolisBase):
     """Sparse online similarity learning by l1-RDA (S-DA).
 
@@ -81,8 +82,14 @@ class SolisDA(SolisBase):
     [0.9, -0.9]
     """
 
-    _kind = DA
     _n_state = 1
+    _param_slots = {"lam": LAM, "gamma": GAMMA, "rho": RHO, "w_init": W0}
+    _parameter_constraints = {
+        **SolisBase._parameter_constraints,
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "rho": [Interval(Real, 0, None, closed="left")],
+        "clock": [StrOptions(set(CLOCKS))],
+    }
 
     def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state=None):
         self.lam = lam
@@ -93,19 +100,8 @@ class SolisDA(SolisBase):
         self.n_triplets = n_triplets
         self.random_state = random_state
 
-    def _param_vector(self) -> np.ndarray:
-        p = np.zeros(N_PARAMS, np.float64)
-        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
-        p[GAMMA] = check_finite_param(self.gamma, "gamma", minimum=0.0, strict=True)
-        p[RHO] = check_finite_param(self.rho, "rho", minimum=0.0)
-        p[W0] = check_finite_param(self.w_init, "w_init")
-        self._clock()
-        return p
-
     def _clock(self) -> str:
-        from ._lazy import check_clock  # _lazy imports this module
-
-        return check_clock(self.clock)
+        return self.clock
 
     def _restore(self, arrays: dict, meta: dict) -> None:
         if "clock" not in meta.get("params", {}):

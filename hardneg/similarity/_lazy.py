@@ -27,6 +27,10 @@ specialised loops:
   S-TG's gravity ``ηλ`` ([Gao17] Eq. (11)) is owed only for the steps taken. S-DA and
   S-ADA accept it as ``clock="updates"`` (this library's earlier behaviour).
 
+This module imports no solver: a solver's file registers its two per-word
+rules with :func:`hardneg.similarity._base.register_solver`, and the loop is
+compiled for them on first use (:func:`kernels`), so adding a solver is one file.
+
 Parameter vector ``params``: ``[eta, lam, gamma, rho, delta, theta, w_init]``
 (index constants below); global state ``glob``: ``[t, accumulated TG
 threshold]``; per-word state ``state``: a ``(rows, n_words)`` float64 array
@@ -35,16 +39,14 @@ whose rows each solver defines.
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import numba
 import numpy as np
 
-from ._ada import ada_update, ada_weight
-from ._afb import afb_update, afb_weight
-from ._da import da_update, da_weight
-from ._prox import ADA, AFB, DA, ETA, LAM, TG, as_scalars
-from ._tg import tg_update, tg_weight
+from ._prox import ETA, LAM, as_scalars
 
-__all__ = ["CLOCKS", "check_clock", "stream", "weights"]
+__all__ = ["CLOCKS", "SolverRule", "csr_buffers", "gather_v", "kernels", "stream", "weights"]
 
 
 @numba.njit(cache=True)
@@ -67,6 +69,20 @@ def gather_v(a, pos, neg, indptr, indices, data, scratch, touched, vals):
     for k in range(indptr[neg], indptr[neg + 1]):
         scratch[indices[k]] = 0.0
     return nt
+
+
+class SolverRule(NamedTuple):
+    """A SOLIS solver's per-word rules, as the shared loop calls them (all inlined by Numba).
+
+    ``weight(j, S, g, p)`` returns ``w_j`` (paying what word ``j`` owes);
+    ``update(j, v, S, g, p)`` applies the subgradient step ``g_j = -v`` to word
+    ``j``; ``gravity``: ``glob[1]`` accumulates ``ηλ`` per update, the
+    threshold every word owes (S-TG's truncation, [Gao17] Eq. (11)).
+    """
+
+    weight: Callable
+    update: Callable
+    gravity: bool = False
 
 
 def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
@@ -111,23 +127,18 @@ def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
     return run_stream, finalize
 
 
+#: What the clock ``t`` counts (module docstring); S-DA / S-ADA take either as ``clock=``.
 CLOCKS = ("triplets", "updates")
 
-_KERNELS = {
-    (TG, "updates"): _make_kernels(tg_weight, tg_update, True),
-    (DA, "updates"): _make_kernels(da_weight, da_update, False),
-    (DA, "triplets"): _make_kernels(da_weight, da_update, False, True),
-    (AFB, "updates"): _make_kernels(afb_weight, afb_update, False),
-    (ADA, "updates"): _make_kernels(ada_weight, ada_update, False),
-    (ADA, "triplets"): _make_kernels(ada_weight, ada_update, False, True),
-}
+_KERNELS: dict = {}
 
 
-def check_clock(clock) -> str:
-    """``clock`` of S-DA / S-ADA: ``"triplets"`` ([Gao17] Alg. 2 / 4) or ``"updates"``."""
-    if not isinstance(clock, str) or clock not in CLOCKS:
-        raise ValueError(f"clock: expected 'triplets' (t advances on every triplet, the paper's) or 'updates' (only on violated ones), got {clock!r}")
-    return clock
+def kernels(rule: SolverRule, clock: str = "updates"):
+    """``(run_stream, finalize)`` compiled for ``rule`` and ``clock`` (made once per pair, then reused)."""
+    key = (rule, clock)
+    if key not in _KERNELS:
+        _KERNELS[key] = _make_kernels(rule.weight, rule.update, rule.gravity, clock == "triplets")
+    return _KERNELS[key]
 
 
 def csr_buffers(X):
@@ -140,14 +151,15 @@ def csr_buffers(X):
     )
 
 
-def stream(kind: int, X, triplets, state, glob, params, clock: str = "updates") -> int:
+def stream(rule: SolverRule, X, triplets, state, glob, params, clock: str = "updates") -> int:
     """Run :func:`run_stream` on a checked CSR ``X`` and ``(n, 3)`` int64 triplets;
     return the number of violated triplets (updates)."""
     indptr, indices, data, scratch, touched, vals = csr_buffers(X)
-    return int(_KERNELS[kind, clock][0](indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
+    return int(kernels(rule, clock)[0](indptr, indices, data, triplets, state, glob, params, scratch, touched, vals))
 
 
-def weights(kind: int, state, glob, params) -> np.ndarray:
+def weights(rule: SolverRule, state, glob, params) -> np.ndarray:
+    """Every weight brought up to date (all owed truncation paid), from the solver state."""
     out = np.empty(state.shape[1], np.float64)
-    _KERNELS[kind, "updates"][1](state, glob, params, out)  # the read-out does not depend on the clock
+    kernels(rule)[1](state, glob, params, out)  # the read-out does not depend on the clock
     return out

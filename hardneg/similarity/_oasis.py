@@ -11,12 +11,14 @@ would need when that exceeds ``max_memory_gb``; an update costs
 from __future__ import annotations
 
 import logging
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 
+from .._validation import RANDOM_STATE, Interval
 from ._base import DiagonalSimilarity, _iter_batches, _register
-from ._checks import check_finite_param, resolve_rows
+from ._checks import resolve_rows
 from ._lazy import csr_buffers, gather_v
 
 logger = logging.getLogger(__name__)
@@ -25,7 +27,18 @@ __all__ = ["OasisDiagonal", "OasisFull", "full_matrix_bytes"]
 
 
 def full_matrix_bytes(n_words: int) -> int:
-    """Bytes of a full float32 OASIS matrix over ``n_words`` words."""
+    """Bytes of a full float32 OASIS matrix over ``n_words`` words.
+
+    Parameters
+    ----------
+    n_words : int
+        Vocabulary size.
+
+    Returns
+    -------
+    int
+        ``4 * n_words ** 2``.
+    """
     return 4 * int(n_words) ** 2
 
 
@@ -95,19 +108,29 @@ def _oasis_full(indptr, indices, data, triplets, W, C, diff, mark, cols):
 
 
 class _OasisBase(DiagonalSimilarity):
+    _parameter_constraints: dict = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "n_triplets": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
+
     def fit(self, X, y=None, *, triplets=None):
         """One passive-aggressive pass from the identity, as SOLIS's ``fit``:
         labels ``y`` (``n_triplets`` triplets drawn from them, seeded by
         ``random_state``) or explicit ``triplets=`` (row indices into ``X``)."""
-        check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        self._validate_params()
         self._w = None
         self._triplet_rng = None
         self.n_updates_ = 0
-        return self.partial_fit(X, y, triplets=triplets)
+        return self._partial_fit(X, y, triplets)
 
     def partial_fit(self, X, y=None, *, triplets=None):
         """Continue with more triplets: ``triplets=``, or ``n_triplets`` more drawn from ``y``."""
-        C = check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        self._validate_params()
+        return self._partial_fit(X, y, triplets)
+
+    def _partial_fit(self, X, y, triplets):
+        C = float(self.C)
         batches = _iter_batches(self._triplets(X, y, triplets, "partial_fit"))
         if batches is None:
             raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
@@ -164,7 +187,6 @@ class OasisDiagonal(_OasisBase):
         self._w = np.ones(n_words, np.float64)
 
     def _restore(self, arrays: dict, meta: dict) -> None:
-        check_finite_param(self.C, "C", minimum=0.0, strict=True)
         self._w = np.asarray(arrays["w"], np.float64)
 
     def _run(self, X, triplets, C) -> int:
@@ -189,6 +211,8 @@ class OasisFull(_OasisBase):
         Seeds the triplets drawn from ``y``.
     """
 
+    _parameter_constraints = {**_OasisBase._parameter_constraints, "max_memory_gb": [Interval(Real, 0, None, closed="neither")]}
+
     def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state=None):
         self.C = C
         self.max_memory_gb = max_memory_gb
@@ -208,7 +232,7 @@ class OasisFull(_OasisBase):
 
     def _allocate(self, n_words: int) -> None:
         need = full_matrix_bytes(n_words)
-        cap = check_finite_param(self.max_memory_gb, "max_memory_gb", minimum=0.0, strict=True) * 2**30
+        cap = self.max_memory_gb * 2**30
         if need > cap:
             raise ValueError(
                 f"OasisFull: a full matrix over {n_words:,} words needs {need / 2**30:,.1f} GiB of float32, "
@@ -262,6 +286,5 @@ class OasisFull(_OasisBase):
     _array_names = ("W",)
 
     def _restore(self, arrays: dict, meta: dict) -> None:
-        # load_similarity has checked that W is finite and (n_features, n_features)
-        check_finite_param(self.C, "C", minimum=0.0, strict=True)
+        # load_similarity has checked the parameters, and that W is finite and (n_features, n_features)
         self.W_ = np.ascontiguousarray(arrays["W"], np.float32)

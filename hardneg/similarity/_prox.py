@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numba
 
-# solver codes for the shared kernel
-TG, DA, AFB, ADA = 0, 1, 2, 3
 # positions in the parameter vector
 ETA, LAM, GAMMA, RHO, DELTA, THETA, W0 = range(7)
 N_PARAMS = 7

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import RANDOM_STATE, is_store
 from ._base import DiagonalSimilarity, _register
-from .._validation import is_store
 from ._checks import check_bow
 
 __all__ = ["TfidfCosine"]
@@ -33,11 +33,13 @@ class TfidfCosine(DiagonalSimilarity):
 
     _array_names = ("w", "input_idf")
     _w_all_ones = True
+    _parameter_constraints: dict = {"random_state": RANDOM_STATE}  # unused: kept so every learner takes it
 
     def __init__(self, random_state=None):
         self.random_state = random_state
 
     def fit(self, X, y=None, *, triplets=None):
+        self._validate_params()
         if is_store(X):
             if not X.is_sparse:
                 raise TypeError(f"X: the store {str(X.path)!r} is in the dense layout; TF-IDF needs a sparse (CSR) store")

@@ -18,12 +18,14 @@ state keeps the accumulated gravity at its last update (row 1).
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numba
 import numpy as np
 
-from ._base import SolisBase, _register
-from ._checks import check_finite_param
-from ._prox import ETA, LAM, N_PARAMS, TG, THETA, W0, soft
+from .._validation import Interval
+from ._base import SolisBase, register_solver
+from ._prox import ETA, LAM, THETA, W0, soft
 
 __all__ = ["SolisTG"]
 
@@ -51,7 +53,7 @@ def tg_update(j, v, S, g, p):
     S[1, j] = g[1]
 
 
-@_register
+@register_solver("tg", weight=tg_weight, update=tg_update, gravity=True)
 class SolisTG(SolisBase):
     """Sparse online similarity learning by truncated gradient (S-TG).
 
@@ -82,8 +84,13 @@ class SolisTG(SolisBase):
     [0.9, -0.9]
     """
 
-    _kind = TG
     _n_state = 2
+    _param_slots = {"lam": LAM, "eta": ETA, "theta": THETA, "w_init": W0}
+    _parameter_constraints = {
+        **SolisBase._parameter_constraints,
+        "eta": [Interval(Real, 0, None, closed="neither")],
+        "theta": [Interval(Real, 0, None, closed="right")],  # (0, inf]: inf truncates every weight
+    }
     _nonneg_rows = (1,)
     _clock_rows = ((1, 1),)  # the accumulated gravity at the last update, at most the total
 
@@ -94,14 +101,6 @@ class SolisTG(SolisBase):
         self.w_init = w_init
         self.n_triplets = n_triplets
         self.random_state = random_state
-
-    def _param_vector(self) -> np.ndarray:
-        p = np.zeros(N_PARAMS, np.float64)
-        p[ETA] = check_finite_param(self.eta, "eta", minimum=0.0, strict=True)
-        p[LAM] = check_finite_param(self.lam, "lam", minimum=0.0)
-        p[THETA] = check_finite_param(self.theta, "theta", minimum=0.0, strict=True, allow_inf=True)
-        p[W0] = check_finite_param(self.w_init, "w_init")
-        return p
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         state = np.zeros((2, n_words), np.float64)

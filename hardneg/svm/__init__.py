@@ -12,9 +12,10 @@ Examples
 True
 """
 
-from hardneg.svm._exemplar import exemplar_objective, fit_exemplar_svms, fit_exemplar_svms_liblinear
+from hardneg.svm._exemplar import exemplar_objective, fit_exemplar_svms_liblinear
 from hardneg.svm._exemplar_batch import fit_exemplar_svms_batch
 from hardneg.svm._exemplar_sgd import fit_exemplar_svms_sgd
+from hardneg.svm._exemplar_solvers import fit_exemplar_svms
 from hardneg.svm._hik import HIKSVC, fit_hik_svm_gram, hik_gram
 from hardneg.svm._hik_tables import HIKBinTable, HIKExactTable, compress_hik, merge_hik_ensemble
 from hardneg.svm._linear import LinearSVM, fit_linear_svm

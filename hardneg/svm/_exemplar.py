@@ -14,6 +14,11 @@ box bounds of the dual that :mod:`._exemplar_batch` solves, and the
 ``LinearSVC(fit_intercept=False, loss="hinge")`` the reference solver
 (:func:`fit_exemplar_svms_liblinear`).
 
+The solvers (:mod:`._exemplar_batch`, :mod:`._exemplar_sgd` and the
+reference here) import this module and nothing imports them back: the
+dispatcher :func:`~hardneg.svm.fit_exemplar_svms` lives in
+:mod:`._exemplar_solvers`, above all three.
+
 Every solver takes the same arguments and returns the raw ``w~`` rows
 ([Zepeda15] Eq. (2)'s normalization is the encoder's job), so one solver serves every
 method that trains exemplar SVMs.
@@ -29,18 +34,21 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from numbers import Real
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 __all__ = [
-    "EXEMPLAR_SOLVERS",
+    "check_exclude",
+    "check_exemplar_inputs",
+    "check_exemplar_params",
     "exemplar_objective",
     "exclusion_mask",
-    "fit_exemplar_svms",
     "fit_exemplar_svms_liblinear",
 ]
 
@@ -129,10 +137,45 @@ def _mark_duplicates(S, x_sq, z_sq, eps, mask):  # pragma: no cover - compiled
                 mask[b, j] = True
 
 
-def exemplar_objective(W, X, Z, *, lam, alpha_pos, alpha_neg, exclude=None, drop_duplicates: bool = True) -> np.ndarray:
+def exemplar_objective(
+    W: ArrayLike,
+    X: ArrayLike,
+    Z: ArrayLike,
+    *,
+    lam: float,
+    alpha_pos: float,
+    alpha_neg: float,
+    exclude: ArrayLike | None = None,
+    drop_duplicates: bool = True,
+) -> np.ndarray:
     """[Zepeda15] Eq. (1) at ``W[b]`` for exemplar ``X[b]``, one value per row (float64).
 
     Negatives left out (``exclude``, duplicates) do not count, as in the solvers.
+
+    Parameters
+    ----------
+    W : array-like of shape (n_exemplars, n_features)
+        One weight vector ``w~`` per exemplar.
+    X : array-like of shape (n_exemplars, n_features)
+        The exemplars (positives).
+    Z : array-like of shape (n_negatives, n_features)
+        The negative pool.
+    lam, alpha_pos, alpha_neg : float
+        [Zepeda15] Eq. (1)'s regularization and hinge weights (positive).
+    exclude : array-like of int, shape (n_exemplars,), optional
+        A negative row to leave out per exemplar (-1: none).
+    drop_duplicates : bool
+        Leave out negatives identical to the exemplar.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_exemplars,)
+        The objective of each exemplar's SVM.
+
+    Raises
+    ------
+    ValueError
+        If a weight is not positive, or the shapes of ``W``, ``X``, ``Z`` or ``exclude`` disagree.
     """
     lam, alpha_pos, alpha_neg = check_exemplar_params(lam, alpha_pos, alpha_neg)
     X, Z = check_exemplar_inputs(X, Z)
@@ -149,9 +192,19 @@ def exemplar_objective(W, X, Z, *, lam, alpha_pos, alpha_neg, exclude=None, drop
 
 
 def fit_exemplar_svms_liblinear(
-    X, Z, *, lam=1e-2, alpha_pos=1.0, alpha_neg=1e-3, exclude=None, drop_duplicates=True, tol=1e-6, max_iter=100_000,
-    progress=None, random_state=0,
-):
+    X: ArrayLike,
+    Z: ArrayLike,
+    *,
+    lam: float = 1e-2,
+    alpha_pos: float = 1.0,
+    alpha_neg: float = 1e-3,
+    exclude: ArrayLike | None = None,
+    drop_duplicates: bool = True,
+    tol: float = 1e-6,
+    max_iter: int = 100_000,
+    progress: Callable[[int], object] | None = None,
+    random_state: int | None = 0,
+) -> np.ndarray:
     """[Zepeda15] Eq. (1) by one scikit-learn ``LinearSVC`` per exemplar (the obvious baseline).
 
     ``LinearSVC(C=1/lam, loss="hinge", fit_intercept=False)`` with sample
@@ -159,6 +212,35 @@ def fit_exemplar_svms_liblinear(
     negative minimizes [Zepeda15] Eq. (1) divided by ``lam``. It refits on all ``N + 1``
     rows for every exemplar, so it is slow; it is here as the reference the
     fast solvers are tested and timed against.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_exemplars, n_features)
+        The exemplars.
+    Z : array-like of shape (n_negatives, n_features)
+        The negative pool.
+    lam, alpha_pos, alpha_neg : float
+        [Zepeda15] Eq. (1)'s regularization and hinge weights (positive).
+    exclude : array-like of int, shape (n_exemplars,), optional
+        A negative row to leave out per exemplar (-1: none).
+    drop_duplicates : bool
+        Leave out negatives identical to the exemplar.
+    tol, max_iter : float, int
+        ``LinearSVC``'s stopping tolerance and iteration cap.
+    progress : callable, optional
+        Called with 1 after each exemplar.
+    random_state : int or None
+        ``LinearSVC``'s seed.
+
+    Returns
+    -------
+    W : ndarray of float64, shape (n_exemplars, n_features)
+        The unnormalized weight vectors ``w~``.
+
+    Raises
+    ------
+    ValueError
+        If a weight is not positive, or the shapes of ``X``, ``Z`` or ``exclude`` disagree.
     """
     lam, alpha_pos, alpha_neg = check_exemplar_params(lam, alpha_pos, alpha_neg)
     X, Z = check_exemplar_inputs(X, Z)
@@ -188,58 +270,3 @@ def fit_exemplar_svms_liblinear(
         if progress is not None:
             progress(1)
     return W
-
-
-def fit_exemplar_svms(X, Z, *, solver: str = "batch", **kwargs) -> np.ndarray:
-    """Solve [Zepeda15] Eq. (1) for every row of ``X`` against the negatives ``Z``; return ``w~`` rows.
-
-    Parameters
-    ----------
-    X : array of shape (n, d)
-        Exemplars (the single positive of each SVM).
-    Z : array of shape (N, d)
-        Negatives shared by every exemplar.
-    solver : {"batch", "sgd", "liblinear"}
-        ``"batch"``: the exact hard-negative active-set solver
-        (:func:`hardneg.svm.fit_exemplar_svms_batch`); ``"sgd"``: Pegasos
-        (:func:`hardneg.svm.fit_exemplar_svms_sgd`); ``"liblinear"``: one
-        ``LinearSVC`` per exemplar (:func:`fit_exemplar_svms_liblinear`).
-    **kwargs
-        ``lam``, ``alpha_pos``, ``alpha_neg``, ``exclude``, ``drop_duplicates``,
-        ``progress`` and the solver's own options.
-
-    Returns
-    -------
-    W : ndarray of shape (n, d)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hardneg.svm import exemplar_objective, fit_exemplar_svms
-    >>> rng = np.random.default_rng(0)
-    >>> Z = rng.normal(size=(300, 8)); X = rng.normal(size=(3, 8))
-    >>> a = fit_exemplar_svms(X, Z, solver="batch", lam=0.1, alpha_pos=1.0, alpha_neg=0.01, tol=1e-7)
-    >>> b = fit_exemplar_svms(X, Z, solver="liblinear", lam=0.1, alpha_pos=1.0, alpha_neg=0.01)
-    >>> fa = exemplar_objective(a, X, Z, lam=0.1, alpha_pos=1.0, alpha_neg=0.01)
-    >>> fb = exemplar_objective(b, X, Z, lam=0.1, alpha_pos=1.0, alpha_neg=0.01)
-    >>> bool(np.all(fa <= fb * (1 + 1e-4)))
-    True
-    """
-    if solver not in EXEMPLAR_SOLVERS:
-        raise ValueError(f"solver: expected one of {sorted(EXEMPLAR_SOLVERS)}, got {solver!r}")
-    return EXEMPLAR_SOLVERS[solver](X, Z, **kwargs)
-
-
-def _batch(X, Z, **kwargs):
-    from ._exemplar_batch import fit_exemplar_svms_batch
-
-    return fit_exemplar_svms_batch(X, Z, **kwargs)
-
-
-def _sgd(X, Z, **kwargs):
-    from ._exemplar_sgd import fit_exemplar_svms_sgd
-
-    return fit_exemplar_svms_sgd(X, Z, **kwargs)
-
-
-EXEMPLAR_SOLVERS = {"batch": _batch, "sgd": _sgd, "liblinear": fit_exemplar_svms_liblinear}

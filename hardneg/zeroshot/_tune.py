@@ -10,9 +10,9 @@ from sklearn.model_selection import ParameterGrid
 
 from hardneg._validation import check_labels, check_random_state
 from hardneg.eval import mean_per_class_accuracy
+from hardneg.exceptions import TrainingDivergedError  # not from ._classifier, which calls this module back
 
 from ._attributes import as_attribute_table, check_sample_attributes, class_means, lookup
-from ._classifier import TrainingDivergedError
 
 __all__ = ["class_holdout_search", "class_holdout_split"]
 
