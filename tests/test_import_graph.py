@@ -20,11 +20,22 @@ names hardneg module ``b`` (``from pkg import name`` is an edge to
 from __future__ import annotations
 
 import ast
+import inspect
+import sys
+from numbers import Real
 from pathlib import Path
 
+import numba
+import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import hardneg
+import hardneg.similarity as similarity
+from hardneg._validation import Interval
+from hardneg.similarity import _base
+from hardneg.similarity._base import SolisBase, register_solver
+from hardneg.similarity._prox import ETA, W0
 
 ROOT = Path(hardneg.__file__).resolve().parent
 
@@ -212,3 +223,70 @@ def test_graph_reads_relative_and_deferred_imports():
     assert "hardneg.svm._exemplar" in eager["hardneg.svm._exemplar_sgd"]  # from ._exemplar import ...
     assert "hardneg.zeroshot._tune" not in eager["hardneg.zeroshot._classifier"]
     assert "hardneg.zeroshot._tune" in deferred["hardneg.zeroshot._classifier"]  # imported inside a method
+
+
+# ----------------------------------------------------------------------------- a SOLIS solver is one file
+@pytest.fixture
+def plain_solver():
+    """A solver defined here, as a new solver file would define it: its per-word rules, its class,
+    one decorator. Nothing in similarity/_lazy.py, _base.py or __init__.py changes."""
+
+    @numba.njit(inline="always")
+    def plain_weight(j, S, g, p):
+        return S[0, j]
+
+    @numba.njit(inline="always")
+    def plain_update(j, v, S, g, p):
+        S[0, j] += p[ETA] * v  # a subgradient step on the hinge, no l1
+
+    @register_solver("plain-test", weight=plain_weight, update=plain_update)
+    class PlainTestSolver(SolisBase):
+        _n_state = 1
+        _param_slots = {"eta": ETA, "w_init": W0}
+        _parameter_constraints = {**SolisBase._parameter_constraints, "eta": [Interval(Real, 0, None, closed="neither")]}
+
+        def __init__(self, eta=0.5, lam=0.0, w_init=0.0, n_triplets=100, random_state=None):
+            self.eta, self.lam, self.w_init, self.n_triplets, self.random_state = eta, lam, w_init, n_triplets, random_state
+
+        def _init_state(self, n_words, w0):
+            return np.full((1, n_words), w0, np.float64)
+
+    yield PlainTestSolver
+    _base.SOLVERS.pop("plain-test")
+    _base._REGISTRY.pop("PlainTestSolver")
+
+
+def test_a_new_solver_is_one_file(plain_solver, tmp_path):
+    assert similarity.SOLVERS["plain-test"] is plain_solver
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.random((30, 12)) * (rng.random((30, 12)) < 0.4))
+    t = rng.integers(0, 30, size=(200, 3))
+    model = plain_solver(eta=0.5).fit(X, triplets=t)
+    # the obvious reference: w += eta * v for every violated triplet, in order
+    A = X.toarray().astype(np.float64)
+    w = np.zeros(12)
+    for a, p, n in t:
+        v = A[a] * (A[p] - A[n])
+        if 1.0 - w @ v > 0:
+            w += 0.5 * v
+    np.testing.assert_allclose(model.w_, w, rtol=1e-6, atol=1e-6)
+    again = similarity.load_similarity(model.save(tmp_path / "plain.npz"))
+    assert type(again) is plain_solver
+    np.testing.assert_array_equal(again.w_, model.w_)
+    with pytest.raises(ValueError, match=r"^The 'eta' parameter of PlainTestSolver must be a float in the range \(0\.0, inf\)"):
+        plain_solver(eta=float("nan")).fit(X, triplets=t)
+
+
+def test_registry_lists_every_solver_class_of_the_package():
+    defined = {
+        obj for module in list(sys.modules.values())
+        if getattr(module, "__name__", "").startswith("hardneg.similarity.")
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, SolisBase) and obj is not SolisBase and obj.__module__.startswith("hardneg.")
+    }
+    assert set(similarity.SOLVERS.values()) == defined
+    assert set(similarity.SOLVERS) == {"tg", "da", "afb", "ada"}
+    for cls in defined:
+        assert getattr(similarity, cls.__name__) is cls and cls.__name__ in similarity.__all__
+    with pytest.raises(TypeError, match="registered twice"):
+        register_solver("ada", weight=None, update=None)(type("Other", (SolisBase,), {}))
