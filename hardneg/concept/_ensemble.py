@@ -118,6 +118,27 @@ def _check_n_bins(q) -> int:
     return q
 
 
+def fit_member(K_pp, P, N, *, C: float, class_weight=None):
+    """Train one meta classifier g_t on positives ``P`` and negatives ``N`` ([Li13] Table I, step 8).
+
+    Assembles the HIK Gram matrix ([Li13] Eq. (1)) of ``[P; N]`` from the
+    positives' block ``K_pp`` (computed once per fit and reused), then solves
+    the kernel SVM with ``y = 1`` for ``P`` and ``0`` for ``N``. Returns
+    ``(support, dual_coef, intercept)``, ``support`` indexing the rows of
+    ``[P; N]``. Shared by the bootstrap loop and
+    :meth:`hardneg.concept.NegativeBootstrap.refine` (relevance feedback).
+    """
+    n_p, n_n = P.shape[0], N.shape[0]
+    K = np.empty((n_p + n_n, n_p + n_n), dtype=np.float32)
+    K[:n_p, :n_p] = K_pp
+    K_pn = hik_gram(P, N, check=False)
+    K[:n_p, n_p:] = K_pn
+    K[n_p:, :n_p] = K_pn.T
+    K[n_p:, n_p:] = hik_gram(N, check=False)
+    y = np.r_[np.ones(n_p), np.zeros(n_n)]
+    return fit_hik_svm_gram(K, y, C=C, class_weight=class_weight)
+
+
 class _SupportRegistry:
     """Union of support vectors over the ensemble, deduplicated by origin.
 
@@ -377,14 +398,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             Pt = P[pos_idx]
             # ---- train g_t on B+ and B-^(t) (step 8)
             n_p = pos_idx.size
-            K = np.empty((n_p + n_neg, n_p + n_neg), dtype=np.float32)
-            K[:n_p, :n_p] = K_pp[np.ix_(pos_idx, pos_idx)]
-            K_pn = hik_gram(Pt, N, check=False)
-            K[:n_p, n_p:] = K_pn
-            K[n_p:, :n_p] = K_pn.T
-            K[n_p:, n_p:] = hik_gram(N, check=False)
-            y = np.r_[np.ones(n_p), np.zeros(n_neg)]
-            support, coef, b = fit_hik_svm_gram(K, y, C=C, class_weight=class_weight)
+            support, coef, b = fit_member(K_pp[np.ix_(pos_idx, pos_idx)], Pt, N, C=C, class_weight=class_weight)
             keys = [("pos", int(pos_idx[j])) if j < n_p else ("pool", int(sample.rows[j - n_p])) for j in support]
             slots = registry.slots(keys, lambda j, support=support: (Pt[support[j]] if support[j] < n_p else N[support[j] - n_p]))
             members.append((slots, coef, b))

@@ -6,8 +6,14 @@ from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._ensemble import HIKEnsembleConcept, _constraints
+from hardneg._typing import ArrayLike
+from hardneg._validation import check_positive_int, check_random_state
+from hardneg.negatives import BootstrapPoolSampler, NegativePool
+from hardneg.svm import hik_gram
+
+from ._ensemble import MAX_TRAIN_ROWS, HIKEnsembleConcept, _check_non_negative, _constraints, _exclusions, fit_member
 
 __all__ = ["NegativeBootstrap"]
 
@@ -142,8 +148,10 @@ class NegativeBootstrap(HIKEnsembleConcept):
         "near_duplicate": [None, Interval(Real, 0, 1, closed="right")],
     }
 
-    def __init__(self, n_iter=50, n_candidates=None, n_bins=100, C=1.0, weights=None, n_negatives=None,
-                 compressed_training=True, skip_top="auto", near_duplicate=NEAR_DUPLICATE, random_state=None):
+    def __init__(self, n_iter: int = 50, n_candidates: int | None = None, n_bins: int = 100, C: float = 1.0,
+                 weights: str | ArrayLike | None = None, n_negatives: int | None = None, compressed_training: bool = True,
+                 skip_top: float | str = "auto", near_duplicate: float | None = NEAR_DUPLICATE,
+                 random_state: int | np.random.Generator | None = None):
         self.n_iter = n_iter
         self.n_candidates = n_candidates
         self.n_bins = n_bins
@@ -163,3 +171,112 @@ class NegativeBootstrap(HIKEnsembleConcept):
         else:
             self.n_near_duplicates_ = 0
         return super()._fit(P, pool, progress)
+
+    def refine(self, positives, negatives, pool=None, *, pool_tags=None, exclude_tags=None, related_tags=None,
+               pool_rows=None, n_hard=None, n_candidates=None, skip_top=0.0, random_state=None, progress=None):
+        """Relevance feedback: add one meta classifier g_{T+1} and average it in by [Li13] Eq. (9).
+
+        An extra, not in [Li13] (the paper has no relevance feedback); the
+        search service's feedback loop calls it. After ``fit`` (T meta
+        classifiers, G_T), one more Table I iteration trains g_{T+1} on the
+        positives B+ against B-^(T+1) = (``negatives``, the user's marked
+        not-relevant items) ∪ (the ``n_hard`` highest-scoring of
+        ``n_candidates`` random ``pool`` rows under the compressed G_T,
+        [Li13] Table I steps 5-7, the paper's selection when ``skip_top=0``),
+        then merges
+
+            G_{T+1} = T/(T+1) G_T + 1/(T+1) g_{T+1}     ([Li13] Eq. (9))
+
+        (with weights lambda_t, G_T's weights are scaled by T/(T+1)). The
+        result is one support-vector expansion again ([Li13] Eq. (11)-(12)),
+        so ``compress`` and ``save`` work as after ``fit``. Each call adds
+        one member; call it again with the next round of feedback.
+
+        Not scikit-learn's ``partial_fit``: it needs a fitted ensemble (it
+        refines G_T, it does not learn from a stream), so it has its own name
+        and the scikit-learn estimator checks never call it.
+
+        Parameters
+        ----------
+        positives : array-like (n_pos, d), non-negative
+            B+, usually the positives ``fit`` saw, plus items marked relevant.
+        negatives : array-like (n_neg, d), non-negative
+            Marked not-relevant items (may have 0 rows when ``pool`` is given).
+        pool : array-like (n_pool, d) or FeatureStore, optional
+            Where the hard negatives come from; None: the marked ones only.
+        pool_tags, exclude_tags, related_tags, pool_rows
+            As in :meth:`fit` (a list of related tags; not ``"auto"``).
+        n_hard : int, optional
+            Hard pool negatives; default |B+| as in the paper, capped at the pool.
+        n_candidates : int, optional
+            m, candidates scored; default ``10 * n_hard``.
+        skip_top : float or "auto", default 0.0
+            The rank window of :class:`~hardneg.negatives.BootstrapPoolSampler`.
+        random_state : int, Generator or None
+            Seeds the candidate draw.
+        progress : callable, optional
+            ``progress(1)`` once the meta classifier is trained (unit: meta
+            classifiers; total 1), the protocol of :mod:`hardneg._progress`.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hardneg.concept import NegativeBootstrap
+        >>> rng = np.random.default_rng(0)
+        >>> pos, pool = rng.random((10, 4)) + 0.5, rng.random((200, 4))
+        >>> nb = NegativeBootstrap(n_iter=3, random_state=0).fit(pos, pool)
+        >>> nb = nb.refine(pos, pool[:2], pool, random_state=0)
+        >>> len(nb.member_support_), nb.weights_.round(3).tolist()
+        (4, [0.25, 0.25, 0.25, 0.25])
+        """
+        check_is_fitted(self, "dual_coef_")
+        d = self.n_features_in_
+        P = check_array(positives, dtype=np.float32, order="C", input_name="positives")
+        N = check_array(negatives, dtype=np.float32, order="C", ensure_min_samples=0, input_name="negatives")
+        for name, A in (("positives", P), ("negatives", N)):
+            if A.shape[1] != d:
+                raise ValueError(f"{name}: has {A.shape[1]} features but the model was fitted with {d}")
+            _check_non_negative(A, name)
+        record = {"iteration": len(self.member_support_) + 1, "rows": [], "ids": [], "tags": [], "scores": None,
+                  "n_candidates": 0, "n_skipped": 0, "n_marked_negatives": int(N.shape[0])}
+        if pool is not None:
+            if isinstance(related_tags, str) and related_tags == "auto":
+                raise ValueError("related_tags: refine takes the list fit found (related_tags_), not 'auto'")
+            pool = NegativePool(pool, tags=pool_tags, exclude_tags=_exclusions(exclude_tags, related_tags), rows=pool_rows)
+            if pool.dim != d:
+                raise ValueError(f"pool: has {pool.dim} features but the model was fitted with {d}")
+            n = P.shape[0] if n_hard is None else check_positive_int(n_hard, "n_hard")
+            scorer = self.compress()  # G_T, compressed ([Li13] Eq. (16)), scores the candidates
+            hard = BootstrapPoolSampler(n_candidates=n_candidates, skip_top=skip_top).sample(
+                pool, min(n, pool.n_allowed), check_random_state(random_state),
+                scorer=lambda X: scorer.table.decision_function(X, check=False))
+            N = np.vstack([N, pool.take(hard.rows)])
+            record.update(rows=hard.rows.tolist(), ids=pool.ids_of(hard.rows), tags=pool.tags_of(hard.rows),
+                          scores=hard.scores.tolist(), n_candidates=int(hard.n_candidates), n_skipped=int(hard.n_skipped))
+        if N.shape[0] == 0:
+            raise ValueError("negatives: no rows, and no pool to draw hard negatives from; pass either")
+        if P.shape[0] + N.shape[0] > MAX_TRAIN_ROWS:
+            raise ValueError(f"positives + negatives: {P.shape[0] + N.shape[0]} rows, more than the {MAX_TRAIN_ROWS} "
+                             "a kernel SVM can train on here")
+        support, coef, b = fit_member(hik_gram(P, check=False), P, N, C=float(self.C), class_weight=self._class_weight())
+        T = len(self.member_support_)
+        M = self.support_vectors_.shape[0]
+        # The new member's support vectors are appended, not merged by origin: its rows
+        # need not index the arrays fit saw.
+        self.support_vectors_ = np.vstack([self.support_vectors_, np.vstack([P, N])[support]]).astype(np.float32)
+        self.support_origin_ = list(self.support_origin_) + [(f"refine{T + 1}", int(j)) for j in support]
+        self.member_support_ = list(self.member_support_) + [np.arange(M, M + support.size)]
+        self.member_dual_coef_ = list(self.member_dual_coef_) + [coef]
+        self.member_intercept_ = np.r_[self.member_intercept_, b]
+        self.weights_ = np.r_[T / (T + 1.0) * self.weights_, 1.0 / (T + 1.0)]  # [Li13] Eq. (9)
+        self.dual_coef_, self.intercept_ = self._merge(T + 1)
+        record.update(n_negatives=int(N.shape[0]), n_support=int(support.size))
+        self.iterations_ = list(self.iterations_) + [record]
+        self.compressed_ = None
+        if progress is not None:
+            progress(1)
+        return self

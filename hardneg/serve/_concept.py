@@ -6,14 +6,15 @@ tag, or related tags, are never negatives). Relevance feedback retrains:
 
 * marked-relevant items join the positives B+ (and leave the pool);
 * marked-not-relevant items join the hard negatives: after the T bootstrap
-  iterations, one more meta classifier g_{T+1} is trained on B+ against
+  iterations, :meth:`NegativeBootstrap.refine <hardneg.concept.NegativeBootstrap.refine>`
+  trains one more meta classifier g_{T+1} on B+ against
   B-^(T+1) = (marked negatives) ∪ (the |B+| hardest of m random pool
-  candidates under G_T) -- Table I, steps 5-8, with the user's negatives
-  prepended to the selection -- and averaged in by Eq. (9):
+  candidates under G_T) -- [Li13] Table I, steps 5-8, with the user's
+  negatives prepended to the selection -- and averages it in by [Li13] Eq. (9):
   G_{T+1} = (T/(T+1)) G_T + (1/(T+1)) g_{T+1}.
 
-The merged model is one support-vector expansion (Eq. (11)-(12)), compressed
-to one table (Eq. (13)-(16)) like every concept model. The feedback member is
+The merged model is one support-vector expansion ([Li13] Eq. (11)-(12)), compressed
+to one table ([Li13] Eq. (13)-(16)) like every concept model. The feedback member is
 an extra of this service (the paper has no relevance feedback); without marked
 negatives the model is the paper's G_T unchanged.
 """
@@ -63,8 +64,7 @@ def train_concept(store, spec: ConceptSpec, *, matrix=None, tags=None, progress=
     with marked negatives).
     """
     from hardneg.concept import CompressedConcept, NegativeBootstrap
-    from hardneg.negatives import BootstrapNegativeSampler, NegativePool
-    from hardneg.svm import HIKExactTable, fit_hik_svm_gram, hik_gram
+    from hardneg.svm import HIKExactTable
 
     t0 = time.perf_counter()
     pos = np.unique(np.asarray(spec.positive_rows, np.int64))
@@ -86,38 +86,16 @@ def train_concept(store, spec: ConceptSpec, *, matrix=None, tags=None, progress=
                            random_state=spec.seed)
     nb.fit(P, data, pool_tags=pool_tags, exclude_tags=exclude, related_tags=list(spec.related_tags), pool_rows=pool_rows,
            progress=progress)
-    sv, coef, b = nb.support_vectors_, nb.dual_coef_, float(nb.intercept_)
-    used = np.flatnonzero(coef)
-    sv, coef = sv[used], coef[used]
     t_train = time.perf_counter() - t0
     n_fb = 0
     if neg.size:
-        # Table I steps 5-7 with G_T, the user's negatives prepended to the selection.
-        scorer = nb.compress(spec.n_bins)
-        pool = NegativePool(data, tags=pool_tags, exclude_tags=exclude + list(spec.related_tags), rows=pool_rows)
-        n_hard = min(pos.size, pool.n_allowed)
-        hard = BootstrapNegativeSampler(n_candidates=spec.n_candidates).sample(
-            pool, n_hard, np.random.default_rng([spec.seed, 1]), scorer=lambda X: scorer.table.decision_function(X, check=False))
-        N = np.vstack([take(neg), pool.take(hard.rows)])
-        n_p = P.shape[0]
-        K = np.empty((n_p + N.shape[0],) * 2, np.float32)
-        K[:n_p, :n_p] = hik_gram(P, check=False)
-        K_pn = hik_gram(P, N, check=False)
-        K[:n_p, n_p:], K[n_p:, :n_p] = K_pn, K_pn.T
-        K[n_p:, n_p:] = hik_gram(N, check=False)
-        X_fb = np.vstack([P, N])
-        y = np.r_[np.ones(n_p), np.zeros(N.shape[0])]
-        support, a_fb, b_fb = fit_hik_svm_gram(K, y, C=1.0)
-        T = len(nb.member_support_)
-        # Eq. (9), uniform lambda: G_{T+1} = T/(T+1) G_T + 1/(T+1) g_{T+1}; both are
-        # linear in their dual coefficients, so the merged expansion is exact (Eq. (11)-(12)).
-        w = T / (T + 1.0)
-        sv = np.vstack([sv, X_fb[support]])
-        coef = np.r_[w * coef, (1.0 - w) * a_fb]
-        b = w * b + (1.0 - w) * b_fb
-        n_fb = int(N.shape[0])
-        if progress is not None:
-            progress(1)
+        # [Li13] Table I steps 5-8 once more with G_T, the user's negatives prepended to the selection.
+        nb.refine(P, take(neg), data, pool_tags=pool_tags, exclude_tags=exclude, related_tags=list(spec.related_tags),
+                  pool_rows=pool_rows, n_candidates=spec.n_candidates, random_state=np.random.default_rng([spec.seed, 1]),
+                  progress=progress)
+        n_fb = int(nb.iterations_[-1]["n_negatives"])
+    used = np.flatnonzero(nb.dual_coef_)
+    sv, coef, b = nb.support_vectors_[used], nb.dual_coef_[used], float(nb.intercept_)
     t_fb = time.perf_counter() - t0 - t_train
     t1 = time.perf_counter()
     exact = HIKExactTable.from_support_vectors(sv, coef, b)
