@@ -40,7 +40,7 @@ def _list(ctx: typer.Context):
 def import_(
     name: str = typer.Argument(..., help="Dataset name (see `hardneg datasets`), or xlsa17."),
     store: str = typer.Argument(
-        None, metavar="[STORE|DIR]",
+        None, metavar="STORE|DIR",
         help="FeatureStore directory to create; for xlsa17 the folder holding res101.mat and att_splits.mat.",
     ),
     out: str = out_option("FeatureStore directory to create (xlsa17: required).", default=None),
