@@ -20,7 +20,7 @@ from ._deps import check_token, needs_token
 from ._errors import ServeError, hide_paths, one_line, validation_message
 from ..concept import DEFAULT_N_ITER
 from ._state import ServeState, Settings, is_loopback
-from .routers import concept, items, models, pages, search
+from .routers import concept, items, models, pages, search, text
 
 logger = logging.getLogger(__name__)
 
@@ -276,7 +276,7 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
         # FastAPI's own handler echoes the input, and fails (a 500) on NaN or Infinity in it
         return _reply(422, validation_message(exc.errors()))
 
-    routers = (items.router, search.router, concept.router, models.router, pages.router)
+    routers = (items.router, search.router, text.router, concept.router, models.router, pages.router)
     for r in routers:
         app.include_router(r)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).resolve().parent / "static")), name="static")

@@ -3,7 +3,7 @@
 const $ = (s) => document.querySelector(s);
 const PAGE = 24;
 // view: what the grid shows, so that Previous / Next can ask for another page of it
-//   {kind: "browse"} | {kind: "example", id} | {kind: "upload", file} | {kind: "model", name}
+//   {kind: "browse"} | {kind: "example", id} | {kind: "upload", file} | {kind: "model", name} | {kind: "text", text}
 const state = { model: null, marks: new Map(), busy: false, view: { kind: "browse" }, offset: 0, hasMore: false, queryUrl: null };
 
 function token() { const t = $("#token-input"); return t ? t.value : ""; }
@@ -142,7 +142,7 @@ function rerank() {
 }
 function scoreLabel() { return ($("#mode-select").selectedOptions[0] || {}).value === "hamming" ? "−dist" : "score"; }
 function showSearch(res, label, t0) {
-  render(res.results, res.mode.startsWith("concept:") ? "score" : scoreLabel(), res.offset);
+  render(res.results, res.mode.startsWith("concept:") || res.mode === "text" ? "score" : scoreLabel(), res.offset);
   showPager(res.offset, res.results.length, res.has_more);
   setStatus(`${label}: ${res.results.length} results (${res.mode}).`);
   $("#timings").textContent = fmtTimings(res.timings, (performance.now() - t0) / 1000);
@@ -163,6 +163,9 @@ async function fetchPage(view, offset) {
     fd.append("file", view.file); fd.append("mode", view.mode); fd.append("k", String(PAGE)); fd.append("offset", String(offset));
     const res = await api("POST", "api/search/upload", fd);
     showSearch(res, `similar to ${view.file.name}`, t0);
+  } else if (view.kind === "text") {
+    const res = await api("POST", "api/search/text", { text: view.text, k: PAGE, offset });
+    showSearch(res, `text “${view.text}”`, t0);
   } else {
     const res = await api("POST", `api/models/${encodeURIComponent(view.name)}/search`, { k: PAGE, offset });
     showSearch(res, `model “${view.name}”`, t0);
@@ -177,6 +180,16 @@ function queryExample(id) {
     await fetchPage(view, 0);
     state.view = view;
     showQuery(`api/items/${encodeURIComponent(id)}/thumbnail`, `query: stored item ${id} (left out of its results)`);
+  });
+}
+function textSearch(text) {  // search by description: a zero-shot model over the store's tags
+  return run("text search", async () => {
+    const view = { kind: "text", text };
+    setModel(null);
+    setStatus(`searching for “${text}” (the first text search trains a zero-shot model)…`);
+    await fetchPage(view, 0);
+    state.view = view;
+    showQuery(null);
   });
 }
 function upload(file) {
@@ -233,6 +246,7 @@ async function watchExtractor() {
   }
 }
 $("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const t = $("#tag-input").value.trim(); if (t) concept(t); });
+$("#text-form").addEventListener("submit", (ev) => { ev.preventDefault(); const t = $("#text-input").value.trim(); if (t) textSearch(t); });
 $("#rerank").addEventListener("click", rerank);
 $("#learn").addEventListener("click", learnSelected);
 $("#prev").addEventListener("click", () => page(-PAGE));
