@@ -291,6 +291,10 @@ def test_xlsa17_import_round_trip_equals_the_old_path(tmp_path):
     _ok("zsl", "train", folder, "-o", tmp_path / "dir.npz", *TRAIN)
     assert np.array_equal(hardneg.load(tmp_path / "dir.npz").W_X_, old_clf.W_X_)
     assert json.loads(_ok("zsl", "eval", tmp_path / "dir.npz", folder, "--json").output) == scores
+    # a model file written before the records (the old path's): scored the same on the store and the folder
+    old_clf.save(tmp_path / "old.npz")
+    assert json.loads(_ok("zsl", "eval", tmp_path / "old.npz", store, "--json", "--descriptions", csv).output) == scores
+    assert json.loads(_ok("zsl", "eval", tmp_path / "old.npz", folder, "--json").output) == scores
     # the store remembers its CSV: no --descriptions needed
     _ok("zsl", "train", store, "-o", tmp_path / "rec.npz", *TRAIN)
     assert np.array_equal(hardneg.load(tmp_path / "rec.npz").W_X_, old_clf.W_X_)

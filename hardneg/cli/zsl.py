@@ -330,9 +330,8 @@ def evaluate(
     label_of = dict(known)
     kind = np.asarray(clf.classes_).dtype.kind
     fresh = [n for n in unseen_names if n not in label_of]
-    if descriptions is None and fresh:
-        if ds.builtin_descriptions is None:
-            raise CLIError(f"{model} has no description of class(es) {fresh[:10]}: give --descriptions CSV")
+    if descriptions is None and fresh and ds.builtin_descriptions is None and _recorded_csv(ds) is None:
+        raise CLIError(f"{model} has no description of class(es) {fresh[:10]}: give --descriptions CSV")
     start = int(max(label_of.values(), default=-1)) + 1 if kind in "iu" else 0
     for i, n in enumerate(fresh):
         label_of[n] = start + i if kind in "iu" else n
