@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from ._common import (
@@ -47,9 +49,9 @@ def _estimator(method: str, iterations: int, candidates: int | None, bins: int, 
     from ..concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 
     # --bins 0 asks for exact tables at compress time; the estimator keeps its default n_bins
-    common = {"random_state": seed, **({"n_bins": bins} if bins else {})}
+    common: dict[str, Any] = {"random_state": seed, **({"n_bins": bins} if bins else {})}
     if method == "bootstrap":
-        extra = {} if skip_top is None else {"skip_top": skip_top}
+        extra: dict[str, Any] = {} if skip_top is None else {"skip_top": skip_top}
         return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, **common, **extra)
     if method == "bagging":
         return AsymmetricBagging(n_iter=iterations, **common)
@@ -156,8 +158,8 @@ def search_cmd(
     store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to search."),
     k: int = k_option(20, "Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
-    text: str = typer.Option(None, "--text", help="Search by description: rank by a zero-shot model's match ([Bucher16] "
-                             "Eq. (1)) with this text, embedded by all-MiniLM-L6-v2 (the 'text' extra)."),
+    text: str = typer.Option(None, "--text", help="Search by description: rank by a zero-shot model's match "
+                             "([Bucher16] Eq. (1)) with this text, embedded by all-MiniLM-L6-v2 (the 'text' extra)."),
     descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': class "
                                      "descriptions, 'class,text' or 'class,a1,...' rows; default the WordNet gloss of each tag."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),

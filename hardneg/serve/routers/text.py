@@ -3,8 +3,8 @@
 The first text query trains a zero-shot model ([Bucher16], :func:`hardneg.zeroshot.fit_text_search`)
 on the store's tags, each described by its WordNet gloss embedded by all-MiniLM-L6-v2, and keeps it
 for the life of the service (one per service; concurrent first queries wait for the same
-training). Every query is then embedded and every row scored by ``-S(X, q)`` ([Bucher16]
-Eq. (1)); training, embedding and the scan run in the thread pool, never on the event loop.
+training). Every query is then embedded and every row scored by ``-S(X, q)``
+([Bucher16] Eq. (1)); training, embedding and the scan run in the thread pool, never on the event loop.
 """
 
 from __future__ import annotations
