@@ -493,12 +493,40 @@ def fig_serve(w: Writer):
              "Latency percentiles of the search service under load, against the direct (in-process) search.")]
 
 
+def fig_text_search(w: Writer):
+    """Search by description (concept_text_search*.json summary): mAP of a text query, mean ± std over splits."""
+    plt = _plt()
+    made = []
+    for name in _files("concept_text_search"):
+        summ = _load(name).get("summary")
+        if not isinstance(summ, dict):
+            continue
+        methods = list(summ)
+        fig, axes = plt.subplots(1, 2, figsize=(8.8, 3.4), squeeze=False)
+        for ax, (where, title) in zip(axes[0], [("unseen", "over the unseen classes' images"),
+                                                ("all", "over the whole collection")]):
+            means = [summ[m][where]["mean"] for m in methods]
+            stds = [summ[m][where]["std"] for m in methods]
+            ax.bar(range(len(methods)), means, yerr=stds, capsize=3, color="tab:blue")
+            ax.set_xticks(range(len(methods)), methods, rotation=20, ha="right", fontsize=8)
+            ax.set_ylabel("mean AP of the category")
+            ax.set_title(f"AP {title}", fontsize=9)
+        fig.suptitle(f"Search by description on openclipart: the unseen category's WordNet gloss as the query ({name})",
+                     fontsize=10, y=1.04)
+        rel = f"figures/{name}.png"
+        w.figure(rel, fig)
+        made.append((rel, name, "Average precision of a text query (the gloss of a category never trained on) "
+                                "ranking the images, mean ± std over 60/40 seen/unseen class splits."))
+    return made
+
+
 FIGURES = {
     "hashing_map_vs_bits": fig_hashing_map_vs_bits,
     "concept_ap_vs_T": fig_concept_ap_vs_T,
     "solis_sparsity": fig_solis_sparsity,
     "esvm_weight": fig_esvm_weight,
     "zeroshot": fig_zeroshot,
+    "text_search": fig_text_search,
     "speed": fig_speed,
     "serve": fig_serve,
 }
