@@ -36,7 +36,7 @@ TEXTS = {
 CLASSES = list(TEXTS)
 
 
-def fake_embed(texts):
+def fake_embed(texts, cache=True):
     """Keyword counts, unit norm, padded to MiniLM's 384 dimensions (deterministic)."""
     out = np.zeros((len(texts), 384), np.float32)
     for i, t in enumerate(texts):
@@ -136,7 +136,7 @@ def test_wordnet_glosses_without_a_csv(monkeypatch):
     except WordNetUnavailable as exc:
         pytest.skip(f"WordNet not available: {exc}")
     seen = []
-    monkeypatch.setattr(_descriptions, "embed_texts", lambda texts: seen.extend(texts) or fake_embed(texts))
+    monkeypatch.setattr(_descriptions, "embed_texts", lambda texts, cache=True: seen.extend(texts) or fake_embed(texts))
     V = class_descriptions(["zebra", "ice-cream", "sports cars", "animals/mammals"])
     assert V.shape == (4, 384)
     assert "striped" in seen[0] and "frozen dessert" in seen[1] and "car" in seen[2] and "warm-blooded" in seen[3]

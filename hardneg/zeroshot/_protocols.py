@@ -140,11 +140,16 @@ def _sentence_model():
         return SentenceTransformer(str(path), device="cpu")
 
 
-def embed_texts(texts) -> np.ndarray:
-    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings of ``texts`` (n, 384), float32, cached on disk."""
+def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
+    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings of ``texts`` (n, 384), float32, cached on disk
+    (``cache=False``: neither read nor written, e.g. for one-off search queries)."""
     texts = [str(t) for t in texts]
     if not texts:
         raise ValueError("texts: is empty")
+    if not cache:
+        model = _sentence_model()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
     key = hashlib.blake2b("\0".join(texts).encode(), digest_size=12).hexdigest()
     cache = _cache_dir() / f"minilm_{key}.npy"
     if cache.is_file():
