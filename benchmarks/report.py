@@ -493,6 +493,86 @@ def fig_serve(w: Writer):
              "Latency percentiles of the search service under load, against the direct (in-process) search.")]
 
 
+def fig_solis_concept(w: Writer):
+    """[Gao17] Section 5.3 per-concept tables and the λ path (similarity_solis_concept_*.json).
+
+    Writes ``solis_concept_tables.md`` (the headline table, w1 = 0, and the w1 = 1 extra; the
+    matched-mAP table) for docs/methods/solis.md to include, and draws sparsity against mAP along
+    each solver's λ path, one panel per file that has one (the paper's Figures 3-6)."""
+    names = [n for n in _files("similarity_solis_concept_") if isinstance(_load(n).get("rows"), list)]
+    data = {n: _load(n) for n in names}
+    label = {"mnist": "MNIST", "fashion": "Fashion", "mnist-tree": "MNIST, tree codebook", "fashion-tree": "Fashion, tree codebook"}
+    sets, cells, srcs = [], {}, {}
+    for n, d in data.items():
+        for r in d["rows"]:
+            s = f"{label.get(r['data'], r['data'])} {r['words'] // 1000}K"
+            if s not in sets:
+                sets.append(s)
+            srcs.setdefault(s, n)
+            name = r["method"] + (" (update clock)" if r["method"] in ("S-DA", "S-ADA") and r["clock"] == "updates" else "")
+            w1 = "-" if r["w1"] == "-" else f"{float(r['w1']):g}"
+            zero = f"; {_pm(r['sparsity %']):.1f} % zeros" if r["method"] != "TF-IDF" and _pm(r["sparsity %"]) else ""
+            cells[(w1, name, s)] = f"{r['mAP %']}{zero} ({r['draws']})"
+    sets.sort(key=lambda s: ("tree" in s, "Fashion" in s, int(s.split()[-1][:-1])))
+    order = ["TF-IDF", "OASIS-diag", "OASIS", "S-TG", "S-DA", "S-AFB", "S-ADA", "S-DA (update clock)", "S-ADA (update clock)"]
+    out = ["Per-concept mAP % (mean ± std over the draws; the number of draws in brackets) and, for the learners, "
+           "the share of exactly-zero weights. Sources: " + ", ".join(f"`benchmarks/results/{n}.json`" for n in names) + ".", ""]
+    for w1, title in (("0", "**Headline: w1 = 0 (the paper's), with the baselines**"), ("1", "**Extra: w1 = 1 (start from the TF-IDF cosine)**")):
+        rows = [(k, m) for k in ("-", w1) for m in order if any((k, m, s) in cells for s in sets)]
+        out += [title, "", "| method | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
+        for k, m in rows:
+            out.append(f"| {m if k == '-' else m.replace(' (', f' w1={k} (') if '(' in m else f'{m} w1={k}'} | " + " | ".join(cells.get((k, m, s), "not run") for s in sets) + " |")
+        out.append("")
+    means = {(r["method"], str(r["w1"]), r["clock"], f"{label.get(r['data'], r['data'])} {r['words'] // 1000}K"): r
+             for d in data.values() for r in d["rows"]}
+    out += ["**Issue 28's check** (S-ADA w1 = 0 ≥ OASIS-diag > TF-IDF in mean mAP; ≥ 88 % zero weights at 10K words):", ""]
+    for s in sets:
+        ada, diag, tf = (means.get(k) for k in (("S-ADA", "0.0", "triplets", s), ("OASIS-diag", "-", "-", s), ("TF-IDF", "-", "-", s)))
+        if not (ada and diag and tf):
+            out.append(f"- {s}: not all three run")
+            continue
+        a_, d_, t_ = (_pm(r["mAP %"]) for r in (ada, diag, tf))
+        ok = a_ >= d_ > t_
+        sp_ = _pm(ada["sparsity %"])
+        spar = "" if "10K" not in s else f"; zeros {sp_:.1f} % {'≥' if sp_ >= 88 else '<'} 88 %"
+        out.append(f"- {s}: S-ADA {a_:.2f} {'≥' if a_ >= d_ else '<'} OASIS-diag {d_:.2f} {'>' if d_ > t_ else '≤'} TF-IDF {t_:.2f}"
+                   f" ({min(ada['draws'], diag['draws'], tf['draws'])} draws){spar}: **{'met' if ok and (not spar or sp_ >= 88) else 'not met'}**")
+    out.append("")
+    matched = [(n, r) for n, d in data.items() for r in d.get("matched_map_rows") or []]
+    if matched:
+        cols = [c for c in matched[0][1] if c.startswith("sparsity")]
+        out += ["**Sparsity at matched mAP** (along each solver's λ path, w1 = 0, linear between neighbouring λ; "
+                "'-': the path never reaches that mAP)", ""]
+        for n in dict.fromkeys(n for n, _ in matched):
+            rs = [r for m, r in matched if m == n]
+            cols = [c for c in rs[0] if c.startswith("sparsity")]
+            out += [f"`{n}.json`", "", "| method | clock | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+            out += [f"| {r['method']} | {r['clock']} | " + " | ".join("-" if r[c] is None else f"{r[c]:.1f}" for c in cols) + " |" for r in rs]
+            out.append("")
+    w.text("solis_concept_tables.md", "\n".join(out) + "\n" if names else "*No similarity_solis_concept_*.json result yet.*\n")
+    paths = {n: d["lambda_path_rows"] for n, d in data.items() if len({r["lambda"] for r in d.get("lambda_path_rows") or []}) >= 3}
+    if not paths:
+        return []
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(paths), figsize=(4.6 * len(paths), 3.6), squeeze=False)
+    for ax, (n, prows) in zip(axes[0], paths.items()):
+        curves: dict = {}
+        for r in sorted(prows, key=lambda r: r["lambda"]):
+            curves.setdefault(f"{r['method']} ({r['clock']} clock)", []).append((_pm(r["sparsity %"]), _pm(r["mAP %"])))
+        for lab, pts in curves.items():
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=lab)
+        for tf in (r for r in data[n]["rows"] if r["method"] in ("TF-IDF", "OASIS-diag")):
+            ax.axhline(_pm(tf["mAP %"]), ls=":" if tf["method"] == "TF-IDF" else "--", color="grey", lw=0.8)
+        ax.set_xlabel("zero weights (%)")
+        ax.set_ylabel("mAP (%)")
+        ax.set_title(f"{n.replace('similarity_solis_concept_', '')} (grey: TF-IDF dotted, OASIS-diag dashed)", fontsize=8)
+    axes[0][0].legend(fontsize=6, loc="lower left")
+    w.figure("figures/similarity_solis_concept_lambda_path.png", fig)
+    return [("figures/similarity_solis_concept_lambda_path.png", ", ".join(paths),
+             "[Gao17] Section 5.3 per-concept protocol: sparsity against mAP along each solver's λ path "
+             "(w1 = 0, λ from 1e-5 to 1e-2; one draw), as the paper's Figures 3-6.")]
+
+
 def fig_text_search(w: Writer):
     """Search by description (concept_text_search*.json summary): mAP of a text query, mean ± std over splits."""
     plt = _plt()
@@ -524,6 +604,7 @@ FIGURES = {
     "hashing_map_vs_bits": fig_hashing_map_vs_bits,
     "concept_ap_vs_T": fig_concept_ap_vs_T,
     "solis_sparsity": fig_solis_sparsity,
+    "solis_concept": fig_solis_concept,
     "esvm_weight": fig_esvm_weight,
     "zeroshot": fig_zeroshot,
     "text_search": fig_text_search,

@@ -63,36 +63,58 @@ from hardneg.similarity import (  # noqa: E402
     tfidf_transform,
 )
 
-LAM_PATH = (1e-5, 1e-4, 1e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
+LAM_PATH = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
 FASHION_PER_CLASS = 500
 
 
-_SETS = {}  # dense-SIFT descriptors of the Fashion subset, computed once for every vocabulary
-
-
-def fashion_bag_of_words(n_words: int, quick: bool):
-    """The same dense-SIFT BoW as MNIST 5k, on 500 Fashion-MNIST images per class (cached)."""
+def fashion_descriptors(quick: bool):
+    """(per-image dense-SIFT descriptor sets, seconds) of the Fashion subset, cached as uint8 (lossless:
+    OpenCV's SIFT values are integers 0..255) so every vocabulary, flat or tree, reuses them."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"fashion5k-dsift{n_words}{'-quick' if quick else ''}.npz"
+    path = CACHE / f"fashion5k-dsift-descriptors{'-quick' if quick else ''}.npz"
+    if not path.is_file():
+        from hardneg.datasets import load_fashion_mnist
+
+        ds = load_fashion_mnist()
+        rng = np.random.default_rng(0)
+        rows = np.sort(np.concatenate([rng.choice(np.flatnonzero(ds.y == c), FASHION_PER_CLASS, replace=False) for c in range(10)]))
+        if quick:
+            rows = rows[::5]
+        t0 = time.perf_counter()
+        sets = DenseSift(step=4, bin_sizes=(4, 6), resize_to=64, drop_flat=True).describe(list(ds.images[rows]))
+        desc = np.vstack(sets)
+        if not (np.array_equal(desc, np.round(desc)) and desc.min() >= 0 and desc.max() <= 255):
+            raise ValueError(f"{path}: dense-SIFT values are not integers in 0..255; cannot cache them as uint8")
+        np.savez(path, desc=desc.astype(np.uint8), lengths=np.array([len(x) for x in sets]), y=ds.y[rows].astype(np.int64),
+                 seconds=time.perf_counter() - t0)
+    z = np.load(path)
+    sets = np.split(z["desc"].astype(np.float32), np.cumsum(z["lengths"])[:-1])
+    return sets, z["y"], float(z["seconds"])
+
+
+def fashion_bag_of_words(n_words: int, quick: bool, tree: bool = False):
+    """The same dense-SIFT BoW as MNIST 5k, on 500 Fashion-MNIST images per class (cached).
+
+    ``tree``: the codebook is a vocabulary tree (branching 10) learned from 400,000 descriptors
+    sampled with seed 0, idf ``log((1 + N) / (1 + df)) + 1``, as ``bag_of_words(..., tree=True)``."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"fashion5k-dsift{n_words}{'-tree' if tree else ''}{'-quick' if quick else ''}.npz"
     if path.is_file():
         z = np.load(path)
         return sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"])), z["y"], float(z["seconds"])
-    from hardneg.datasets import load_fashion_mnist
-
-    ds = load_fashion_mnist()
-    rng = np.random.default_rng(0)
-    rows = np.sort(np.concatenate([rng.choice(np.flatnonzero(ds.y == c), FASHION_PER_CLASS, replace=False) for c in range(10)]))
-    if quick:
-        rows = rows[::5]
+    sets, y, sift_s = fashion_descriptors(quick)
     t0 = time.perf_counter()
-    if quick not in _SETS:
-        _SETS[quick] = (DenseSift(step=4, bin_sizes=(4, 6), resize_to=64, drop_flat=True).describe(list(ds.images[rows])), time.perf_counter() - t0)
-        t0 = time.perf_counter()
-    sets, sift_s = _SETS[quick]
-    cb = Codebook(n_words, n_iter=10, max_descriptors=min(40 * n_words, 400_000), random_state=0).fit(sets)
-    X = tfidf_transform(cb.counts(sets), cb.idf_, l2=True)
+    if tree:
+        desc = np.vstack(sets)
+        sample = desc[np.sort(np.random.default_rng(0).choice(desc.shape[0], min(400_000, desc.shape[0]), replace=False))]
+        cb = Codebook(n_words, n_iter=10, max_descriptors=sample.shape[0], tree_branching=10, random_state=0).fit(sample)
+        counts = cb.counts(sets)
+        df = np.asarray((counts > 0).sum(axis=0)).ravel()
+        X = tfidf_transform(counts, (np.log((1.0 + counts.shape[0]) / (1.0 + df)) + 1.0).astype(np.float32), l2=True)
+    else:
+        cb = Codebook(n_words, n_iter=10, max_descriptors=min(40 * n_words, 400_000), random_state=0).fit(sets)
+        X = tfidf_transform(cb.counts(sets), cb.idf_, l2=True)
     seconds = sift_s + time.perf_counter() - t0
-    y = ds.y[rows].astype(np.int64)
     np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape), y=y, seconds=seconds)
     return X, y, seconds
 
@@ -141,81 +163,169 @@ def fit_one(factory, lam, X, t, n_words):
 
 COLUMNS = ["words", "method", "w1", "clock", "mAP %", "sparsity %", "violated / 21k", "draws", "train s"]
 PATH_METHODS = {("S-TG", "updates"), ("S-DA", "triplets"), ("S-AFB", "updates"), ("S-ADA", "triplets"), ("S-ADA", "updates")}
+HEADLINE = {"TF-IDF", "OASIS-diag", "S-ADA|0.0|triplets", "S-ADA|1.0|triplets"}  # run first (--methods headline)
+PARTIAL = CACHE / "concept-draws"  # one JSON per (data, words, queries, draw): the run resumes from these
 
 
-def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_draws: int, full_draws: int = 1) -> tuple[list, list]:
-    X, y, feat_s = bag_of_words(n_words, quick) if data == "mnist" else fashion_bag_of_words(n_words, quick)
+def _key(name, w1, clock) -> str:
+    return name if w1 == "-" else f"{name}|{float(w1)}|{clock}"
+
+
+def draw_file(data: str, n_words: int, quick: bool, n_queries: int, d: int) -> Path:
+    return PARTIAL / f"{data}{'-quick' if quick else ''}-{n_words}w-q{n_queries}-draw{d}.json"
+
+
+def _load_draw(path: Path) -> dict:
+    import json
+
+    return json.loads(path.read_text()) if path.is_file() else {"methods": {}, "path": {}}
+
+
+def _save_draw(path: Path, rec: dict) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rec, default=float))
+    os.replace(tmp, path)
+
+
+def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams) -> tuple[dict, dict]:
+    """Per-concept results of draw ``d`` for the methods in ``want`` (keys) and the λ in ``path_lams``."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
-    classes = np.unique(y)
+    rng = np.random.default_rng(1000 + d)  # the same draws whatever methods are asked for
+    acc, pacc = {}, {}
+    for c in np.unique(y):
+        t, train = concept_protocol(y, c, n_positives=n_pos, n_negatives=n_neg, random_state=rng)
+        db = np.setdiff1d(np.arange(y.size), train)
+        members = db[y[db] == c]
+        queries = np.sort(rng.choice(members, min(n_queries, members.size), replace=False))
+        for name, w1, clock, f in listed:
+            k = _key(name, w1, clock)
+            lams = [lam for lam in path_lams if w1 == 0.0 and (name, clock) in PATH_METHODS]
+            if k not in want and not lams:
+                continue
+            if k in want or 1e-4 in lams:
+                model, secs = fit_one(f, None, X, t, n_words)
+                m = concept_map(model, X, y, c, db, queries)
+                if k in want:
+                    a = acc.setdefault(k, {"map": [], "sparsity": [], "seconds": [], "updates": []})
+                    a["map"].append(m)
+                    a["sparsity"].append(100 * model.sparsity_)
+                    a["seconds"].append(secs)
+                    a["updates"].append(int(getattr(model, "n_updates_", 0)))
+                if 1e-4 in lams:  # λ = 1e-4, the default: this fit
+                    b = pacc.setdefault(f"{name}|{clock}|{1e-4}", {"map": [], "sparsity": []})
+                    b["map"].append(m)
+                    b["sparsity"].append(100 * model.sparsity_)
+            for lam in lams:
+                if lam == 1e-4:
+                    continue
+                model, _ = fit_one(f, lam, X, t, n_words)
+                b = pacc.setdefault(f"{name}|{clock}|{lam}", {"map": [], "sparsity": []})
+                b["map"].append(concept_map(model, X, y, c, db, queries))
+                b["sparsity"].append(100 * model.sparsity_)
+    return acc, pacc
+
+
+def matched_map(prows: list[dict], targets) -> list[dict]:
+    """Sparsity each solver reaches at a matched mAP (the paper's Figures 3-6 read the same way).
+
+    Along a solver's λ path (λ increasing), the largest sparsity whose mAP is still ``>= target``,
+    interpolated linearly between consecutive λ; ``None`` when the path never reaches the target.
+    """
+    out = []
+    by = {}
+    for r in prows:
+        by.setdefault((r["words"], r["method"], r["clock"]), []).append(r)
+    for (words, name, clock), rs in sorted(by.items()):
+        rs = sorted(rs, key=lambda r: r["lambda"])
+        pts = [(float(np.mean(r["map_values"])), float(np.mean(r["sparsity_values"]))) for r in rs]
+        row = {"words": words, "method": name, "clock": clock}
+        for tgt in targets:
+            best = None
+            for i, (m, s) in enumerate(pts):
+                if m >= tgt:
+                    best = s if best is None else max(best, s)
+                if i + 1 < len(pts):
+                    m2, s2 = pts[i + 1]
+                    if (m - tgt) * (m2 - tgt) < 0:
+                        s_at = s + (tgt - m) / (m2 - m) * (s2 - s)
+                        best = s_at if best is None else max(best, s_at)
+            row[f"sparsity % at mAP {tgt:g}"] = None if best is None else round(best, 1)
+        out.append(row)
+    return out
+
+
+def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_draws: int, full_draws: int = 1,
+        methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False) -> tuple[list, list]:
+    """Resumable: each draw's per-concept results are saved under ``PARTIAL`` as soon as it ends and
+    reused by a later call with the same (data, words, queries); only what is missing is fitted."""
+    X, y, feat_s = bag_of_words(n_words, quick, tree=tree) if data == "mnist" else fashion_bag_of_words(n_words, quick, tree=tree)
+    data = f"{data}-tree" if tree else data
     print(f"# {data} {n_words} words: {X.shape[0]} images, {X.nnz / X.shape[0]:.0f} words per image, features {feat_s:.0f} s", flush=True)
     listed = methods(n_words)
-    warm, _ = concept_protocol(y, classes[0], n_positives=2, n_negatives=2, random_state=0)
-    for _, _, _, f in listed:  # compile every Numba kernel before timing
-        if f is not None:
-            f(None).fit(X, triplets=warm)
-    per = {}  # (name, w1, clock) -> {"map": [per draw], ...}
-    path = {}  # (name, w1, clock, lam) -> ...
+    warmed = False
+    recs = []
     for d in range(draws):
-        rng = np.random.default_rng(1000 + d)
-        acc = {}
-        pacc = {}
-        for c in classes:
-            t, train = concept_protocol(y, c, n_positives=n_pos, n_negatives=n_neg, random_state=rng)
-            db = np.setdiff1d(np.arange(y.size), train)
-            members = db[y[db] == c]
-            queries = np.sort(rng.choice(members, min(n_queries, members.size), replace=False))
-            for name, w1, clock, f in listed:
-                if name == "OASIS" and d >= full_draws:
-                    continue
-                model, secs = fit_one(f, None, X, t, n_words)
-                a = acc.setdefault((name, w1, clock), {"map": [], "sparsity": [], "seconds": [], "updates": []})
-                a["map"].append(concept_map(model, X, y, c, db, queries))
-                a["sparsity"].append(100 * model.sparsity_)
-                a["seconds"].append(secs)
-                a["updates"].append(int(getattr(model, "n_updates_", 0)))
-                if d < path_draws and w1 == 0.0 and (name, clock) in PATH_METHODS:  # λ = 1e-4, the default: this fit
-                    b = pacc.setdefault((name, clock, 1e-4), {"map": [], "sparsity": []})
-                    b["map"].append(a["map"][-1])
-                    b["sparsity"].append(a["sparsity"][-1])
-            if d < path_draws:
-                for name, w1, clock, f in listed:
-                    if w1 != 0.0 or (name, clock) not in PATH_METHODS:
-                        continue
-                    for lam in LAM_PATH:
-                        if lam == 1e-4:
-                            continue
-                        model, _ = fit_one(f, lam, X, t, n_words)
-                        a = pacc.setdefault((name, clock, lam), {"map": [], "sparsity": []})
-                        a["map"].append(concept_map(model, X, y, c, db, queries))
-                        a["sparsity"].append(100 * model.sparsity_)
-        for key, a in acc.items():
-            r = per.setdefault(key, {"map": [], "sparsity": [], "seconds": [], "updates": [], "per_concept_map": []})
-            r["map"].append(100 * np.mean(a["map"]))
-            r["sparsity"].append(np.mean(a["sparsity"]))
-            r["seconds"].append(np.mean(a["seconds"]))
-            r["updates"].append(float(np.mean(a["updates"])))
-            r["per_concept_map"].append([100 * v for v in a["map"]])
-        for key, a in pacc.items():
-            r = path.setdefault(key, {"map": [], "sparsity": []})
-            r["map"].append(100 * np.mean(a["map"]))
-            r["sparsity"].append(np.mean(a["sparsity"]))
-        best = max(((k, np.mean(v["map"])) for k, v in acc.items()), key=lambda kv: kv[1])
-        print(f"  draw {d}: best {best[0]} {100 * best[1]:.2f}", flush=True)
+        path = draw_file(data, n_words, quick, n_queries, d)
+        rec = _load_draw(path)
+        want = {_key(n, w, c) for n, w, c, _ in listed if methods_set == "all" or _key(n, w, c) in HEADLINE}
+        if d >= full_draws:
+            want.discard("OASIS")
+        want -= set(rec["methods"])
+        lams = [lam for lam in lam_path if d < path_draws and methods_set == "all"
+                and not any(k.endswith(f"|{lam}") for k in rec["path"])]
+        if want or lams:
+            if not warmed:
+                warm, _ = concept_protocol(y, np.unique(y)[0], n_positives=2, n_negatives=2, random_state=0)
+                for _, _, _, f in listed:  # compile every Numba kernel before timing
+                    if f is not None:
+                        f(None).fit(X, triplets=warm)
+                warmed = True
+            t0 = time.perf_counter()
+            acc, pacc = run_draw(X, y, n_words, quick, n_queries, d, listed, want, lams)
+            rec["methods"].update(acc)
+            rec["path"].update(pacc)
+            _save_draw(path, rec)
+            print(f"  draw {d}: {len(acc)} methods, {len(pacc)} path points in {time.perf_counter() - t0:.0f} s", flush=True)
+        recs.append(rec)
+        if on_draw is not None:
+            on_draw(*summarise(data, n_words, quick, recs))
+    return summarise(data, n_words, quick, recs)
+
+
+def summarise(data, n_words, quick, recs) -> tuple[list, list]:
+    n_pos, n_neg = (7, 500) if not quick else (5, 50)
     rows = []
-    for (name, w1, clock), r in per.items():
+    for name, w1, clock, _ in methods(n_words):
+        per = [rec["methods"][_key(name, w1, clock)] for rec in recs if _key(name, w1, clock) in rec["methods"]]
+        if not per:
+            continue
+        maps = [100 * np.mean(a["map"]) for a in per]
+        spars = [float(np.mean(a["sparsity"])) for a in per]
         rows.append({
-            "data": data, "words": n_words, "method": name, "w1": w1, "clock": clock, "draws": len(r["map"]),
-            "mAP %": f"{np.mean(r['map']):.2f} ± {np.std(r['map']):.2f}",
-            "sparsity %": f"{np.mean(r['sparsity']):.1f} ± {np.std(r['sparsity']):.1f}",
-            "violated / 21k": f"{np.mean(r['updates']):.0f}" if name.startswith("S-") or name.startswith("OASIS") else "-",
-            "train s": f"{np.mean(r['seconds']):.3f}",
-            "map_values": r["map"], "sparsity_values": r["sparsity"], "per_concept_map": r["per_concept_map"],
+            "data": data, "words": n_words, "method": name, "w1": w1, "clock": clock, "draws": len(per),
+            "mAP %": f"{np.mean(maps):.2f} ± {np.std(maps):.2f}",
+            "sparsity %": f"{np.mean(spars):.1f} ± {np.std(spars):.1f}",
+            "violated / 21k": f"{np.mean([np.mean(a['updates']) for a in per]):.0f}" if name != "TF-IDF" else "-",
+            "train s": f"{np.mean([np.mean(a['seconds']) for a in per]):.3f}",
+            "map_values": maps, "sparsity_values": spars, "per_concept_map": [[100 * v for v in a["map"]] for a in per],
             "n_triplets_per_concept": n_pos * (n_pos - 1) * n_neg,
         })
-    prows = [{"data": data, "words": n_words, "method": name, "clock": clock, "lambda": lam,
-              "mAP %": f"{np.mean(r['map']):.2f}", "sparsity %": f"{np.mean(r['sparsity']):.1f}",
-              "map_values": r["map"], "sparsity_values": r["sparsity"]}
-             for (name, clock, lam), r in sorted(path.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))]
+    path = {}
+    for rec in recs:
+        for k, a in rec["path"].items():
+            r = path.setdefault(k, {"map": [], "sparsity": []})
+            r["map"].append(100 * np.mean(a["map"]))
+            r["sparsity"].append(float(np.mean(a["sparsity"])))
+    prows = []
+    for k, r in path.items():
+        name, clock, lam = k.split("|")
+        prows.append({"data": data, "words": n_words, "method": name, "clock": clock, "lambda": float(lam), "draws": len(r["map"]),
+                      "mAP %": f"{np.mean(r['map']):.2f}", "sparsity %": f"{np.mean(r['sparsity']):.1f}",
+                      "map_values": r["map"], "sparsity_values": r["sparsity"]})
+    prows.sort(key=lambda r: (r["method"], r["clock"], r["lambda"]))
     return rows, prows
 
 
@@ -226,29 +336,47 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=5)
     ap.add_argument("--queries", type=int, default=100, help="queries per concept and draw (the concept's held-out images)")
     ap.add_argument("--path-draws", type=int, default=1, help="draws on which the λ path is run")
+    ap.add_argument("--lambdas", type=float, nargs="+", default=list(LAM_PATH), help="the λ path")
+    ap.add_argument("--matched-map", type=float, nargs="*", default=[], help="mAP %% levels at which solvers' sparsity is compared")
     ap.add_argument("--full-draws", type=int, default=1, help="draws on which the full-matrix OASIS is trained (minutes per concept)")
+    ap.add_argument("--methods", choices=["all", "headline"], default="all",
+                    help="headline: TF-IDF, OASIS-diag and S-ADA (w1 = 0 and 1) only; 'all' fills in the rest later")
+    ap.add_argument("--tree", action="store_true", help="the codebook is a vocabulary tree (branching 10, "
+                    "FAISS k-means per node) learned from 400,000 descriptors, instead of flat k-means")
     ap.add_argument("--quick", action="store_true", help="1,000 images, 5 positives x 50 negatives: a smoke run")
     ap.add_argument("--name", default=None)
     args = ap.parse_args(argv)
     rows, prows = [], []
+
+    def write(r, p, final=False):
+        table = markdown_table(rows + r, COLUMNS)
+        allp = prows + p
+        ptable = markdown_table(allp, ["words", "method", "clock", "lambda", "mAP %", "sparsity %", "draws"])
+        matched = matched_map(allp, args.matched_map) if args.matched_map else []
+        if not args.quick:
+            write_results(args.name or f"similarity_solis_concept_{args.data}", {
+                "protocol": "[Gao17] Section 5.3, one model per concept: 7 positives x 6 x 500 negatives = 21,000 triplets per concept, "
+                            "its 507 training images removed from the database, per-concept mAP averaged over the 10 concepts; "
+                            f"up to {args.queries} queries per concept (its held-out images); library default parameters",
+                "data": args.data, "codebook": "vocabulary tree, branching 10" if args.tree else "flat k-means (FAISS)",
+                "words": args.words, "draws": args.draws, "complete": final,
+                "lambda_path": args.lambdas, "path_draws": args.path_draws, "oasis_full_draws": args.full_draws,
+                "rows": rows + r, "lambda_path_rows": allp, "matched_map_rows": matched,
+                "table": table, "lambda_path_table": ptable,
+            })
+        return table, ptable, matched
+
     for n_words in args.words:
-        r, p = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws)
+        r, p = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws,
+                   args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree)
         rows += r
         prows += p
         print(markdown_table(r, COLUMNS), flush=True)
-    table = markdown_table(rows, COLUMNS)
-    ptable = markdown_table(prows, ["words", "method", "clock", "lambda", "mAP %", "sparsity %"])
-    if not args.quick:
-        write_results(args.name or f"similarity_solis_concept_{args.data}", {
-            "protocol": "[Gao17] Section 5.3, one model per concept: 7 positives x 6 x 500 negatives = 21,000 triplets per concept, "
-                        "its 507 training images removed from the database, per-concept mAP averaged over the 10 concepts; "
-                        f"up to {args.queries} queries per concept (its held-out images); library default parameters",
-            "data": args.data, "draws": args.draws, "lambda_path": list(LAM_PATH), "path_draws": args.path_draws,
-            "oasis_full_draws": args.full_draws,
-            "rows": rows, "lambda_path_rows": prows, "table": table, "lambda_path_table": ptable,
-        })
+    table, ptable, matched = write([], [], final=True)
     print(table)
     print(ptable)
+    if matched:
+        print(markdown_table(matched, list(matched[0])))
 
 
 if __name__ == "__main__":
