@@ -59,7 +59,7 @@ class DAP(BaseEstimator):
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
-        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
+        "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
     def __init__(self, C: float = 1.0, standardize: bool = True, class_attributes=None):

@@ -58,7 +58,7 @@ class ESZSL(BaseEstimator):
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "lam": [Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
-        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
+        "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
     def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True, class_attributes=None):
