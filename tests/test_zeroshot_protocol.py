@@ -24,7 +24,7 @@ def _fit_recording(**params):
     X, y, attrs, A = _data()
     seen = []
     clf = ZeroShotClassifier(m=4, batch_size=16, n_epochs=6, random_state=0, **params)
-    clf.fit(X, y, sample_attributes=A, callback=lambda epoch, est: seen.append(est.negatives_.copy()))
+    clf.fit(X, y, sample_attributes=A, progress=lambda n: seen.append(clf.negatives_.copy()))
     return clf, seen, y.size
 
 

@@ -134,7 +134,8 @@ class VocabularyTree(BaseEstimator):
     def fit(self, X, y=None, *, progress=None) -> VocabularyTree:
         """Learn the tree from descriptors ``X`` ``(n, d)`` (at least ``branching`` of them).
 
-        ``progress(level)`` is called after each level. ``y`` is ignored.
+        ``progress(1)`` is called after each level is learned (unit: tree levels; the calls add
+        up to ``depth``; the protocol of :mod:`hardneg._progress`). ``y`` is ignored.
         """
         validate_params(self)
         import faiss
@@ -161,7 +162,7 @@ class VocabularyTree(BaseEstimator):
             _descend(X, centers, sq, offsets, b, level + 1, level, nodes)
             parent_centers = block
             if progress is not None:
-                progress(level)
+                progress(1)
             logger.info("vocabulary tree: level %d of %d (%d nodes)", level + 1, L, b ** (level + 1))
         self.centers_, self.offsets_ = centers, offsets
         self._sq_norms = np.einsum("ij,ij->i", centers, centers)

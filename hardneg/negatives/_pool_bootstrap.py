@@ -6,7 +6,7 @@ highest scores -- the negatives the ensemble misclassifies most.
 
 Extra (not in the paper): a rank window. With social tags many positives lack
 the concept's tag; they stay in the pool and the ensemble scores them highest,
-so Eq. (6)-(8) pick exactly them as the "most relevant negatives". ``skip_top``
+so [Li13] Eq. (6)-(8) pick exactly them as the "most relevant negatives". ``skip_top``
 skips the top of the ranking before taking n: a fixed fraction of the m
 candidates, or ``"auto"``, which estimates how many candidates are untagged
 positives from the pool items that *do* carry the concept's tag (see
@@ -53,7 +53,7 @@ class BootstrapPoolSampler(BasePoolSampler):
         Extra, not in the paper: skip this many top-ranked candidates before
         taking ``n`` (a rank window instead of the top). A float is a
         fraction of m; ``"auto"`` estimates the number of untagged positives
-        among the candidates (:meth:`n_skip`). 0 is the paper's Eq. (6)-(8).
+        among the candidates (:meth:`n_skip`). 0 is the paper's [Li13] Eq. (6)-(8).
         The window never runs past the end: at most ``m - n`` are skipped.
 
     Examples

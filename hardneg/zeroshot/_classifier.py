@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,12 +19,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._progress import check_progress
 from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random_state, validate_params, validate_X
 
 from ._attributes import as_attribute_table
 from ._common import candidate_table, training_targets
-from ._sampler_base import NegativeSampler
-from ._samplers import SAMPLERS, make_sampler
+from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
+from hardneg.negatives import BasePairSampler as NegativeSampler
+from hardneg.negatives import make_pair_sampler as make_sampler
 from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
 from hardneg._extras import install_hint
 
@@ -198,7 +201,7 @@ class ZeroShotClassifier(BaseEstimator):
         "batch_size": [Interval(Integral, 1, 10_000_000, closed="both")],
         "standardize": ["boolean"],
         "random_state": RANDOM_STATE,
-        "class_attributes": "no_validation",  # checked by fit, with the rest of the attribute inputs
+        "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
     def __init__(self, sampler="random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
@@ -222,7 +225,7 @@ class ZeroShotClassifier(BaseEstimator):
         self.class_attributes = class_attributes
 
     # ------------------------------------------------------------------ training
-    def fit(self, X, y, class_attributes=None, *, sample_attributes=None, eval_set=None, callback=None):
+    def fit(self, X, y, class_attributes=None, *, sample_attributes=None, eval_set=None, progress=None, callback=None):
         """Learn ``W_X, b_X, W_A, τ`` from images of the seen classes.
 
         Parameters
@@ -240,14 +243,24 @@ class ZeroShotClassifier(BaseEstimator):
         eval_set : (X_val, y_val, class_attributes_val), optional
             Scored after every epoch into ``history_["eval_accuracy"]`` (mean per-class
             accuracy among the classes of ``class_attributes_val``; Fig. 1).
+        progress : callable, optional
+            ``progress(1)`` after every epoch (unit: epochs; the calls add up to
+            ``n_epochs``), the protocol of :mod:`hardneg._progress`. The fitted
+            state after each epoch is in ``history_`` (and ``eval_set``'s scores).
         callback : callable(epoch, estimator), optional
-            Called after every epoch (progress).
+            Deprecated (FutureWarning), kept for one release: use ``progress``, and
+            ``history_`` / ``eval_set`` for per-epoch state. Still called after
+            every epoch with the 1-based epoch and the estimator.
 
         Returns
         -------
         self
         """
         validate_params(self)
+        if callback is not None:
+            warnings.warn("ZeroShotClassifier.fit(callback=) is deprecated and will be removed in the next release: "
+                          "use progress= (called with 1 per epoch) and history_ / eval_set", FutureWarning, stacklevel=2)
+        check_progress(progress)
         if self.negative_set == "grow" and self.max_negatives < self.n_negatives:
             raise ValueError(f"max_negatives: must be at least n_negatives ({self.n_negatives}) with negative_set='grow', "
                              f"got {self.max_negatives}")
@@ -340,6 +353,8 @@ class ZeroShotClassifier(BaseEstimator):
                 Xv, yv, cav = eval_set
                 h["eval_accuracy"].append(mean_per_class_accuracy(yv, self.predict(Xv, class_attributes=cav)))
             logger.debug("epoch %d: loss %.4f (%.2fs, sampler %.2fs)", epoch, h["loss"][-1], h["seconds"][-1], t_sampler)
+            if progress is not None:
+                progress(1)
             if callback is not None:
                 callback(epoch, self)
         return self
