@@ -44,6 +44,7 @@ system-deps:
 
 test: $(VENV)/.installed-test system-deps
 	$(VENV)/bin/ruff check hardneg tests benchmarks
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 $(VENV)/.installed-serve: pyproject.toml

@@ -8,6 +8,8 @@ one for another and nothing else changes.
 
 from __future__ import annotations
 
+from hardneg._typing import ArrayLike, RandomState
+
 from ._ensemble import HIKEnsembleConcept, _constraints
 
 __all__ = ["AsymmetricBagging", "PooledClassifier", "PositiveSampling", "RandomSampling"]
@@ -15,6 +17,19 @@ __all__ = ["AsymmetricBagging", "PooledClassifier", "PositiveSampling", "RandomS
 
 class RandomSampling(HIKEnsembleConcept):
     """A fresh random negative set each iteration, no ensemble: G_t = g_t.
+
+    Parameters
+    ----------
+    n_iter : int
+        Iterations; the model is the last one's classifier.
+    n_bins : int
+        Bins per dimension of the compressed table.
+    C : float
+        SVM cost.
+    n_negatives : int, optional
+        Random negatives per iteration; default as many as positives.
+    random_state : int, Generator or None
+        Seed of the negative draws.
 
     Examples
     --------
@@ -30,7 +45,7 @@ class RandomSampling(HIKEnsembleConcept):
     _average = False
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "n_negatives", "random_state")
 
-    def __init__(self, n_iter=50, n_bins=100, C=1.0, n_negatives=None, random_state=None):
+    def __init__(self, n_iter: int = 50, n_bins: int = 100, C: float = 1.0, n_negatives: int | None = None, random_state: RandomState = None):
         self.n_iter = n_iter
         self.n_bins = n_bins
         self.C = C
@@ -40,6 +55,21 @@ class RandomSampling(HIKEnsembleConcept):
 
 class AsymmetricBagging(HIKEnsembleConcept):
     """Random negatives per iteration, all positives, uniform ensemble (Tao et al. 2006).
+
+    Parameters
+    ----------
+    n_iter : int
+        Meta classifiers in the ensemble.
+    n_bins : int
+        Bins per dimension of the compressed table.
+    C : float
+        SVM cost.
+    weights : "uniform" or array of n_iter floats, optional
+        Ensemble weights lambda_t ([Li13] Eq. (10)); uniform by default.
+    n_negatives : int, optional
+        Random negatives per iteration; default as many as positives.
+    random_state : int, Generator or None
+        Seed of the negative draws.
 
     Examples
     --------
@@ -55,7 +85,8 @@ class AsymmetricBagging(HIKEnsembleConcept):
     _average = True
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "weights", "n_negatives", "random_state")
 
-    def __init__(self, n_iter=50, n_bins=100, C=1.0, weights=None, n_negatives=None, random_state=None):
+    def __init__(self, n_iter: int = 50, n_bins: int = 100, C: float = 1.0, weights: str | ArrayLike | None = None,
+                 n_negatives: int | None = None, random_state: RandomState = None):
         self.n_iter = n_iter
         self.n_bins = n_bins
         self.C = C
@@ -67,6 +98,19 @@ class AsymmetricBagging(HIKEnsembleConcept):
 class PositiveSampling(HIKEnsembleConcept):
     """Bagging that samples the positives too: a random ``positive_fraction``
     of B+ and as many random negatives per iteration, uniform ensemble.
+
+    Parameters
+    ----------
+    n_iter : int
+        Meta classifiers in the ensemble.
+    positive_fraction : float
+        Fraction of the positives sampled per iteration.
+    n_bins : int
+        Bins per dimension of the compressed table.
+    C : float
+        SVM cost.
+    random_state : int, Generator or None
+        Seed of the draws.
 
     Examples
     --------
@@ -82,7 +126,7 @@ class PositiveSampling(HIKEnsembleConcept):
     _average = True
     _parameter_constraints = _constraints("n_iter", "positive_fraction", "n_bins", "C", "random_state")
 
-    def __init__(self, n_iter=50, positive_fraction=0.5, n_bins=100, C=1.0, random_state=None):
+    def __init__(self, n_iter: int = 50, positive_fraction: float = 0.5, n_bins: int = 100, C: float = 1.0, random_state: RandomState = None):
         self.n_iter = n_iter
         self.positive_fraction = positive_fraction
         self.n_bins = n_bins
@@ -102,6 +146,19 @@ class PooledClassifier(HIKEnsembleConcept):
     ``max_negatives`` pool rows (a uniform random subset when the pool is
     larger) are used; costs are weighted by inverse class frequency.
 
+    Parameters
+    ----------
+    C : float
+        SVM cost.
+    class_weight : "balanced", dict or None
+        Class-weighted costs (scikit-learn's ``SVC`` convention).
+    max_negatives : int
+        Most pool rows used as negatives.
+    n_bins : int
+        Bins per dimension of the compressed table.
+    random_state : int, Generator or None
+        Seed of the negative subset.
+
     Examples
     --------
     >>> import numpy as np
@@ -116,7 +173,8 @@ class PooledClassifier(HIKEnsembleConcept):
     _average = True
     _parameter_constraints = _constraints("C", "class_weight", "max_negatives", "n_bins", "random_state")
 
-    def __init__(self, C=1.0, class_weight="balanced", max_negatives=5000, n_bins=100, random_state=None):
+    def __init__(self, C: float = 1.0, class_weight: str | dict | None = "balanced", max_negatives: int = 5000, n_bins: int = 100,
+                 random_state: RandomState = None):
         self.C = C
         self.class_weight = class_weight
         self.max_negatives = max_negatives

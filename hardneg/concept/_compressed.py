@@ -7,6 +7,7 @@ and saves to / loads from a ``.npz`` + JSON model file (no pickle).
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class CompressedConcept:
     True
     """
 
-    def __init__(self, table, meta: dict | None = None):
+    def __init__(self, table: HIKBinTable | HIKExactTable, meta: dict | None = None):
         if not isinstance(table, (HIKBinTable, HIKExactTable)):
             raise TypeError(f"table: expected an HIKBinTable or HIKExactTable, got {type(table).__name__}")
         self.table = table
@@ -195,6 +196,22 @@ class CompressedConcept:
         return cls(table, meta=meta)
 
 
-def load_concept(path) -> CompressedConcept:
-    """Load a concept model saved by ``NegativeBootstrap.save`` / ``CompressedConcept.save``."""
+def load_concept(path: str | os.PathLike) -> CompressedConcept:
+    """Load a concept model saved by ``NegativeBootstrap.save`` / ``CompressedConcept.save``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+
+    Returns
+    -------
+    CompressedConcept
+        The compressed model, ready to score.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a valid concept model.
+    """
     return CompressedConcept.load(path)

@@ -31,7 +31,9 @@ import os
 import shutil
 import warnings
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 from hardneg.exceptions import WordNetUnavailable  # defined there, re-exported here
 from hardneg._extras import install_hint
 
@@ -65,7 +67,7 @@ def _default_root() -> Path:
     return (Path(base) if base else Path.home() / ".cache" / "hardneg") / "nltk_data"
 
 
-def load_wordnet(source=None, root=None):
+def load_wordnet(source: str | os.PathLike | None = None, root: str | os.PathLike | None = None) -> Any:
     """nltk's WordNet reader over the Debian WordNet 3.0 files, without a download.
 
     Parameters
@@ -76,6 +78,11 @@ def load_wordnet(source=None, root=None):
     root : path, optional
         The ``NLTK_DATA``-style root the files are copied into (default
         ``$HARDNEG_CACHE/nltk_data`` or ``~/.cache/hardneg/nltk_data``).
+
+    Returns
+    -------
+    nltk.corpus.reader.wordnet.WordNetCorpusReader
+        The reader (one per ``source`` and ``root``, cached).
 
     Raises
     ------
@@ -123,12 +130,31 @@ def load_wordnet(source=None, root=None):
     return _cache[key]
 
 
-def wordnet_hyponym_tags(concept: str, vocabulary, wordnet=None) -> list[str]:
+def wordnet_hyponym_tags(concept: str, vocabulary: Iterable[str], wordnet: Any = None) -> list[str]:
     """Tags of ``vocabulary`` naming a hyponym (a kind of) of any noun sense of ``concept``.
 
     Multi-word tags match with spaces, hyphens or underscores ("ankle boot",
     "ankle-boot", "ankle_boot"); case is ignored. The concept itself is not
     returned.
+
+    Parameters
+    ----------
+    concept : str
+        The concept's name (a WordNet noun).
+    vocabulary : iterable of str
+        The candidate tags.
+    wordnet : WordNet reader, optional
+        Default :func:`load_wordnet`'s.
+
+    Returns
+    -------
+    list of str
+        The matching tags, sorted.
+
+    Raises
+    ------
+    WordNetUnavailable
+        If ``wordnet`` is None and WordNet cannot be loaded.
     """
     wn = load_wordnet() if wordnet is None else wordnet
     below: set[str] = set()
@@ -144,7 +170,23 @@ def _lemma(tag: str) -> str:
 
 
 def ngd(f_x: int, f_y: int, f_xy: int, n: int) -> float:
-    """Normalized Google Distance from image counts (inf when the tags never co-occur)."""
+    """Normalized Google Distance from image counts (inf when the tags never co-occur).
+
+    Parameters
+    ----------
+    f_x, f_y : int
+        Images tagged x, images tagged y.
+    f_xy : int
+        Images tagged both.
+    n : int
+        Images in all.
+
+    Returns
+    -------
+    float
+        ``(max(log f_x, log f_y) - log f_xy) / (log n - min(log f_x, log f_y))``; inf
+        when a count is 0 or a tag is on every image.
+    """
     if f_xy <= 0 or f_x <= 0 or f_y <= 0:
         return math.inf
     lx, ly = math.log(f_x), math.log(f_y)
@@ -154,15 +196,34 @@ def ngd(f_x: int, f_y: int, f_xy: int, n: int) -> float:
     return (max(lx, ly) - math.log(f_xy)) / denom
 
 
-def ngd_related_tags(concept_tags, tag_lists, threshold: float = 0.3, min_cooccurrence: int = 2) -> dict[str, float]:
+def ngd_related_tags(
+    concept_tags: str | Iterable[str], tag_lists: Iterable[Iterable[str] | None], threshold: float = 0.3, min_cooccurrence: int = 2
+) -> dict[str, float]:
     """Tags whose NGD to the concept's tag(s) is at most ``threshold``: {tag: NGD}.
 
     ``tag_lists`` holds one list of tags per image. An image counts for the
     concept when it carries any of ``concept_tags``.
+
+    Parameters
+    ----------
+    concept_tags : str or iterable of str
+        The concept's tag(s).
+    tag_lists : iterable of list of str
+        The pool's tags, one list (or None) per image.
+    threshold : float
+        Largest NGD kept.
+    min_cooccurrence : int
+        Fewest images carrying both the concept and the tag.
+
+    Returns
+    -------
+    dict of str to float
+        ``{tag: NGD}``, sorted by tag.
     """
     concept = {str(t) for t in ([concept_tags] if isinstance(concept_tags, str) else concept_tags)}
     n, f_c = 0, 0
-    f, f_both = Counter(), Counter()
+    f: Counter[str] = Counter()
+    f_both: Counter[str] = Counter()
     for tags in tag_lists:
         n += 1
         tags = set(tags or ())
@@ -181,8 +242,8 @@ def ngd_related_tags(concept_tags, tag_lists, threshold: float = 0.3, min_cooccu
     return dict(sorted(out.items()))
 
 
-def related_tags(concept_tags, tag_lists, *, wordnet="auto", ngd_threshold: float = 0.3,
-                 min_cooccurrence: int = 2) -> dict[str, str]:
+def related_tags(concept_tags: str | Iterable[str], tag_lists: Iterable[Any], *, wordnet: Any = "auto",
+                 ngd_threshold: float = 0.3, min_cooccurrence: int = 2) -> dict[str, str]:
     """The paper's related tags for a concept: {tag: "wordnet" or "ngd=0.xx"}.
 
     Parameters
@@ -195,6 +256,16 @@ def related_tags(concept_tags, tag_lists, *, wordnet="auto", ngd_threshold: floa
         ``"auto"`` uses WordNet when it can be loaded and otherwise logs a
         warning and keeps only the NGD part; ``True`` requires it.
     ngd_threshold, min_cooccurrence : see :func:`ngd_related_tags`.
+
+    Returns
+    -------
+    dict of str to str
+        ``{tag: "wordnet" or "ngd=0.xx"}``, sorted by tag.
+
+    Raises
+    ------
+    WordNetUnavailable
+        If ``wordnet=True`` and WordNet cannot be loaded.
 
     Examples
     --------

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from hardneg._topk import TopK, merge_topk, topk_of
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_k, check_matrix, check_positive_int
 
 __all__ = ["SearchResult", "score_partition", "score_rows", "scores_partition", "search"]
@@ -39,8 +42,8 @@ def score_partition(part, *, source, model, k: int, block_rows: int) -> TopK:
     return best
 
 
-def search(model, data, k: int = 100, *, rows=None, chunk_rows: int | None = None, runner=None,
-           partition_rows: int | None = None, progress=None) -> TopK:
+def search(model: Any, data: Any, k: int = 100, *, rows: ArrayLike | None = None, chunk_rows: int | None = None,
+           runner: Any = None, partition_rows: int | None = None, progress: Callable[[int], object] | None = None) -> TopK:
     """Rank a collection by a concept model and return the ``k`` best items.
 
     Parameters

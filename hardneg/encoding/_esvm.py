@@ -13,6 +13,7 @@ with ``w^0 = x`` and ``N^0 = N``. E-SVM is RE-SVM-1.
 from __future__ import annotations
 
 import logging
+import os
 from numbers import Integral, Real
 
 import numpy as np
@@ -169,17 +170,17 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_recursions=1,
-        solver="batch",
-        lam=0.1,
-        alpha_pos=1.0,
-        alpha_neg="auto",
-        n_negatives=20_000,
-        min_negatives=200,
-        tol=1e-3,
-        lda_reg=0.1,
-        batch_size=256,
-        random_state=None,
+        n_recursions: int = 1,
+        solver: str = "batch",
+        lam: float = 0.1,
+        alpha_pos: float = 1.0,
+        alpha_neg: float | str = "auto",
+        n_negatives: int = 20_000,
+        min_negatives: int = 200,
+        tol: float = 1e-3,
+        lda_reg: float = 0.1,
+        batch_size: int = 256,
+        random_state: int | np.random.Generator | None = None,
     ):
         self.n_recursions = n_recursions
         self.solver = solver
@@ -467,7 +468,23 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         return enc
 
 
-def load_esvm_encoder(path) -> ESVMEncoder:
-    """Load an encoder saved by :meth:`ESVMEncoder.save`."""
+def load_esvm_encoder(path: str | os.PathLike) -> ESVMEncoder:
+    """Load an encoder saved by :meth:`ESVMEncoder.save`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+
+    Returns
+    -------
+    ESVMEncoder
+        The fitted encoder.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a valid E-SVM encoder model.
+    """
     return ESVMEncoder.load(path)
 

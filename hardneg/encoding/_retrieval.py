@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
+
 __all__ = ["asymmetric_scores", "esvm_search", "symmetric_scores"]
 
 
@@ -14,8 +16,25 @@ def _rows(A, name):
     return A
 
 
-def symmetric_scores(query_codes, database_codes) -> np.ndarray:
+def symmetric_scores(query_codes: ArrayLike, database_codes: ArrayLike) -> np.ndarray:
     """``s_j = w_j . w°`` (Zepeda & Pérez 2015): both sides encoded; shape (n_query, n_database).
+
+    Parameters
+    ----------
+    query_codes : array-like of shape (n_query, n_features)
+        Encoded queries ``w°``.
+    database_codes : array-like of shape (n_database, n_features)
+        Encoded database items ``w_j``.
+
+    Returns
+    -------
+    ndarray of shape (n_query, n_database)
+        Dot products; higher is more similar.
+
+    Raises
+    ------
+    ValueError
+        If the two sides have different dimensions.
 
     Examples
     --------
@@ -30,8 +49,26 @@ def symmetric_scores(query_codes, database_codes) -> np.ndarray:
     return q @ db.T
 
 
-def asymmetric_scores(query_codes, database_features) -> np.ndarray:
-    """``s_j = x_j . w°`` (Malisiewicz et al. 2011): raw database features; shape (n_query, n_database)."""
+def asymmetric_scores(query_codes: ArrayLike, database_features: ArrayLike) -> np.ndarray:
+    """``s_j = x_j . w°`` (Malisiewicz et al. 2011): raw database features; shape (n_query, n_database).
+
+    Parameters
+    ----------
+    query_codes : array-like of shape (n_query, n_features)
+        Encoded queries ``w°``.
+    database_features : array-like of shape (n_database, n_features)
+        Raw (not encoded) database features ``x_j``.
+
+    Returns
+    -------
+    ndarray of shape (n_query, n_database)
+        Dot products; higher is more similar.
+
+    Raises
+    ------
+    ValueError
+        If the two sides have different dimensions.
+    """
     q, db = _rows(query_codes, "query_codes"), _rows(database_features, "database_features")
     if q.shape[1] != db.shape[1]:
         raise ValueError(f"query codes have {q.shape[1]} dimensions, database features {db.shape[1]}")

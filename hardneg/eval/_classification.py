@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_labels
 
 __all__ = ["mean_per_class_accuracy", "generalized_zsl_scores"]
@@ -28,7 +29,7 @@ def _per_class_recall(y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarra
     return np.array([correct[y_true == c].mean() for c in classes], dtype=np.float64)
 
 
-def mean_per_class_accuracy(y_true, y_pred, labels=None) -> float:
+def mean_per_class_accuracy(y_true: ArrayLike, y_pred: ArrayLike, labels: ArrayLike | None = None) -> float:
     """Average over classes of the per-class recall (the zero-shot standard).
 
     ``acc = (1 / |C|) * sum_{c in C} #{i : y_i = c and yhat_i = c} / #{i : y_i = c}``
@@ -66,7 +67,7 @@ def mean_per_class_accuracy(y_true, y_pred, labels=None) -> float:
     return float(_per_class_recall(y_true, y_pred, classes).mean())
 
 
-def generalized_zsl_scores(y_true, y_pred, seen_classes, unseen_classes) -> dict:
+def generalized_zsl_scores(y_true: ArrayLike, y_pred: ArrayLike, seen_classes: ArrayLike, unseen_classes: ArrayLike) -> dict:
     """Seen accuracy, unseen accuracy and their harmonic mean (GZSL).
 
     Predictions range over all classes (seen and unseen). ``S`` is the mean

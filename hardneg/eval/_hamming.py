@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_k, check_positive_int, check_random_state
 
 __all__ = ["hamming_rank", "hamming_distances"]
@@ -58,8 +59,25 @@ def _block_rows(n_db: int, row_bytes: int, block_size: int | None) -> int:
     return max(1, _BLOCK_BYTES // max(1, n_db * row_bytes))
 
 
-def hamming_distances(query_codes, db_codes) -> np.ndarray:
+def hamming_distances(query_codes: ArrayLike, db_codes: ArrayLike) -> np.ndarray:
     """All Hamming distances between packed codes, shape (n_queries, n_db).
+
+    Parameters
+    ----------
+    query_codes : ndarray of uint8, shape (n_queries, n_bytes)
+        Packed codes (``np.packbits(bits, axis=1)``).
+    db_codes : ndarray of uint8, shape (n_db, n_bytes)
+        Packed codes with the same number of bytes per code.
+
+    Returns
+    -------
+    ndarray of int32, shape (n_queries, n_db)
+        ``out[i, j]`` is the number of bits where query ``i`` and code ``j`` differ.
+
+    Raises
+    ------
+    ValueError
+        If the two arrays have different numbers of bytes per code.
 
     Examples
     --------
@@ -80,7 +98,15 @@ def hamming_distances(query_codes, db_codes) -> np.ndarray:
     return out
 
 
-def hamming_rank(query_codes, db_codes, k: int | None = None, *, ties: str = "stable", random_state=None, block_size: int | None = None):
+def hamming_rank(
+    query_codes: ArrayLike,
+    db_codes: ArrayLike,
+    k: int | None = None,
+    *,
+    ties: str = "stable",
+    random_state: int | np.random.Generator | None = None,
+    block_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest database codes of every query by Hamming distance.
 
     Distances are popcounts of the XOR of packed bytes (``np.bitwise_count``

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_k
 
 __all__ = [
@@ -77,7 +78,7 @@ def _check_normalize(normalize: str) -> str:
 # --------------------------------------------------------------------------- #
 # scores for every item
 # --------------------------------------------------------------------------- #
-def average_precision(y_true, scores) -> float:
+def average_precision(y_true: ArrayLike, scores: ArrayLike) -> float:
     """Non-interpolated average precision of one ranking given by scores.
 
     ``AP = sum_n (R_n - R_{n-1}) P_n`` over the distinct score thresholds,
@@ -125,7 +126,7 @@ def average_precision(y_true, scores) -> float:
     return float(np.sum(recall_step * precision))
 
 
-def precision_recall_curve(y_true, scores):
+def precision_recall_curve(y_true: ArrayLike, scores: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Precision-recall curve of one query ranked by scores.
 
     A checked wrapper around :func:`sklearn.metrics.precision_recall_curve`
@@ -196,7 +197,7 @@ def _check_n_relevant(n_relevant, rel_full: np.ndarray) -> np.ndarray:
     return n
 
 
-def ap_at_k(relevance_ranked, k: int | None = None, n_relevant: int | None = None, *, normalize: str = "retrieved") -> float:
+def ap_at_k(relevance_ranked: ArrayLike, k: int | None = None, n_relevant: int | None = None, *, normalize: str = "retrieved") -> float:
     """Average precision over the top ``k`` of one ranked list.
 
     ``AP@k = (1 / Z) * sum_{r <= k} rel(r) * precision@r``. The normalizer
@@ -245,7 +246,7 @@ def ap_at_k(relevance_ranked, k: int | None = None, n_relevant: int | None = Non
     return float(_ap_rows(rel[:, :k], n_rel, normalize)[0])
 
 
-def relevance_from_labels(query_labels, retrieved_labels) -> np.ndarray:
+def relevance_from_labels(query_labels: ArrayLike, retrieved_labels: ArrayLike) -> np.ndarray:
     """Boolean relevance of retrieved items: shares at least one label.
 
     Parameters
@@ -310,13 +311,13 @@ def _relevance_matrix(relevance) -> np.ndarray:
 
 
 def mean_average_precision_at_k(
-    relevance,
+    relevance: ArrayLike | tuple[ArrayLike, ArrayLike],
     k: int | None = None,
     *,
-    n_relevant=None,
+    n_relevant: ArrayLike | None = None,
     normalize: str = "retrieved",
     return_per_query: bool = False,
-):
+) -> float | tuple[float, np.ndarray]:
     """Mean of AP@k over a batch of queries (vectorized).
 
     See :func:`ap_at_k` for the two normalizations; the default
@@ -360,7 +361,7 @@ def mean_average_precision_at_k(
     return (value, per_query) if return_per_query else value
 
 
-def precision_at_k(relevance, k: int) -> float:
+def precision_at_k(relevance: ArrayLike | tuple[ArrayLike, ArrayLike], k: int) -> float:
     """Fraction of relevant items among the top ``k``, averaged over queries.
 
     Parameters
@@ -387,7 +388,7 @@ def precision_at_k(relevance, k: int) -> float:
     return float(rel[:, :k].mean())
 
 
-def precision_at_ranks(relevance, ranks=None):
+def precision_at_ranks(relevance: ArrayLike | tuple[ArrayLike, ArrayLike], ranks: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Precision-vs-rank curve: mean precision@r for every requested rank.
 
     Parameters

@@ -29,7 +29,7 @@ from hardneg.hashing._sklsh import SKLSHHasher
 from hardneg.hashing._tsvm_hashing import TSVMHashing
 
 # method name (CLI, benchmarks) -> class
-HASHERS = {
+HASHERS: dict[str, type[BaseHasher]] = {
     "tsvm": TSVMHashing,
     "lsh": LSHHasher,
     "pca-itq": PCAITQHasher,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
+import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -195,8 +196,23 @@ def check_finite_array(array, name: str, shape=None) -> np.ndarray:
     return out
 
 
-def load_hasher(path):
+def load_hasher(path: str | os.PathLike) -> BaseHasher:
     """Load any hasher model file, whatever its kind.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file saved by a hasher's ``save``.
+
+    Returns
+    -------
+    BaseHasher
+        The fitted hasher of the kind the file records.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a hasher model (or is damaged).
 
     Examples
     --------

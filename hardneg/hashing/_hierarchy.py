@@ -32,6 +32,7 @@ import logging
 import numpy as np
 import scipy.linalg
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_random_state
 from hardneg.svm._linear import fit_linear_svm
 
@@ -108,7 +109,15 @@ def _indicator(y, n_samples: int):
     raise ValueError(f"y: expected 1-D labels or a 2-D multi-hot matrix, got shape {y.shape}")
 
 
-def convex_hull_distances(X, Y, *, method: str = "svm", C: float = 1e6, max_per_class: int | None = 300, random_state=None):
+def convex_hull_distances(
+    X: ArrayLike,
+    Y: ArrayLike,
+    *,
+    method: str = "svm",
+    C: float = 1e6,
+    max_per_class: int | None = 300,
+    random_state: int | np.random.Generator | None = None,
+) -> np.ndarray:
     """Pairwise convex-hull distances between classes, [Cevikalp17] Eq. (9).
 
     Parameters
@@ -122,11 +131,18 @@ def convex_hull_distances(X, Y, *, method: str = "svm", C: float = 1e6, max_per_
         any C above the largest dual coefficient gives the exact margin.
     max_per_class : int or None
         Random subsample per class, to bound the cost on large data sets.
+    random_state : None, int or numpy Generator
+        Seed of the per-class subsample.
 
     Returns
     -------
     D : ndarray of shape (n_classes, n_classes), symmetric, zero diagonal;
         ``D[i, j] = 0`` where classes i and j co-occur on a sample.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown or ``Y`` does not match ``X``.
     """
     if method not in _METHODS:
         raise ValueError(f"method: expected one of {_METHODS}, got {method!r}")
@@ -163,8 +179,26 @@ def convex_hull_distances(X, Y, *, method: str = "svm", C: float = 1e6, max_per_
     return D + D.T
 
 
-def class_similarity(D, t: float | None = None) -> np.ndarray:
-    """[Cevikalp17] Eq. (10): W = exp(-D / t); ``t`` defaults to the mean off-diagonal distance."""
+def class_similarity(D: ArrayLike, t: float | None = None) -> np.ndarray:
+    """[Cevikalp17] Eq. (10): W = exp(-D / t); ``t`` defaults to the mean off-diagonal distance.
+
+    Parameters
+    ----------
+    D : array-like of shape (n_classes, n_classes)
+        Class distances, e.g. from :func:`convex_hull_distances`.
+    t : float, optional
+        Scale; default the mean off-diagonal distance (1 when that is 0).
+
+    Returns
+    -------
+    W : ndarray of float64, shape (n_classes, n_classes)
+        Similarities, zero diagonal.
+
+    Raises
+    ------
+    ValueError
+        If ``t`` is not positive.
+    """
     D = np.asarray(D, dtype=np.float64)
     off = D[~np.eye(D.shape[0], dtype=bool)]
     if t is None:
@@ -176,12 +210,27 @@ def class_similarity(D, t: float | None = None) -> np.ndarray:
     return W
 
 
-def normalized_cut(W) -> np.ndarray:
+def normalized_cut(W: ArrayLike) -> np.ndarray:
     """[Cevikalp17] Eq. (11): split a group in two; returns a boolean mask of one side.
 
     Solves L a = lambda D a (``scipy.linalg.eigh``) and thresholds the second
     eigenvector at 0. A degenerate split (all one sign) falls back to the
     median, so both sides are never empty.
+
+    Parameters
+    ----------
+    W : array-like of shape (n_classes, n_classes)
+        Symmetric class similarities (:func:`class_similarity`), at least 2 classes.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_classes,)
+        True for the classes on one side of the cut.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than 2 classes.
 
     Examples
     --------
@@ -214,8 +263,13 @@ def normalized_cut(W) -> np.ndarray:
     return mask
 
 
-def build_hierarchy(W) -> np.ndarray:
+def build_hierarchy(W: ArrayLike) -> np.ndarray:
     """Recursive Normalized Cuts; returns the tree's internal nodes.
+
+    Parameters
+    ----------
+    W : array-like of shape (n_classes, n_classes)
+        Symmetric class similarities (:func:`class_similarity`).
 
     Returns
     -------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral
 
 import faiss
+import numpy as np
 
 from hardneg._validation import RANDOM_STATE, Interval
 from hardneg.hashing._base import N_BITS
@@ -20,6 +21,15 @@ class PCAITQHasher(FaissChainHasher):
     FAISS chain: ``ITQTransform(d, n_bits, do_pca=True)`` (centers, PCA,
     ``ITQMatrix`` with ``max_iter`` iterations) -> ``IndexLSH``.
     ``n_bits`` must not exceed the input dimension.
+
+    Parameters
+    ----------
+    n_bits : int
+        Code length, at most the input dimension.
+    max_iter : int
+        ITQ iterations.
+    random_state : None, int or Generator
+        Seed of ITQ's initial rotation.
 
     Examples
     --------
@@ -37,7 +47,7 @@ class PCAITQHasher(FaissChainHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits=64, max_iter=50, random_state=None):
+    def __init__(self, n_bits: int = 64, max_iter: int = 50, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.max_iter = max_iter
         self.random_state = random_state

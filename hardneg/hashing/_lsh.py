@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faiss
+import numpy as np
 
 from hardneg._validation import RANDOM_STATE
 from hardneg.hashing._base import N_BITS
@@ -17,6 +18,13 @@ class LSHHasher(FaissChainHasher):
     FAISS chain: ``CenteringTransform`` -> ``RandomRotationMatrix`` (seeded
     from ``random_state``) -> ``IndexLSH`` with zero thresholds.
 
+    Parameters
+    ----------
+    n_bits : int
+        Code length.
+    random_state : None, int or Generator
+        Seed of the random rotation.
+
     Examples
     --------
     >>> import numpy as np
@@ -29,7 +37,7 @@ class LSHHasher(FaissChainHasher):
     _kind = "hash-lsh"
     _parameter_constraints = {"n_bits": [N_BITS], "random_state": RANDOM_STATE}
 
-    def __init__(self, n_bits=64, random_state=None):
+    def __init__(self, n_bits: int = 64, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.random_state = random_state
 

@@ -4,6 +4,7 @@ the baseline of Gong & Lazebnik 2011), via FAISS."""
 from __future__ import annotations
 
 import faiss
+import numpy as np
 
 from hardneg._validation import RANDOM_STATE
 from hardneg.hashing._base import N_BITS
@@ -19,6 +20,13 @@ class PCARRHasher(FaissChainHasher):
     ``RandomRotationMatrix(n_bits, n_bits)`` seeded from ``random_state`` ->
     ``IndexLSH``.
 
+    Parameters
+    ----------
+    n_bits : int
+        Code length, at most the input dimension.
+    random_state : None, int or Generator
+        Seed of the random rotation.
+
     Examples
     --------
     >>> import numpy as np
@@ -31,7 +39,7 @@ class PCARRHasher(FaissChainHasher):
     _kind = "hash-pca-rr"
     _parameter_constraints = {"n_bits": [N_BITS], "random_state": RANDOM_STATE}
 
-    def __init__(self, n_bits=64, random_state=None):
+    def __init__(self, n_bits: int = 64, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.random_state = random_state
 

@@ -69,7 +69,7 @@ class PQHasher(BaseHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits=64, subquantizer_bits=8, random_state=None):
+    def __init__(self, n_bits: int = 64, subquantizer_bits: int = 8, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.subquantizer_bits = subquantizer_bits
         self.random_state = random_state

@@ -25,6 +25,8 @@ class SKLSHHasher(BaseHasher):
     gamma : float, optional
         Kernel bandwidth; default ``1 / median`` squared distance between
         random training pairs.
+    random_state : None, int or Generator
+        Seed of the random features (and of the pairs for the default ``gamma``).
 
     Examples
     --------
@@ -42,7 +44,7 @@ class SKLSHHasher(BaseHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits=64, gamma=None, random_state=None):
+    def __init__(self, n_bits: int = 64, gamma: float | None = None, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.gamma = gamma
         self.random_state = random_state

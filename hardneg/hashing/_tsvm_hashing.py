@@ -94,6 +94,8 @@ class TSVMHashing(BaseHasher):
         ``hashing_trees.json``): with ten classes, subsets of 5 or 7 lost up
         to 5.7 mAP points at 32 bits on MNIST 5k and gained at most 0.6
         (Fashion-MNIST, 64 bits, 0.7), while training 1.9-3.4x faster.
+    subsample : float in (0, 1]
+        Fraction of each class's labeled samples a tree draws (at least one).
     n_unlabeled : int, optional
         Unlabeled samples drawn at random for each node; default as many as
         the node's labeled samples.
@@ -203,10 +205,11 @@ class TSVMHashing(BaseHasher):
         return tags
 
     def __init__(
-        self, n_bits=64, mode="bits", n_trees=None, class_subset=CLASS_SUBSET, subsample=0.5, n_unlabeled=None,
-        C="auto", C_star=None, s=-0.2,
-        loss="ramp", balance=False, n_epochs=SGD_MAX_EPOCHS, max_iter=10, hull_method="svm", hull_C=1e6,
-        max_per_class=200, normalize=True, random_state=None, sgd_tol=SGD_TOL,
+        self, n_bits: int = 64, mode: str = "bits", n_trees: int | None = None, class_subset: float = CLASS_SUBSET,
+        subsample: float = 0.5, n_unlabeled: int | None = None, C: float | str = "auto", C_star: float | None = None,
+        s: float = -0.2, loss: str = "ramp", balance: bool = False, n_epochs: int = SGD_MAX_EPOCHS, max_iter: int = 10,
+        hull_method: str = "svm", hull_C: float = 1e6, max_per_class: int = 200, normalize: bool = True,
+        random_state: int | np.random.Generator | None = None, sgd_tol: float = SGD_TOL,
     ):
         self.n_bits = n_bits
         self.mode = mode

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_k
 
 __all__ = ["InvertedIndex"]
@@ -72,6 +73,8 @@ class InvertedIndex:
         Per-word factor applied to queries and items before scoring.
     l2 : bool
         l2-normalize queries and items (after ``idf``) before scoring.
+    meta : dict, optional
+        Free-form metadata saved with the index (e.g. the model it came from).
 
     Examples
     --------
@@ -85,7 +88,7 @@ class InvertedIndex:
     ([['a', 'c']], [[3.0, 3.0]], 4)
     """
 
-    def __init__(self, weights, *, idf=None, l2: bool = False, meta: dict | None = None):
+    def __init__(self, weights: ArrayLike, *, idf: ArrayLike | None = None, l2: bool = False, meta: dict | None = None):
         w = np.asarray(weights, np.float64)
         if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all():
             raise ValueError(f"weights: expected a finite 1-D vector over the vocabulary, got shape {w.shape}")

@@ -11,10 +11,12 @@ name are read.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import ArrayLike
 
+from hardneg._typing import ArrayLike
 from .._validation import check_matrix, is_store
 
 __all__ = ["check_bow", "check_triplets", "resolve_rows", "triplet_loss"]
@@ -100,7 +102,7 @@ def resolve_rows(X, triplets, *, n_features: int | None = None, name: str = "X",
     return X, check_triplets(triplets, X.shape[0])
 
 
-def triplet_loss(w: ArrayLike, X: object, triplets: ArrayLike) -> np.ndarray:
+def triplet_loss(w: ArrayLike, X: Any, triplets: ArrayLike) -> np.ndarray:
     """Hinge loss of each triplet under ``S_w(a, b) = aᵀ diag(w) b`` ([Gao17] Eq. (6)-(7)).
 
     ``L = max(0, 1 - S_w(x, x⁺) + S_w(x, x⁻))``; with ``v = x ⊙ (x⁺ - x⁻)``

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from ._checks import check_triplets
 
 __all__ = ["heldout_map"]
 
 
-def heldout_map(model, X, triplets) -> float:
+def heldout_map(model: object, X: object, triplets: ArrayLike) -> float:
     """Mean AP of each anchor ranking its own held-out positives among its negatives.
 
     For every distinct anchor ``a`` of ``triplets``: the candidates are the
@@ -31,6 +32,11 @@ def heldout_map(model, X, triplets) -> float:
     model : fitted similarity model (``score_pairs``)
     X : sparse matrix or sparse FeatureStore
     triplets : (n, 3) int array of row indices ``(anchor, positive, negative)``
+
+    Returns
+    -------
+    float
+        The mean AP over the anchors.
 
     Examples
     --------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import RandomState
 from .._validation import RANDOM_STATE, is_store
 from ._base import DiagonalSimilarity, _register
 from ._checks import check_bow
@@ -21,6 +22,11 @@ class TfidfCosine(DiagonalSimilarity):
     (and ``score(X, y)``, the retrieval mAP, scores it like them). Every word
     keeps weight 1 (``w_`` is all ones: no sparsity).
 
+    Parameters
+    ----------
+    random_state : None, int or Generator
+        Unused (nothing is random); accepted so every similarity learner takes it.
+
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
@@ -35,7 +41,7 @@ class TfidfCosine(DiagonalSimilarity):
     _w_all_ones = True
     _parameter_constraints: dict = {"random_state": RANDOM_STATE}  # unused: kept so every learner takes it
 
-    def __init__(self, random_state=None):
+    def __init__(self, random_state: RandomState = None):
         self.random_state = random_state
 
     def fit(self, X, y=None, *, triplets=None):

@@ -39,9 +39,10 @@ from numbers import Real
 
 import numba
 import numpy as np
-from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
+
+from hardneg._typing import ArrayLike
 
 __all__ = [
     "check_exclude",

@@ -56,12 +56,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from hardneg._typing import ArrayLike
 from . import _exemplar_qp as qp
 from ._exemplar import check_exclude, check_exemplar_inputs, check_exemplar_params, exclusion_mask
 
@@ -80,13 +82,13 @@ _GUESS_ROUNDS = 10
 
 
 def fit_exemplar_svms_batch(
-    X,
-    Z,
+    X: ArrayLike,
+    Z: ArrayLike,
     *,
     lam: float = 1e-2,
     alpha_pos: float = 1.0,
     alpha_neg: float = 1e-3,
-    exclude=None,
+    exclude: ArrayLike | None = None,
     drop_duplicates: bool = True,
     tol: float = 1e-3,
     init_size: int = 64,
@@ -94,12 +96,12 @@ def fit_exemplar_svms_batch(
     max_rounds: int = 100,
     max_epochs: int = 10_000,
     batch_size: int = 256,
-    progress=None,
-    random_state=None,
+    progress: Callable[[int], object] | None = None,
+    random_state: int | np.random.Generator | None = None,
     stats: dict | None = None,
     warm_start: str | None = "subsample",
     n_threads: int | None = None,
-):
+) -> np.ndarray:
     """Solve [Zepeda15] Eq. (1) exactly for every row of ``X`` by hard-negative active sets.
 
     Parameters

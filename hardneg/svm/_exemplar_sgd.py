@@ -23,8 +23,11 @@ The result is approximate; :mod:`._exemplar_batch` is the exact solver.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from .._validation import check_random_state
 from ._exemplar import check_exclude, check_exemplar_inputs, check_exemplar_params, exclusion_mask
 
@@ -32,22 +35,22 @@ __all__ = ["fit_exemplar_svms_sgd"]
 
 
 def fit_exemplar_svms_sgd(
-    X,
-    Z,
+    X: ArrayLike,
+    Z: ArrayLike,
     *,
     lam: float = 1e-2,
     alpha_pos: float = 1.0,
     alpha_neg: float = 1e-3,
-    exclude=None,
+    exclude: ArrayLike | None = None,
     drop_duplicates: bool = True,
     max_epochs: int = 20,
     tol: float = 1e-3,
     minibatch: int = 256,
     batch_size: int = 256,
-    random_state=None,
-    progress=None,
+    random_state: int | np.random.Generator | None = None,
+    progress: Callable[[int], object] | None = None,
     stats: dict | None = None,
-):
+) -> np.ndarray:
     """Approximately solve [Zepeda15] Eq. (1) for every row of ``X`` by Pegasos.
 
     Parameters

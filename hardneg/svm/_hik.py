@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import (
     Interval,
     StrOptions,
@@ -71,7 +72,7 @@ _gram_sym_ser = numba.njit(fastmath=True, cache=True)(_gram_sym_py)
 _PARALLEL_MIN_OPS = 1 << 24
 
 
-def hik_gram(X, Y=None, *, check: bool = True) -> np.ndarray:
+def hik_gram(X: ArrayLike, Y: ArrayLike | None = None, *, check: bool = True) -> np.ndarray:
     """Histogram-intersection Gram matrix, [Li13] Eq. (1): ``K[a, b] = sum_i min(X[a, i], Y[b, i])``.
 
     Parameters
@@ -111,7 +112,9 @@ def hik_gram(X, Y=None, *, check: bool = True) -> np.ndarray:
     return out
 
 
-def fit_hik_svm_gram(K, y, *, C: float = 1.0, class_weight=None):
+def fit_hik_svm_gram(
+    K: ArrayLike, y: ArrayLike, *, C: float = 1.0, class_weight: dict | str | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Fit a binary SVM on a precomputed HIK Gram matrix, [Li13] Eq. (2)-(4).
 
     Parameters
@@ -179,7 +182,7 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    def __init__(self, C: float = 1.0, class_weight=None):
+    def __init__(self, C: float = 1.0, class_weight: dict | str | None = None):
         self.C = C
         self.class_weight = class_weight
 

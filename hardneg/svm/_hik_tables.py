@@ -30,9 +30,12 @@ the worst bin, a bound on |approximate - exact| for any input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numba
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_matrix
 
 __all__ = ["HIKBinTable", "HIKExactTable", "compress_hik", "merge_hik_ensemble", "score_codes"]
@@ -239,7 +242,9 @@ def _check_model(sv, coef, intercept):
     return sv, coef, float(intercept)
 
 
-def merge_hik_ensemble(members, weights=None):
+def merge_hik_ensemble(
+    members: Sequence[tuple[ArrayLike, ArrayLike, float]], weights: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Merge meta classifiers into one kernel expansion, [Li13] Eq. (9)-(12).
 
     Parameters
@@ -252,6 +257,11 @@ def merge_hik_ensemble(members, weights=None):
     -------
     support_vectors, dual_coef, intercept
         G(x) = intercept + sum_j dual_coef[j] K(x, support_vectors[j]).
+
+    Raises
+    ------
+    ValueError
+        If ``members`` is empty or ``weights`` are not non-negative with a positive sum.
     """
     members = list(members)
     if not members:
@@ -270,6 +280,24 @@ def merge_hik_ensemble(members, weights=None):
 class HIKExactTable:
     """Exact compressed HIK model: sorted support values + binary search, [Li13] Eq. (15).
 
+    Build it with :meth:`from_support_vectors` (or :func:`compress_hik` with ``n_bins=None``).
+
+    Parameters
+    ----------
+    values : ndarray of shape (d, M)
+        Per dimension, the M support values x̄_j(i), sorted.
+    prefix : ndarray of shape (d, M + 1)
+        Prefix sums of a_j x̄_j(i) in that order (``prefix[:, 0] = 0``).
+    suffix : ndarray of shape (d, M + 1)
+        Suffix sums of a_j in that order (``suffix[:, M] = 0``).
+    intercept : float
+        b0 of [Li13] Eq. (13).
+
+    Raises
+    ------
+    ValueError
+        If the three tables' shapes disagree.
+
     Examples
     --------
     >>> import numpy as np
@@ -281,7 +309,7 @@ class HIKExactTable:
     True
     """
 
-    def __init__(self, values, prefix, suffix, intercept: float):
+    def __init__(self, values: ArrayLike, prefix: ArrayLike, suffix: ArrayLike, intercept: float):
         self.values = np.ascontiguousarray(values, dtype=np.float64)
         self.prefix = np.ascontiguousarray(prefix, dtype=np.float64)
         self.suffix = np.ascontiguousarray(suffix, dtype=np.float64)
@@ -380,7 +408,8 @@ class HIKBinTable:
     True
     """
 
-    def __init__(self, lo, hi, values, below, above, intercept: float, error_bound: float = float("nan")):
+    def __init__(self, lo: ArrayLike, hi: ArrayLike, values: ArrayLike, below: ArrayLike, above: ArrayLike, intercept: float,
+                 error_bound: float = float("nan")):
         self.values = np.ascontiguousarray(values, dtype=np.float64)
         d, q1 = self.values.shape
         if q1 < 2:
@@ -539,11 +568,37 @@ def score_codes(codes, table) -> np.ndarray:
     return out
 
 
-def compress_hik(support_vectors, dual_coef, intercept, n_bins: int | None = 100, *, lo=None, hi=None):
+def compress_hik(
+    support_vectors: ArrayLike,
+    dual_coef: ArrayLike,
+    intercept: float,
+    n_bins: int | None = 100,
+    *,
+    lo: ArrayLike | None = None,
+    hi: ArrayLike | None = None,
+) -> HIKExactTable | HIKBinTable:
     """Compress a (merged) HIK SVM into lookup tables, [Li13] Eq. (13)-(16).
 
     ``n_bins=None`` gives the exact table (:class:`HIKExactTable`); an integer
     q gives the d x (q+1) approximation (:class:`HIKBinTable`).
+
+    Parameters
+    ----------
+    support_vectors : array-like of shape (n_sv, n_features)
+        Non-negative support vectors x̄_j.
+    dual_coef : array-like of shape (n_sv,)
+        Their coefficients a_j (signed: alpha_j y_j).
+    intercept : float
+        b0 of [Li13] Eq. (13).
+    n_bins : int or None
+        Bins q per dimension; None for the exact table.
+    lo, hi : array-like of shape (n_features,), optional
+        Per-dimension grid ends (binned table only); default the support values' range.
+
+    Returns
+    -------
+    HIKExactTable or HIKBinTable
+        A scorer with ``decision_function(X)``.
     """
     exact = HIKExactTable.from_support_vectors(support_vectors, dual_coef, intercept)
     if n_bins is None:

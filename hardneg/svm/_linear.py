@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import (
     RANDOM_STATE,
     Interval,
@@ -69,18 +70,18 @@ def _check_sample_weight(sample_weight, n_samples: int):
 
 
 def fit_linear_svm(
-    X,
-    y,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
     C: float = 1.0,
     loss: str = "hinge",
-    sample_weight=None,
+    sample_weight: ArrayLike | None = None,
     intercept_scaling: float = 1.0,
     tol: float = 1e-4,
     max_iter: int = 2000,
-    random_state=None,
+    random_state: int | np.random.Generator | None = None,
     penalize_intercept: bool = True,
-):
+) -> tuple[np.ndarray, float]:
     """Solve a binary linear SVM; return ``(w, b)`` with f(x) = w.x + b.
 
     Minimizes ``1/2 ||w||^2 + C sum_i l(y_i f(x_i))`` by liblinear's dual
@@ -228,7 +229,8 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, C=1.0, loss="hinge", tol=1e-4, max_iter=2000, random_state=None):
+    def __init__(self, C: float = 1.0, loss: str = "hinge", tol: float = 1e-4, max_iter: int = 2000,
+                 random_state: int | np.random.Generator | None = None):
         self.C = C
         self.loss = loss
         self.tol = tol

@@ -151,10 +151,10 @@ def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
     key = hashlib.blake2b("\0".join(texts).encode(), digest_size=12).hexdigest()
-    cache = _cache_dir() / f"minilm_{key}.npy"
-    if cache.is_file():
+    path = _cache_dir() / f"minilm_{key}.npy"
+    if path.is_file():
         try:
-            E = np.load(cache, allow_pickle=False)
+            E = np.load(path, allow_pickle=False)
             if E.shape == (len(texts), 384) and np.isfinite(E).all():
                 return E
         except (OSError, ValueError):
@@ -162,10 +162,10 @@ def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
     model = _sentence_model()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         E = np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp.npy")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, E)
-    os.replace(tmp, cache)
+    os.replace(tmp, path)
     return E
 
 
