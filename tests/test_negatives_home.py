@@ -128,3 +128,17 @@ def test_triplet_samplers_draw_as_before():
     assert random_triplets(y, 5, random_state=0).tolist() == expected
     assert RandomTripletSampler(5).sample(y, random_state=0).tolist() == expected
     assert repr(RandomTripletSampler(5)) == "RandomTripletSampler(n_triplets=5)"
+
+
+def test_cli_sampler_choices_come_from_the_pair_registry(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from hardneg.cli._common import CLIError
+    from hardneg.cli.zsl import app as zsl_app
+
+    app = typer.Typer()
+    app.add_typer(zsl_app, name="zsl")
+    r = CliRunner().invoke(app, ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m.npz"), "--sampler", "hard"])
+    assert isinstance(r.exception, CLIError)
+    assert str(r.exception) == "--sampler: expected one of random, uncertainty, correlation, got 'hard'"

@@ -209,6 +209,10 @@ def train(
         raise CLIError("--labels and --tags both say where the classes come from: give one")
     if seen is not None and unseen is not None:
         raise CLIError("--seen and --unseen both choose the training classes: give one")
+    from ..negatives import PAIR_SAMPLERS
+
+    if sampler not in PAIR_SAMPLERS:
+        raise CLIError(f"--sampler: expected one of {', '.join(PAIR_SAMPLERS)}, got {sampler!r}")
     if sampler == "correlation":
         raise CLIError("--sampler correlation needs per-image attribute vectors; a description table gives one vector "
                        "per class: use uncertainty")
