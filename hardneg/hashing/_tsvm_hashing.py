@@ -122,10 +122,11 @@ class TSVMHashing(BaseHasher):
         78.8 vs 79.4 in the unlabeled study (MNIST, C = 1): a wash within
         about half a point, so the paper's setting is the default.
     s, loss, n_epochs, max_iter, sgd_tol
-        Passed to :class:`hardneg.svm.RampTSVM` at every node: ``n_epochs``
-        caps the SGD epochs of one CCCP iteration, which otherwise stops at
-        Algorithm 2's rule (``sgd_tol``); ``max_iter`` caps the CCCP
-        iterations.
+        Passed to :class:`hardneg.svm.RampTSVM` at every node, which solves
+        each CCCP iteration's convex problem by dual coordinate descent
+        (``solver="dcd"``): ``n_epochs`` caps its epochs, which otherwise stop
+        at its tolerance (``sgd_tol`` is the SGD solver's rule, unused here);
+        ``max_iter`` caps the CCCP iterations.
     balance : bool
         The RTSVM balancing constraint ([Cevikalp17] Eq. (6)) at every node. Off by
         default, a departure from the paper: a node's unlabeled samples are
@@ -346,7 +347,7 @@ class TSVMHashing(BaseHasher):
                 XUk = XU[np.sort(rng.choice(XU.shape[0], n_u, replace=False))] if n_u > 0 else None
             svm = RampTSVM(
                 C=self.C_, C_star=self.C_star_, s=self.s, loss=self.loss, n_epochs=self.n_epochs,
-                max_iter=self.max_iter, balance=self.balance, sgd_tol=self.sgd_tol, random_state=rng,
+                max_iter=self.max_iter, balance=self.balance, sgd_tol=self.sgd_tol, random_state=rng, solver="dcd",
             ).fit(Xk, yk, X_unlabeled=XUk)
             W[k], b[k] = svm.coef_, svm.intercept_
             self.n_iter_ = max(self.n_iter_, svm.n_iter_)  # the most CCCP iterations any node ran

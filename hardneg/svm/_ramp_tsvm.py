@@ -76,6 +76,9 @@ _LOSSES = ("ramp", "hinge")
 # Algorithm 2's stopping rule and its cap (benchmarks/hashing_node_convergence.py)
 SGD_TOL = 5e-3
 SGD_MAX_EPOCHS = 50
+# the dual coordinate descent solver's stopping rule (projected-gradient spread, margin units) and cap
+DCD_TOL = 0.1
+DCD_MAX_EPOCHS = 1000
 
 
 @numba.njit(cache=True, nogil=True)
@@ -153,6 +156,181 @@ def _sgd_epoch(XL, yL, cL, betaL, XU, cU, betaUp, betaUm, m, xm_L, xm_U, r, w, b
     for k in range(d):
         w[k] = a * v[k] + g * m[k]
     return b, t
+
+
+@numba.njit(cache=True, nogil=True)
+def _dcd_primal(XL, yL, gL, XU, gP, gM, w):
+    """w = sum_k gamma_k y_k x_k (in place); returns s = sum_k gamma_k y_k."""
+    d = w.shape[0]
+    for k in range(d):
+        w[k] = 0.0
+    s = 0.0
+    for i in range(XL.shape[0]):
+        c = gL[i] * yL[i]
+        if c != 0.0:
+            x = XL[i]
+            for k in range(d):
+                w[k] += c * x[k]
+            s += c
+    for j in range(XU.shape[0]):
+        c = gP[j] - gM[j]
+        if c != 0.0:
+            x = XU[j]
+            for k in range(d):
+                w[k] += c * x[k]
+            s += c
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def _dcd_coord(g, G, lo, hi, q):
+    """One coordinate of the box-constrained dual: (new gamma, projected gradient)."""
+    pg = G
+    if g <= lo:
+        pg = min(G, 0.0)
+    elif g >= hi:
+        pg = max(G, 0.0)
+    if pg == 0.0:
+        return g, 0.0
+    return min(max(g - G / q, lo), hi), pg
+
+
+@numba.njit(cache=True, nogil=True)
+def _dcd_solve(XL, yL, loL, hiL, gL, QL, XU, loP, hiP, gP, loM, hiM, gM, QU, w, s, b0, rho, max_epochs, tol, seed):
+    """Dual coordinate descent on the dual of [Cevikalp17] Eq. (8) (see :func:`solve_convex_dcd`); ``w`` and the
+    gammas are updated in place. ``rho > 0``: the bias is free, found by the method of multipliers
+    (``b0`` is the multiplier of sum_k gamma_k y_k = 0, the effective bias ``b0 + rho * s``);
+    ``rho = 0``: the bias is fixed at ``b0``. Returns ``(b0, s, epochs, pg_spread)``."""
+    np.random.seed(seed)
+    nL, nU, d = XL.shape[0], XU.shape[0], w.shape[0]
+    order = np.arange(nL + nU)
+    epochs = 0
+    spread = np.inf
+    for _ in range(max_epochs):
+        epochs += 1
+        for i in range(nL + nU - 1, 0, -1):
+            j = np.random.randint(0, i + 1)
+            order[i], order[j] = order[j], order[i]
+        pmax, pmin = -np.inf, np.inf
+        for idx in order:
+            if idx < nL:
+                lo, hi = loL[idx], hiL[idx]
+                if lo >= hi:
+                    continue
+                x = XL[idx]
+                y = yL[idx]
+                f = b0 + rho * s
+                for k in range(d):
+                    f += w[k] * x[k]
+                g = gL[idx]
+                gn, pg = _dcd_coord(g, y * f - 1.0, lo, hi, QL[idx])
+                pmax, pmin = max(pmax, pg), min(pmin, pg)
+                if gn != g:
+                    gL[idx] = gn
+                    c = (gn - g) * y
+                    for k in range(d):
+                        w[k] += c * x[k]
+                    s += c
+            else:
+                j = idx - nL
+                if loP[j] >= hiP[j] and loM[j] >= hiM[j]:
+                    continue
+                x = XU[j]
+                f = b0 + rho * s
+                for k in range(d):
+                    f += w[k] * x[k]
+                q = QU[j]
+                c = 0.0
+                if loP[j] < hiP[j]:  # the copy labeled +1
+                    g = gP[j]
+                    gn, pg = _dcd_coord(g, f - 1.0, loP[j], hiP[j], q)
+                    pmax, pmin = max(pmax, pg), min(pmin, pg)
+                    gP[j] = gn
+                    c += gn - g
+                    f += (gn - g) * q
+                if loM[j] < hiM[j]:  # the copy labeled -1
+                    g = gM[j]
+                    gn, pg = _dcd_coord(g, -f - 1.0, loM[j], hiM[j], q)
+                    pmax, pmin = max(pmax, pg), min(pmin, pg)
+                    gM[j] = gn
+                    c -= gn - g
+                if c != 0.0:
+                    for k in range(d):
+                        w[k] += c * x[k]
+                    s += c
+        spread = pmax - pmin if pmax >= pmin else 0.0
+        if spread < tol and abs(rho * s) < 0.5 * tol:
+            break
+        b0 += rho * s  # multiplier step: the bias moves to where sum_k gamma_k y_k = 0
+    return b0, s, epochs, spread
+
+
+def solve_convex_dcd(XL, yL, cL, betaL, XU, cU, betaUp, betaUm, *, gammas=None, balance=True, r=None, tol=DCD_TOL,
+                     max_epochs=DCD_MAX_EPOCHS, seed=0):
+    """[Cevikalp17] Eq. (8) solved exactly (to ``tol``) through its dual, by dual coordinate descent.
+
+    The convex problem of a CCCP round ([Cevikalp17] Eq. (8), the weights of [Cevikalp17] Eq. (7)), with one
+    term per labeled sample and two per unlabeled one (labels +1 and -1, cost ``cU``)::
+
+        min_{w,b} 1/2 ||w||^2 + sum_k c_k H_1(y_k f_k) + sum_k beta_k y_k f_k,   f_k = w.x_k + b
+
+    is a linear SVM only when every beta is 0: the linear terms shift each sample's dual box. Its
+    dual (as for Collobert et al.'s CCCP-TSVM) is::
+
+        min_gamma 1/2 ||sum_k gamma_k y_k x_k||^2 - sum_k gamma_k
+        s.t. -beta_k <= gamma_k <= c_k - beta_k,   sum_k gamma_k y_k = 0 (the free bias b)
+
+    with ``w = sum_k gamma_k y_k x_k``. A sample beyond its ramp (beta_k = c_k) gets the box
+    [-c_k, 0]: it pulls only if it reaches y_k f_k > 1 (the CCCP bound of the flat ramp), so this is
+    not LinearSVC with sample weights (nor is the bias, which liblinear regularizes). Coordinates
+    are visited in random order with the exact one-variable minimizer (Hsieh et al. 2008); the two
+    copies of an unlabeled sample share one dot product. The bias: with ``balance`` ([Cevikalp17] Eq. (6), the
+    constraint w.m_U + b = r, r the mean label) b = r - w.m_U, so f_k = w.(x_k - m_U) + r and the
+    features are centered (no equality in the dual); otherwise the equality is kept by the method
+    of multipliers (b is its multiplier; penalty rho = mean ||x||^2, folded into the coordinate
+    steps as a constant feature). Epochs stop when the projected gradient's spread over one epoch
+    (margin units) and the bias step are below ``tol``, or after ``max_epochs``.
+
+    ``gammas``: ``(gL, gP, gM)`` of a previous round (a warm start: clipped to the new boxes),
+    or None (zeros). Returns ``(w, b, (gL, gP, gM), epochs)``.
+    """
+    nL, nU = XL.shape[0], XU.shape[0]
+    d = XL.shape[1]
+    cU = float(cU)
+    project = balance and nU > 0
+    XL = np.ascontiguousarray(XL)
+    XU = np.ascontiguousarray(XU) if nU else np.zeros((0, d), XL.dtype)
+    if project:
+        m = XU.mean(axis=0, dtype=np.float64)
+        r = float(np.mean(yL)) if r is None else float(r)
+        XL = (XL - m).astype(XL.dtype)
+        XU = (XU - m).astype(XU.dtype)
+    loL, hiL = -np.asarray(betaL, np.float64), np.asarray(cL, np.float64) - betaL
+    loP, hiP = -np.asarray(betaUp, np.float64), cU - np.asarray(betaUp, np.float64)
+    loM, hiM = -np.asarray(betaUm, np.float64), cU - np.asarray(betaUm, np.float64)
+    if gammas is None:
+        gL, gP, gM = np.zeros(nL), np.zeros(nU), np.zeros(nU)
+    else:
+        gL, gP, gM = (np.clip(g, lo, hi) for g, lo, hi in zip(gammas, (loL, loP, loM), (hiL, hiP, hiM)))
+    sqL = np.einsum("ij,ij->i", XL, XL, dtype=np.float64)
+    sqU = np.einsum("ij,ij->i", XU, XU, dtype=np.float64)
+    if project:
+        rho, b0 = 0.0, r
+    else:
+        rho = float(np.mean(np.concatenate([sqL, sqU]))) or 1.0
+        b0 = 0.0
+    QL, QU = sqL + rho, sqU + rho
+    QL[QL <= 0] = np.inf  # an all-zero row (balance) is a constant: its gamma stays where it is
+    QU[QU <= 0] = np.inf
+    yL = np.asarray(yL, np.float64)
+    w = np.zeros(d)
+    s = _dcd_primal(XL, yL, gL, XU, gP, gM, w)
+    if gammas is not None and not project:
+        b0 = float(gammas[3]) if len(gammas) > 3 else 0.0
+    b0, s, epochs, _ = _dcd_solve(XL, yL, loL, hiL, gL, QL, XU, loP, hiP, gP, loM, hiM, gM, QU, w, s, float(b0), rho,
+                                  int(max_epochs), float(tol), int(seed))
+    b = r - float(w @ m) if project else b0 + rho * s
+    return w, b, (gL, gP, gM, b0), int(epochs)
 
 
 def _as_float32(X):
@@ -233,9 +411,23 @@ def cccp_weights(yL, fL, cL, fU, C_star, s, loss="ramp"):
     return betaL, betaUp, betaUm
 
 
-def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=None):
+@numba.njit(cache=True, nogil=True)
+def _outputs(X, w, b):
+    """f = X w + b in float64 (X float32, no float64 copy of X)."""
+    n, d = X.shape
+    out = np.empty(n)
+    for i in range(n):
+        x = X[i]
+        acc = 0.0
+        for k in range(d):
+            acc += w[k] * x[k]
+        out[i] = acc + b
+    return out
+
+
+def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=None, *, outputs=None):
     """The non-convex objective [Cevikalp17] Eq. (4) (without the constraint), for monitoring and tests."""
-    fL = XL @ w + b
+    fL, fU = (XL @ w + b, None) if outputs is None else outputs
     ramp = lambda z, s_: np.maximum(0, 1 - z) - np.maximum(0, s_ - z)  # noqa: E731
     if loss == "ramp":
         lab = ramp(yL * fL, s)
@@ -244,7 +436,7 @@ def tsvm_objective(XL, yL, XU, w, b, C, C_star, s, loss="ramp", sample_weight=No
     lab = (lab if sample_weight is None else sample_weight * lab).sum()
     unl = 0.0
     if XU.shape[0]:
-        fU = XU @ w + b
+        fU = XU @ w + b if fU is None else fU
         unl = (ramp(fU, s) + ramp(-fU, s)).sum()
     return 0.5 * float(w @ w) + C * float(lab) + C_star * float(unl)
 
@@ -267,11 +459,22 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     loss : {"ramp", "hinge"}
         ``"hinge"`` drops the truncation on labeled samples (classical TSVM).
     n_epochs : int
-        Cap on the SGD epochs per CCCP iteration.
+        Cap on the SGD (or dual coordinate descent) epochs per CCCP iteration.
     sgd_tol : float
         Algorithm 2's stopping rule: an epoch that moves (w, b) by less than
         ``sgd_tol * ||(w, b)||`` ends the SGD of this CCCP iteration
         (0: always run ``n_epochs``).
+    solver : {"sgd", "dcd"}
+        The solver of the convex problem [Cevikalp17] Eq. (8) of each CCCP round: ``"sgd"``,
+        Algorithm 2 (``lambda0``, ``n_epochs``, ``sgd_tol``); ``"dcd"``, dual
+        coordinate descent (:func:`solve_convex_dcd`), exact to ``dcd_tol``
+        and warm-started from the previous round's duals (also the start
+        point: the supervised SVM is solved by it, so liblinear is not called).
+        TSVMHashing uses ``"dcd"``: the same objective in fewer passes
+        (``benchmarks/hashing_node_convergence.py``).
+    dcd_tol : float
+        ``solver="dcd"``: stop when the projected gradient's spread over one
+        epoch (in margin units, y f - 1) and the bias step are below it.
     max_iter : int
         Maximum CCCP iterations (Algorithm 1).
     tol : float
@@ -291,7 +494,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     coef_, intercept_ : the hyperplane f(x) = coef_.x + intercept_
     classes_ : ndarray of shape (2,), ``classes_[1]`` is the positive class
     n_iter_ : CCCP iterations run
-    n_epochs_ : SGD epochs run, summed over the CCCP iterations
+    n_epochs_ : SGD (or dual coordinate descent) epochs run, summed over the CCCP iterations
     objective_path_ : ndarray of shape (n_iter_ + 1,)
         The objective [Cevikalp17] Eq. (4) at the start (the supervised SVM) and after
         every CCCP iteration; CCCP does not increase it (up to the SGD's
@@ -312,8 +515,9 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(
-        self, C=1.0, C_star=None, s=-0.2, lambda0=None, loss="ramp", n_epochs=SGD_MAX_EPOCHS, max_iter=10, tol=1e-3,
-        init_C=None, balance=True, random_state=None, sgd_tol=SGD_TOL,
+        self, C: float = 1.0, C_star: float | None = None, s: float = -0.2, lambda0: float | None = None, loss: str = "ramp",
+        n_epochs: int = SGD_MAX_EPOCHS, max_iter: int = 10, tol: float = 1e-3, init_C: float | None = None, balance: bool = True,
+        random_state: int | np.random.Generator | None = None, sgd_tol: float = SGD_TOL, solver: str = "sgd", dcd_tol: float = DCD_TOL,
     ):
         self.C = C
         self.C_star = C_star
@@ -327,6 +531,8 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.balance = balance
         self.random_state = random_state
         self.sgd_tol = sgd_tol
+        self.solver = solver
+        self.dcd_tol = dcd_tol
 
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
@@ -341,6 +547,8 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         "balance": ["boolean"],
         "random_state": RANDOM_STATE,
         "sgd_tol": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"sgd", "dcd"})],
+        "dcd_tol": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __sklearn_tags__(self):
@@ -367,36 +575,58 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         sample_weight = _check_sample_weight(sample_weight, nL)
         cL = np.full(nL, C) if sample_weight is None else C * sample_weight
 
-        # Algorithm 1, step 1: start from the supervised linear SVM
-        # (a loose tolerance: SGD refines the start point, and liblinear's last digits cost half its time)
-        w, b = fit_linear_svm(
-            XL, yL, C=float(self.init_C or C), sample_weight=sample_weight, tol=1e-2, random_state=rng
-        )
+        dcd = self.solver == "dcd"
+        if dcd:
+            # Algorithm 1, step 1 by the same dual solver (no unlabeled terms): its duals warm-start round 1
+            zL, zU = np.zeros(nL), np.zeros(nU)
+            C0 = float(self.init_C or C)
+            w, b, gammas, n_dcd = solve_convex_dcd(
+                XL, yL, np.full(nL, C0) if sample_weight is None else C0 * sample_weight, zL, XU, 0.0, zU, zU,
+                balance=self.balance, tol=float(self.dcd_tol), max_epochs=self.n_epochs,
+                seed=int(rng.integers(2**31)),
+            )
+        else:
+            # Algorithm 1, step 1: start from the supervised linear SVM
+            # (a loose tolerance: SGD refines the start point, and liblinear's last digits cost half its time)
+            w, b = fit_linear_svm(
+                XL, yL, C=float(self.init_C or C), sample_weight=sample_weight, tol=1e-2, random_state=rng
+            )
         betaL = np.zeros(nL)
         betaUp = np.zeros(nU)
         betaUm = np.zeros(nU)
         t = None
         t_start = float(nL + nU)
-        objective_path = [tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight)]
+        fL, fU = _outputs(XL, w, float(b)), _outputs(XU, w, float(b))  # reused by Eq. (7) and the objective
+        objective_path = [tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight,
+                                         outputs=(fL, fU))]
         self.converged_ = False
         it = 0
         for it in range(1, self.max_iter + 1):
             # [Cevikalp17] Eq. (7): linearize the concave parts -H_s at the current solution
-            fU = XU @ w + b
-            new_betaL, new_betaUp, new_betaUm = cccp_weights(yL, XL @ w + b, cL, fU, C_star, self.s, self.loss)
+            new_betaL, new_betaUp, new_betaUm = cccp_weights(yL, fL, cL, fU, C_star, self.s, self.loss)
             beta_same = (
                 it > 1 and np.array_equal(new_betaL, betaL) and np.array_equal(new_betaUp, betaUp)
                 and np.array_equal(new_betaUm, betaUm)
             )
             betaL, betaUp, betaUm = new_betaL, new_betaUp, new_betaUm
             w_prev = w
-            # [Cevikalp17] Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
-            w, b, t = solve_convex_tsvm(
-                XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
-                lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance, tol=float(self.sgd_tol),
-            )
+            if dcd:
+                # [Cevikalp17] Eq. (8) exactly, through its dual; the previous round's duals are the start point
+                w, b, gammas, e = solve_convex_dcd(
+                    XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, gammas=gammas, balance=self.balance,
+                    tol=float(self.dcd_tol), max_epochs=self.n_epochs, seed=int(rng.integers(2**31)),
+                )
+                n_dcd += e
+            else:
+                # [Cevikalp17] Eq. (8) by Algorithm 2; the step counter carries over between CCCP rounds
+                w, b, t = solve_convex_tsvm(
+                    XL, yL, cL, betaL, XU, C_star, betaUp, betaUm, w, b, n_epochs=self.n_epochs,
+                    lambda0=self.lambda0, t0=t, rng=rng, balance=self.balance, tol=float(self.sgd_tol),
+                )
+            fL, fU = _outputs(XL, w, float(b)), _outputs(XU, w, float(b))
             objective_path.append(
-                tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight)
+                tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight,
+                               outputs=(fL, fU))
             )
             change = np.linalg.norm(w - w_prev) / max(np.linalg.norm(w_prev), 1e-12)
             logger.debug("RTSVM CCCP iteration %d: relative change of w %.3g, beta unchanged %s", it, change, beta_same)
@@ -406,7 +636,10 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         self.coef_, self.intercept_ = w, float(b)
         self.n_iter_ = it
         self.objective_path_ = np.array(objective_path)
-        self.n_epochs_ = int(round((t - t_start) / (nL + nU))) if t is not None else 0
+        if dcd:
+            self.n_epochs_ = int(n_dcd)
+        else:
+            self.n_epochs_ = int(round((t - t_start) / (nL + nU))) if t is not None else 0
         self.C_star_ = C_star
         return self
 
