@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 from hardneg.exceptions import ModelFileError
 
@@ -57,7 +58,7 @@ def _loader(kind: str):
     return getattr(obj, "load", obj)
 
 
-def load(path):
+def load(path: str | Path) -> Any:
     """Load any model or index file written by a hardneg ``save(path)``.
 
     Parameters

@@ -52,7 +52,7 @@ METRICS = {"score": True, "decision": True, "cosine": True, "ip": True, "similar
 class TopK:
     """The ``k`` best items per query, best first; ties by row.
 
-    Attributes
+    Parameters
     ----------
     rows : ndarray of int64, (n_queries, k) or (k,)
         Store row positions (-1 in places an approximate search left empty).

@@ -19,6 +19,8 @@ never costs an import of numpy or FAISS.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "BatcherClosed",
     "CLIError",
@@ -62,9 +64,18 @@ class StoreDamagedError(StoreError):
 
     ``key`` names it relative to the store (``vectors/X/c/3/0``,
     ``items/part-00000002.parquet``); ``problem`` says what is wrong.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The store.
+    key : str
+        The damaged part, relative to the store.
+    problem : str
+        What is wrong with it.
     """
 
-    def __init__(self, path, key: str, problem: str):
+    def __init__(self, path: str | os.PathLike, key: str, problem: str):
         self.key, self.problem = key, problem
         super().__init__(f"{path}: {key} {problem} (the store is damaged; `hardneg store verify` lists all damage)")
 

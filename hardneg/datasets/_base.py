@@ -18,7 +18,7 @@ DATA_EXTRA = "hardneg[data]"
 class Dataset:
     """Vectors, labels and (optionally) images of one dataset.
 
-    Attributes
+    Parameters
     ----------
     name : str
     X : ndarray of float32, shape (n_samples, n_features)
@@ -71,7 +71,21 @@ class Dataset:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One row of :func:`hardneg.datasets.list_datasets`."""
+    """One row of :func:`hardneg.datasets.list_datasets`.
+
+    Parameters
+    ----------
+    name : str
+        The name :func:`hardneg.datasets.load` takes.
+    n_samples, n_features, n_classes : int
+        Its size.
+    available : bool
+        Whether it can be loaded on this machine now.
+    where : str or None
+        Where it is loaded from (a file, a folder or a function); None when not available.
+    how_to_get : str
+        What to install or download to make it available.
+    """
 
     name: str
     n_samples: int

@@ -41,7 +41,7 @@ def _read_bytes(path: Path) -> bytes:
         raise ValueError(f"{path}: corrupt or truncated gzip file ({exc})") from None
 
 
-def read_idx(path, *, expected_ndim: int | None = None, expected_type: int | None = 0x08) -> np.ndarray:
+def read_idx(path: str | os.PathLike, *, expected_ndim: int | None = None, expected_type: int | None = 0x08) -> np.ndarray:
     """Read one IDX file (plain or gzip-compressed) into a NumPy array.
 
     Parameters
@@ -101,10 +101,24 @@ def read_idx(path, *, expected_ndim: int | None = None, expected_type: int | Non
     return arr.astype(dtype.newbyteorder("="), copy=False) if dtype.itemsize > 1 else arr
 
 
-def write_idx(path, array, *, compress: bool | None = None) -> None:
+def write_idx(path: str | os.PathLike, array: np.ndarray, *, compress: bool | None = None) -> None:
     """Write ``array`` as an IDX file; gzip it when ``path`` ends in ``.gz``.
 
     Supported dtypes: uint8, int8, int16, int32, float32, float64.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    array : ndarray
+        The data, of a supported dtype.
+    compress : bool, optional
+        Gzip the file; default when ``path`` ends in ``.gz``.
+
+    Raises
+    ------
+    TypeError
+        If IDX cannot store the array's dtype.
     """
     array = np.ascontiguousarray(array)
     key = array.dtype.newbyteorder("=") if array.dtype.itemsize > 1 else array.dtype

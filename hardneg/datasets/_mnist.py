@@ -151,7 +151,7 @@ def _load_idx_dataset(name: str, path=None, download: bool = False) -> Dataset:
     )
 
 
-def load_mnist(path=None, download: bool = False) -> Dataset:
+def load_mnist(path: str | os.PathLike | None = None, download: bool = False) -> Dataset:
     """MNIST: 70,000 digits, 28x28, split 60,000 train + 10,000 test.
 
     Parameters
@@ -187,7 +187,7 @@ def load_mnist(path=None, download: bool = False) -> Dataset:
     return _load_idx_dataset("mnist", path, download)
 
 
-def load_fashion_mnist(path=None, download: bool = False) -> Dataset:
+def load_fashion_mnist(path: str | os.PathLike | None = None, download: bool = False) -> Dataset:
     """Fashion-MNIST: 70,000 article images, 28x28, 10 classes, 60,000 + 10,000.
 
     Parameters

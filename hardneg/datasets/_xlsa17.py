@@ -25,7 +25,7 @@ _OPTIONAL_SPLITS = ("train_loc", "val_loc")
 class XLSA17:
     """One xlsa17 data set, 0-based.
 
-    Attributes
+    Parameters
     ----------
     X : (N, d) float32 features
     y : (N,) int64 class index (0-based)
@@ -64,11 +64,27 @@ def _numeric(mat: dict, key: str, path, dtype=None) -> np.ndarray:
     return a if dtype is None else a.astype(dtype)
 
 
-def load_xlsa17(folder, *, features_file: str = "res101.mat", splits_file: str = "att_splits.mat") -> XLSA17:
+def load_xlsa17(folder: str | Path, *, features_file: str = "res101.mat", splits_file: str = "att_splits.mat") -> XLSA17:
     """Read ``res101.mat`` and ``att_splits.mat`` from ``folder`` (e.g. ``xlsa17/data/AWA2``).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (one line)
-    for a missing field, a shape mismatch or an index out of range.
+    Parameters
+    ----------
+    folder : str or Path
+        The data set's folder.
+    features_file, splits_file : str
+        The two files' names in it.
+
+    Returns
+    -------
+    XLSA17
+        Features, 0-based labels, class attributes, class names and splits.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a missing file.
+    ValueError
+        (One line) for an unreadable file, a missing field, a shape mismatch or an index out of range.
 
     Examples
     --------

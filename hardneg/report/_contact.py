@@ -17,12 +17,25 @@ _MISSING = np.full((8, 8), 200, np.uint8)  # a grey square where an image cannot
 _MAX_PIXELS = 40_000_000  # larger images are not decoded (a decompression bomb would take GBs)
 
 
-def thumbnail(path, size: int = 128, *, missing: list | None = None) -> np.ndarray:
+def thumbnail(path: str | Path | None, size: int = 128, *, missing: list | None = None) -> np.ndarray:
     """An image file shrunk to fit ``size`` x ``size`` (uint8 RGB); a grey square if unreadable.
 
     A contact sheet embeds every image inline: full-size photos would make it
     megabytes per result. A file that does not exist is appended to
     ``missing`` when given (the caller says so once), else warned about.
+
+    Parameters
+    ----------
+    path : str, Path or None
+        The image file; None gives the grey square.
+    size : int
+        Largest side in pixels.
+    missing : list, optional
+        Collects the paths of files that do not exist.
+
+    Returns
+    -------
+    ndarray of uint8, shape (h, w, 3)
     """
     if path is None:
         return _MISSING
@@ -95,7 +108,7 @@ def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None 
     return [None if m < 0 else bool(m) for m in marks[rows].tolist()]
 
 
-def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Path:
+def contact_sheet(out: str | Path, *, title: str, groups: list[dict], size: int = 128) -> Path:
     """Write a single-file HTML contact sheet of ranked search results.
 
     Parameters
@@ -113,6 +126,11 @@ def contact_sheet(out, *, title: str, groups: list[dict], size: int = 128) -> Pa
         when any result is marked (see :func:`relevance_marks`).
     size : int
         Thumbnail side in pixels.
+
+    Returns
+    -------
+    Path
+        The file written.
 
     Examples
     --------

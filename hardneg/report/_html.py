@@ -43,6 +43,22 @@ def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", title:
     shown above the plot and as the SVG's ``<title>`` (what a screen reader
     says); ``integer_x`` puts the x ticks on whole numbers only (iteration axes).
 
+    Parameters
+    ----------
+    series : dict of str to list of (float, float)
+        One line per name.
+    x_label, y_label, title : str
+        Axis labels and title.
+    integer_x : bool
+        Ticks on whole x values only.
+    width, height : int
+        Size in pixels.
+
+    Returns
+    -------
+    str
+        The ``<svg>`` element.
+
     Examples
     --------
     >>> from hardneg.report import svg_line_chart
@@ -109,6 +125,11 @@ def svg_line_chart(series: dict, *, x_label: str = "", y_label: str = "", title:
 
 class HTMLReport:
     """Build a single-file HTML page section by section, then :meth:`write` it.
+
+    Parameters
+    ----------
+    title : str
+        The page's title and heading.
 
     Examples
     --------

@@ -8,11 +8,30 @@ import zlib
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
+
 __all__ = ["encode_png", "png_data_uri", "to_uint8_image"]
 
 
-def to_uint8_image(image, size: int | None = 64) -> np.ndarray:
-    """Scale an image (2-D grey or H x W x 3) to uint8 and, optionally, upscale to ~``size`` px."""
+def to_uint8_image(image: ArrayLike, size: int | None = 64) -> np.ndarray:
+    """Scale an image (2-D grey or H x W x 3) to uint8 and, optionally, upscale to ~``size`` px.
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W), (H, W, 3 or 4), or (H * W,) for a square image
+        Any numeric range; a non-uint8 image is stretched to 0-255 (alpha dropped).
+    size : int or None
+        Smaller images are repeated up (nearest neighbour) to about this side; None keeps the size.
+
+    Returns
+    -------
+    ndarray of uint8, shape (H', W') or (H', W', 3)
+
+    Raises
+    ------
+    ValueError
+        If the shape is not an image's.
+    """
     img = np.asarray(image)
     if img.ndim == 1:  # a flat square image, e.g. 64 digits pixels
         side = int(round(np.sqrt(img.size)))
@@ -34,6 +53,18 @@ def to_uint8_image(image, size: int | None = 64) -> np.ndarray:
 
 
 def encode_png(img: np.ndarray) -> bytes:
+    """PNG file bytes of a uint8 grey (H, W) or RGB (H, W, 3) image (no dependency beyond zlib).
+
+    Parameters
+    ----------
+    img : ndarray of uint8, shape (H, W) or (H, W, 3)
+        The pixels.
+
+    Returns
+    -------
+    bytes
+        A complete PNG file.
+    """
     img = np.ascontiguousarray(img, dtype=np.uint8)
     h, w = img.shape[:2]
     color = 0 if img.ndim == 2 else 2
@@ -46,6 +77,24 @@ def encode_png(img: np.ndarray) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
 
 
-def png_data_uri(image, size: int | None = 64) -> str:
-    """``data:image/png;base64,...`` for an inline ``<img>``."""
+def png_data_uri(image: ArrayLike, size: int | None = 64) -> str:
+    """``data:image/png;base64,...`` for an inline ``<img>``.
+
+    Parameters
+    ----------
+    image : array-like
+        As for :func:`to_uint8_image`.
+    size : int or None
+        As for :func:`to_uint8_image`.
+
+    Returns
+    -------
+    str
+        The data URI.
+
+    Raises
+    ------
+    ValueError
+        If the shape is not an image's.
+    """
     return "data:image/png;base64," + base64.b64encode(encode_png(to_uint8_image(image, size))).decode("ascii")

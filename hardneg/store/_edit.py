@@ -23,8 +23,9 @@ import os
 import re
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +34,9 @@ import pyarrow.parquet as pq
 
 from .._atomic import atomic_path
 from ._items import check_label, tag_list
+
+if TYPE_CHECKING:
+    from ._feature_store import FeatureStore
 
 logger = logging.getLogger(__name__)
 
@@ -177,10 +181,22 @@ def replace_items(store, table: pa.Table) -> None:
     logger.info("%s: item table rewritten as %s (%d rows)", store.path, part_name, table.num_rows)
 
 
-def store_summary(store, *, top: int = 12) -> str:
+def store_summary(store: FeatureStore, *, top: int = 12) -> str:
     """One line saying what a store holds: rows, tags, labels, splits (with counts).
 
     Used by errors that found no items, so the user sees what to ask for.
+
+    Parameters
+    ----------
+    store : FeatureStore
+        An open store.
+    top : int
+        Most tags (the most frequent) and labels listed.
+
+    Returns
+    -------
+    str
+        ``"<n> rows; tags: ...; labels: ...; splits: ..."``, each part with counts (or "no tags", ...).
     """
     items = store.items
     parts = [f"{len(store):,} rows"]
@@ -339,11 +355,28 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
     return n_removed
 
 
-def remove_items(path, ids) -> int:
+def remove_items(path: str | os.PathLike, ids: Iterable[str]) -> int:
     """Remove the items ``ids`` (and their vectors) from the store at ``path``; returns how many.
 
     Crash-safe: the store is rebuilt beside and swapped in (:func:`rebuild_store`).
     Unknown ids are refused, naming them, before anything is written.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The store folder.
+    ids : iterable of str
+        Item ids to remove.
+
+    Returns
+    -------
+    int
+        The number of items removed.
+
+    Raises
+    ------
+    ValueError
+        If an id is not in the store (nothing is written).
     """
     from ._feature_store import FeatureStore
 
@@ -355,7 +388,7 @@ def remove_items(path, ids) -> int:
     return rebuild_store(path, keep)
 
 
-def relocate_images(store, old, new) -> int:
+def relocate_images(store: FeatureStore, old: str | os.PathLike, new: str | os.PathLike) -> int:
     """Point the image paths under folder ``old`` at the same files under ``new`` (images moved).
 
     ``store`` is open for writing. ``old`` and ``new`` are folders as seen
@@ -363,8 +396,23 @@ def relocate_images(store, old, new) -> int:
     (see :func:`hardneg.features._images.resolve_stored_path`) lies under
     ``old``. Paths are stored as before: relative to the store when the store
     records them so, else absolute. Commits atomically, like a tag edit.
-    Returns the number of paths changed; a ValueError when none lies under
-    ``old``, or when none of the new files exists (a mistyped ``new``).
+
+    Parameters
+    ----------
+    store : FeatureStore
+        A store open for writing.
+    old, new : str or path-like
+        The images' old and new folders.
+
+    Returns
+    -------
+    int
+        The number of paths changed.
+
+    Raises
+    ------
+    ValueError
+        If ``new`` is not a folder, no path lies under ``old``, or none of the new files exists (a mistyped ``new``).
     """
     from ..features._images import resolve_stored_path
 
@@ -375,7 +423,7 @@ def relocate_images(store, old, new) -> int:
     table = store.items
     paths = table.column("path").to_pylist()
     relative = store.attrs.get("image_paths") == "relative-to-store"
-    base = os.path.abspath(store.path)
+    base = os.path.abspath(store.path)  # type: ignore[arg-type]  # writable, hence local (_require_writable): a Path
     changed, found = 0, 0
     out = list(paths)
     for r, p in enumerate(paths):

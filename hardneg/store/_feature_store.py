@@ -243,12 +243,26 @@ def writes_into_input(output, source) -> bool:
     return target == src or inside_store
 
 
-def check_output_not_input(output, *inputs, what: str = "output") -> None:
+def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike, what: str = "output") -> None:
     """Refuse a job whose output is one of its inputs, before anything is touched.
 
     Writing a store onto the store it reads (``esvm encode S.store -o
     S.store --overwrite``) would empty the input and then fail; writing inside
     an input store would put a foreign file in it. See :func:`writes_into_input`.
+
+    Parameters
+    ----------
+    output : str or path-like
+        Where the job writes.
+    *inputs : str or path-like
+        What it reads.
+    what : str
+        How the error names the output (e.g. ``"--out"``).
+
+    Raises
+    ------
+    StoreError
+        If ``output`` is an input, or lies inside an input store.
     """
     for source in inputs:
         if writes_into_input(output, source):
@@ -281,6 +295,15 @@ class FeatureStore:
     new one with :meth:`create`. Rows are addressed by position ``0..len-1``;
     each row also has a string ``id`` that is unique within the store.
 
+    Parameters
+    ----------
+    path : str, path-like or URL
+        The store folder (a ``file://`` or object-store URL opens read-only).
+    _mode : {"r", "a"}
+        Internal: use :meth:`open` / :meth:`create`, which set it.
+    _timeout : float, optional
+        Internal: the remote-store timeout in seconds.
+
     Examples
     --------
     >>> import numpy as np, tempfile
@@ -297,7 +320,7 @@ class FeatureStore:
     True
     """
 
-    def __init__(self, path, *, _mode: str, _timeout: float | None = None):
+    def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None):
         self.path = store_location(path, _timeout)
         self._remote = isinstance(self.path, RemoteFolder)
         if self._remote and _mode != "r":

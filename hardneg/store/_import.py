@@ -31,10 +31,14 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._errors import StoreError
+
+if TYPE_CHECKING:
+    from ._feature_store import FeatureStore
 
 logger = logging.getLogger(__name__)
 
@@ -277,17 +281,17 @@ def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | 
 
 
 def import_embeddings(
-    source,
-    out,
+    source: str | Path,
+    out: str | Path,
     *,
-    ids=None,
-    tags=None,
-    labels=None,
+    ids: str | Path | None = None,
+    tags: str | Path | None = None,
+    labels: str | Path | None = None,
     column: str | None = None,
     overwrite: bool = False,
     block_rows: int = DEFAULT_BLOCK_ROWS,
     progress: Callable[[int], None] | None = None,
-):
+) -> FeatureStore:
     """Write the embeddings of ``source`` into a new FeatureStore at ``out``.
 
     Parameters
@@ -300,6 +304,8 @@ def import_embeddings(
         CSV side files: ids in row order; ``id,tag1;tag2`` rows; ``id,class`` rows.
     column : str, optional
         The embedding column of a Parquet file (default: its only list-of-numbers column).
+    overwrite : bool
+        Replace an existing store at ``out``.
     block_rows : int
         Rows read and written at a time: the memory bound.
     progress : callable, optional

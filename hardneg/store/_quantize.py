@@ -36,14 +36,16 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from .._typing import ArrayLike
 from .._validation import check_positive_int
 from ._errors import StoreError
 
@@ -78,7 +80,7 @@ class BinGrid:
     [[0.25, 2.0]]
     """
 
-    def __init__(self, lo, hi, n_bins: int):
+    def __init__(self, lo: ArrayLike, hi: ArrayLike, n_bins: int):
         self.lo = np.ascontiguousarray(lo, dtype=np.float64)
         self.hi = np.ascontiguousarray(hi, dtype=np.float64)
         self.n_bins = check_positive_int(n_bins, "n_bins")
@@ -141,9 +143,16 @@ class CodeBlock(np.ndarray):
 
     What :class:`BinnedStore` hands out, so a compressed concept model's
     ``decision_function`` knows the grid of the codes it is given.
+
+    Parameters
+    ----------
+    codes : array-like of uint8, shape (n, d)
+        Bin codes.
+    grid : BinGrid
+        The grid the codes are on.
     """
 
-    def __new__(cls, codes, grid: BinGrid):
+    def __new__(cls, codes: ArrayLike, grid: BinGrid):
         obj = np.asarray(codes, dtype=np.uint8).view(cls)
         obj.grid = grid
         return obj
@@ -173,8 +182,8 @@ def _check_replaceable(path: Path) -> None:
                          f"({'it holds ' + ', '.join(foreign[:3]) if foreign else 'no ' + MARKER}); choose another output")
 
 
-def quantize_store(source, out, n_bins: int = 100, *, chunk_rows: int | None = None, overwrite: bool = False,
-                   progress=None) -> BinnedStore:
+def quantize_store(source: Any, out: str | Path, n_bins: int = 100, *, chunk_rows: int | None = None, overwrite: bool = False,
+                   progress: Callable[[int], object] | None = None) -> BinnedStore:
     """Write a binned (uint8) copy of a FeatureStore: one byte per value on the store's own grid.
 
     Parameters
@@ -186,12 +195,22 @@ def quantize_store(source, out, n_bins: int = 100, *, chunk_rows: int | None = N
         q, 1 to 255: q + 1 nodes from 0 to the store's maximum, per dimension.
     chunk_rows : int, optional
         Rows read at a time (default: the source's chunk).
+    overwrite : bool
+        Replace an existing binned store at ``out``.
     progress : callable, optional
         Called with the number of rows written after each block (second pass).
 
     Returns
     -------
     BinnedStore
+        The new binned store, open for reading.
+
+    Raises
+    ------
+    ValueError
+        If ``n_bins`` is out of range.
+    StoreError
+        If ``out`` exists without ``overwrite``, or the source holds negative values.
     """
     from ._feature_store import FeatureStore, check_output_not_input
 
@@ -261,6 +280,17 @@ class BinnedStore:
     ``items``, ``iter_chunks``, ``take``); its blocks are :class:`CodeBlock`
     (uint8 + grid), which :class:`~hardneg.concept.CompressedConcept` scores by
     look-up only.
+
+    Parameters
+    ----------
+    path : Path
+        The store folder.
+    meta : dict
+        Its metadata, as read from the folder.
+    grid : BinGrid
+        The grid of its codes.
+    codes : ndarray of uint8, shape (n, d)
+        The codes (a Zarr array or memory map).
     """
 
     def __init__(self, path: Path, meta: dict, grid: BinGrid, codes: np.ndarray):

@@ -56,7 +56,7 @@ def n_chunks(length: int, chunk_len: int) -> int:
 class VerifyReport:
     """What :meth:`FeatureStore.verify` found.
 
-    Attributes
+    Parameters
     ----------
     path : Path
         The store.
