@@ -5,8 +5,9 @@ on the service's micro-batcher (:mod:`hardneg.serve._batch`), which searches
 the queries that arrive together in one FAISS call in its own thread; other
 modes, and every blocking step (a store read, decoding and extracting an
 upload), run in the thread pool, never on the event loop. The response is
-encoded once with the standard JSON encoder (the response model still
-documents it).
+encoded once, by orjson when it is installed (the ``serve`` extra; about a
+third of the standard encoder's time for a page of results), else by the
+standard JSON encoder (the response model still documents it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 import numpy as np
 from fastapi import APIRouter, Depends, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from .._batch import BatcherClosed
 from .._deps import get_state
@@ -25,8 +26,20 @@ from .._images import decode_upload
 from .._schemas import ExampleQuery, Message, ModeInfo, SearchResponse
 from .._state import ServeState
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is in the serve extra
+    orjson = None
+
 router = APIRouter(prefix="/api", tags=["query by example"])
 _ERR = {404: {"model": Message}, 413: {"model": Message}, 422: {"model": Message}, 503: {"model": Message}}
+
+
+def _json(body: dict) -> Response:
+    """The response body encoded once: orjson if available (same JSON as the standard encoder's)."""
+    if orjson is None:
+        return JSONResponse(body)
+    return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 
 
 def _check_options(mode, mode_name: str, nprobe: int | None) -> None:
@@ -35,7 +48,7 @@ def _check_options(mode, mode_name: str, nprobe: int | None) -> None:
 
 
 async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, exact: bool = False,
-                nprobe: int | None = None, offset: int = 0, exclude: int | None = None) -> JSONResponse:
+                nprobe: int | None = None, offset: int = 0, exclude: int | None = None) -> Response:
     """One page of the ranking: results ``offset`` to ``offset + k``, without row ``exclude``
     (the query item itself). The modes rank the top ``offset + k`` (+1 to tell whether a
     next page exists, +1 for the excluded row) and the page is cut here."""
@@ -70,7 +83,7 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
     body = {"mode": mode_name, "k": page_k, "offset": offset, "has_more": len(ranked) > offset + page_k,
             "search": label, "results": [state.item(r, s) for r, s in ranked[offset : offset + page_k]],
             "timings": timings}
-    return JSONResponse(body)
+    return _json(body)
 
 
 @router.get("/modes", response_model=list[ModeInfo], summary="Search modes available for this store")
