@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import write_results  # noqa: E402
 
 from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling  # noqa: E402
-from hardneg.demo_concept import noisy_tags  # noqa: E402
+from hardneg.demos.concept import noisy_tags  # noqa: E402
 from hardneg.eval import average_precision, precision_at_k  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "concept_quality.json"

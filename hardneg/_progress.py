@@ -40,7 +40,7 @@ fit_exemplar_svms_liblinear)
 ``hardneg.datasets.import_xlsa17``                          row imported           rows
 ``ZeroShotClassifier.fit``                                  epoch                  ``n_epochs``
 ``hardneg.zeroshot.text_search``                            row scored             rows scanned
-``hardneg.demo_concept.run_concept_demo``                   method trained         methods compared
+``hardneg.demos.concept.run_concept_demo``                  method trained         methods compared
 ==========================================================  =====================  =======================================
 
 ``tests/test_progress_protocol.py`` finds every public function of the

@@ -6,7 +6,7 @@ import zlib
 
 import numpy as np
 
-from hardneg.demo_concept import noisy_tags, run_concept_demo
+from hardneg.demos.concept import noisy_tags, run_concept_demo
 from hardneg.report import encode_png, svg_line_chart
 
 

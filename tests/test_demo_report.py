@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from rich.console import Console
 
-from hardneg.demo import retrieval_tables, run_demo
+from hardneg.demos.digits import retrieval_tables, run_demo
 from hardneg.report import svg_line_chart
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from hardneg.serve import MODES, SearchMode, register_mode  # noqa: E402
 from hardneg.serve import create_app as _create_app  # noqa: E402
-from hardneg.serve.demo import build_demo_store  # noqa: E402
+from hardneg.demos.service import build_demo_store  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
 
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from hardneg.index import HammingIndex  # noqa: E402
 from hardneg.serve import create_app as _create_app  # noqa: E402
 from hardneg.serve._batch import BatcherClosed, MicroBatcher  # noqa: E402
-from hardneg.serve.demo import build_demo_store  # noqa: E402
+from hardneg.demos.service import build_demo_store  # noqa: E402
 
 
 def create_app(*args, **kwargs):

@@ -42,7 +42,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from hardneg.serve import create_app
-    from hardneg.serve.demo import build_demo_store
+    from hardneg.demos.service import build_demo_store
 
     # the same folder as test_serve_api.py's fixture: the store and hasher are built once per session
     store, models = build_demo_store(tmp_path_factory.getbasetemp() / "serve-demo", n_bits=16, n_labeled=300)

@@ -70,7 +70,7 @@ def demo(
     out: str = typer.Option("demo-output", "--out", "-o", help="Folder for the demo's results."),
 ):
     """Run the main job on the embedded default dataset and write its results."""
-    from ..demo import run_demo
+    from ..demos.digits import run_demo
 
     check_output_dir(out, "--out")
     run_demo(out)

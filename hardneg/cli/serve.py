@@ -102,7 +102,7 @@ def serve_demo(
     token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),
 ):
     """Build a demo store with a TSVM hasher + Hamming index (once) and serve it."""
-    from ..serve.demo import DEMO_DATASETS, build_demo_store
+    from ..demos.service import DEMO_DATASETS, build_demo_store
 
     if dataset not in DEMO_DATASETS:
         raise CLIError(f"--dataset: expected one of {', '.join(DEMO_DATASETS)}, got {dataset!r}")

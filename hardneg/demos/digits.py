@@ -4,7 +4,7 @@ It runs on sklearn digits, which ships with scikit-learn, so it needs no
 download. Concept search: for every digit, Negative Bootstrap learns the
 concept from 20 positives and a loosely tagged pool, against its baselines,
 and an HTML report shows the featured concept's top results
-(:mod:`hardneg.demo_concept`). Alongside, the digits go into a FeatureStore
+(:mod:`hardneg.demos.concept`). Alongside, the digits go into a FeatureStore
 and query by example is scored by mAP@100: TSVM hashing (32-bit codes,
 Hamming ranking) beside exact Euclidean nearest-neighbour retrieval, the
 baseline it is measured against; both go to the console and, as a table each,
@@ -32,7 +32,7 @@ def euclidean_retrieval_map(store, k: int | None = None) -> dict:
     """
     from sklearn.metrics import pairwise_distances
 
-    from .eval import average_precision, mean_average_precision_at_k
+    from ..eval import average_precision, mean_average_precision_at_k
 
     train, test = store.select(split="train"), store.select(split="test")
     if train.size == 0 or test.size == 0:
@@ -52,8 +52,8 @@ def euclidean_retrieval_map(store, k: int | None = None) -> dict:
 def hashing_retrieval_map(store, n_bits: int = 32, k: int = 100, random_state: int = 0) -> dict:
     """mAP@k of TSVM hashing: trained on the train split, test queries rank the
     train split by Hamming distance (the same protocol as :func:`euclidean_retrieval_map`)."""
-    from .eval import hamming_rank, mean_average_precision_at_k
-    from .hashing import TSVMHashing
+    from ..eval import hamming_rank, mean_average_precision_at_k
+    from ..hashing import TSVMHashing
 
     train, test = store.select(split="train"), store.select(split="test")
     labels = store.labels()
@@ -87,8 +87,8 @@ def run_demo(out_dir="demo-output", *, n_iter: int = 10, n_bits: int = 32, conso
     the demo's settings; ``console`` is the rich console it prints its
     tables to (default: a new one on stdout).
     """
-    from .datasets import load_digits
-    from .store import FeatureStore
+    from ..datasets import load_digits
+    from ..store import FeatureStore
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def run_demo(out_dir="demo-output", *, n_iter: int = 10, n_bits: int = 32, conso
     baseline = euclidean_retrieval_map(store, k=100)
     hashing = hashing_retrieval_map(store, n_bits=n_bits, k=100)
     tables = retrieval_tables(hashing, baseline)
-    from .demo_concept import run_concept_demo
+    from .concept import run_concept_demo
 
     concept = run_concept_demo(out, n_iter=n_iter, extra_tables=tables)
     summary = {"dataset": "sklearn digits", "store": str(store_path), "concept_search": concept, "euclidean_knn": baseline, "hashing": hashing}

@@ -37,7 +37,7 @@ def build_demo_store(out="serve-demo", *, dataset: str = "digits", limit: int | 
     Examples
     --------
     >>> import tempfile
-    >>> from hardneg.serve.demo import build_demo_store
+    >>> from hardneg.demos.service import build_demo_store
     >>> store, models = build_demo_store(tempfile.mkdtemp(), n_bits=16, n_labeled=300)
     >>> sorted(p.name for p in models.iterdir() if p.is_file())
     ['hamming.index', 'hamming.index.ids.npz', 'hasher.npz']
@@ -47,7 +47,7 @@ def build_demo_store(out="serve-demo", *, dataset: str = "digits", limit: int | 
     from hardneg.index import HammingIndex
     from hardneg.store import FeatureStore
 
-    from ._state import default_models_dir
+    from hardneg.serve._state import default_models_dir
 
     if dataset not in DEMO_DATASETS:
         raise ValueError(f"dataset: expected one of {', '.join(DEMO_DATASETS)}, got {dataset!r}")

@@ -54,7 +54,7 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     """Train concepts on digits, compare with the baselines, write ``concept_report.html``.
 
     ``extra_tables`` (list of dicts with ``title``, ``header``, ``rows``) are
-    added to the report as a section each: :func:`hardneg.demo.run_demo` puts
+    added to the report as a section each: :func:`hardneg.demos.digits.run_demo` puts
     the query-by-example results it prints (TSVM hashing, Euclidean kNN) there.
     Returns a JSON-serializable summary (also written to ``concept_summary.json``).
     """
@@ -62,7 +62,7 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     from hardneg.eval import average_precision, precision_at_k
     from hardneg.report import HTMLReport, svg_line_chart
 
-    from .concept import search
+    from ..concept import search
 
     t_start = time.perf_counter()
     out = Path(out_dir)
