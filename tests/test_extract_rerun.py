@@ -200,7 +200,12 @@ def test_missing_torch_leaves_no_store(tree, capsys, monkeypatch):
     def no_torch():
         raise ImportError("CNN features need torch: pip install 'hardneg[cnn]' (torch==2.13.0, CPU build)")
 
+    def no_onnxruntime():
+        raise ImportError("runtime='onnx' needs onnxruntime")
+
     monkeypatch.setattr(_cnn, "_require_torch", no_torch)
+    # with ONNX Runtime and a cached graph the run needs no torch; without it, PyTorch is the engine
+    monkeypatch.setattr(_cnn, "_import_onnxruntime", no_onnxruntime)
     out = tree / "s.store"
     code, _, err = run(capsys, "extract", "images", tree / "photos", "-o", out, "--features", "cnn", "--input-size", "32")
     assert code == 2 and "torch" in err

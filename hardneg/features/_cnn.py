@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_positive_int
-from ._images import to_rgb
+from ._images import fit_square, to_rgb
 from hardneg._extras import install_hint
 
 logger = logging.getLogger(__name__)
@@ -292,17 +292,7 @@ class TorchExtractor:
         mean = np.asarray(self.mean, np.float32)[:, None, None]
         std = np.asarray(self.std, np.float32)[:, None, None]
         for k, img in enumerate(images):
-            im = Image.fromarray(to_rgb(img))
-            w, h = im.size
-            if self.resize == "stretch":
-                im = im.resize((s, s), Image.BICUBIC) if (w, h) != (s, s) else im
-            else:
-                scale = s / min(w, h)
-                nw, nh = max(s, round(w * scale)), max(s, round(h * scale))
-                if (nw, nh) != (w, h):
-                    im = im.resize((nw, nh), Image.BICUBIC)
-                left, top = (nw - s) // 2, (nh - s) // 2
-                im = im.crop((left, top, left + s, top + s))
+            im = fit_square(Image.fromarray(to_rgb(img)), s, self.resize)  # a no-op on a loader's ready (s, s) image
             x = np.asarray(im, np.float32).transpose(2, 0, 1) / 255.0
             out[k] = (x - mean) / std
         return out

@@ -26,6 +26,7 @@ their learned state (the codebook) is saved inside the store folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -219,16 +220,13 @@ def _per_item(values, n: int, name: str):
     return values
 
 
-def _load_batch(batch: Sequence[ImageItem], summary: ExtractionSummary):
-    good, images = [], []
-    for it in batch:
-        try:
-            images.append(it.load())
-            good.append(it)
-        except (ImageReadError, ValueError, TypeError) as exc:
-            logger.warning("skipping %s: %s", it.id, exc)
-            summary.failed.append((it.id, str(exc)))
-    return good, images
+def _load_batch(batch: Sequence[ImageItem], summary: ExtractionSummary, extractor=None, n_threads: int | None = None):
+    """``(good, images)`` of a batch, read as ``extractor`` needs them (see :func:`._pipeline.load_batch`):
+    in threads, and for a CNN already resized to its input; ``n_threads=0``: serially, full size."""
+    from ._pipeline import input_geometry, load_batch
+
+    geometry = None if extractor is None else input_geometry(extractor)
+    return load_batch(batch, summary, n_threads=n_threads, geometry=geometry)
 
 
 def _fit_sample(items, n_fit_images, rng):
@@ -251,6 +249,8 @@ def check_extractor_available(extractor) -> None:
 
     if isinstance(getattr(extractor, "descriptor", None), DenseSift) or isinstance(extractor, DenseSift):
         _require_cv2()
+    if isinstance(getattr(type(extractor), "active_runtime", None), property) and extractor.active_runtime != "torch":
+        return  # the ONNX session is open (exported first if needed); torch is not needed for the run
     if hasattr(extractor, "_load_model") and hasattr(type(extractor), "net"):
         extractor.net  # noqa: B018 - loads torch and the weights once; the extractor keeps them for the run
 
@@ -531,15 +531,27 @@ class _Extraction:
             shutil.rmtree(self.path, ignore_errors=True)
             logger.info("%s: removed the empty store this run created", self.path)
 
-    def extract_batch(self, batch: Sequence[ImageItem]) -> None:
-        """Read, transform and append one batch in this process."""
-        good, images = _load_batch(batch, self.summary)
+    def load(self, batch: Sequence[ImageItem]):
+        """``(good, images, failed)`` of one batch; safe in a prefetching thread (its own failure list)."""
+        from types import SimpleNamespace
+
+        local = SimpleNamespace(failed=[])
+        good, images = _load_batch(batch, local, self.extractor, self.decode_threads)
+        return good, images, local.failed
+
+    def extract_batch(self, batch: Sequence[ImageItem], loaded=None) -> None:
+        """Read (unless ``loaded`` by :meth:`load`), transform and append one batch in this process."""
+        good, images, failed = self.load(batch) if loaded is None else loaded
+        self.summary.failed.extend(failed)
         if good:
             X = _transform_isolating_failures(self.extractor, good, images, self.summary)
             if X is not None:
                 self.write(*X)
 
-    def run(self, batch_size: int, progress=None, *, runner=None, model=None, trust_model: bool = False) -> None:
+    decode_threads: int | None = None  # threads that decode images (None: the CPU count, at most 8; 0: serial, full size)
+
+    def run(self, batch_size: int, progress=None, *, runner=None, model=None, trust_model: bool = False,
+            decode_threads: int | None = None) -> None:
         """The batch loop, in this process or on a Dask cluster (``runner``): batches of
         ``batch_size`` inputs appended in input order, one atomic commit per batch.
 
@@ -557,6 +569,18 @@ class _Extraction:
         todo = self.todo
         batches = [todo[a : a + batch_size] for a in range(0, len(todo), batch_size)]
         remote = runner is not None and getattr(runner, "client", None) is not None
+        self.decode_threads = decode_threads
+        if not remote:
+            from ._pipeline import prefetch
+
+            # the next batch is decoded while this one runs through the extractor
+            loaded = ((b, self.load(b)) for b in batches) if decode_threads == 0 else prefetch(batches, self.load)
+            with contextlib.closing(loaded):  # a failed batch waits for the one being decoded, then stops
+                for batch, data in loaded:
+                    self.extract_batch(batch, data)
+                    if progress is not None:
+                        progress(len(batch))
+            return
         done = 0
         while done < len(batches) and (not remote or self.store is None):
             self.extract_batch(batches[done])
@@ -615,6 +639,7 @@ def extract_to_store(
     random_state=0,
     attrs: dict | None = None,
     progress: Callable[[int], None] | None = None,
+    decode_threads: int | None = None,
 ) -> ExtractionSummary:
     """Extract features of images into a FeatureStore, skipping what is already there.
 
@@ -659,6 +684,11 @@ def extract_to_store(
     progress : callable, optional
         Called with the number of inputs just handled (already-present
         ones are reported once at the start).
+    decode_threads : int, optional
+        Threads that decode (and, for a CNN, resize) the images, the next
+        batch while the extractor runs on this one. None: the CPU count (at
+        most 8); 0: one image after the other in this thread, full size
+        (the reference path, for benchmarks).
 
     Returns
     -------
@@ -688,7 +718,7 @@ def extract_to_store(
     run = _Extraction(source, path, extractor, ids=ids, root=root, labels=labels, tags=tags, split=split, overwrite=overwrite,
                       recursive=recursive, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
     try:
-        run.run(batch_size, progress)
+        run.run(batch_size, progress, decode_threads=decode_threads)
     finally:
         run.close()
     return run.finish(t0)
