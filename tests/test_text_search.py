@@ -262,6 +262,17 @@ def test_cli_text_search_trains_on_the_fly(tmp_path, capsys, fake_minilm):
     assert "trained on 5 described classes" in out.err
 
 
+def test_cli_text_search_eszsl_on_the_fly(tmp_path, capsys, fake_minilm):
+    make_store(tmp_path / "s")
+    rc = main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "a striped horse", "--method", "eszsl",
+               "--descriptions", str(text_csv(tmp_path)), "-k", "30", "--csv", "-"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert out.out.count("zebra") == 30 and "ESZSL trained on 5 described classes" in out.err
+    assert main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "wings", "--method", "dap"]) == 2
+    assert "--method with --text must be one of bucher16, eszsl" in capsys.readouterr().err
+
+
 def test_cli_text_search_with_a_model_file(tmp_path, capsys, fake_minilm):
     make_store(tmp_path / "s")
     store = FeatureStore.open(tmp_path / "s")
@@ -277,6 +288,8 @@ def test_cli_text_search_errors(tmp_path, capsys, fake_minilm):
     make_store(tmp_path / "s")
     s = str(tmp_path / "s")
     assert main(["concept", "search", "auto", s, "--descriptions", str(text_csv(tmp_path))]) == 2
+    assert "give --text as well" in capsys.readouterr().err
+    assert main(["concept", "search", "auto", s, "--method", "eszsl"]) == 2
     assert "give --text as well" in capsys.readouterr().err
     assert main(["concept", "search", "auto", s, "--text", "  "]) == 2
     assert "--text is empty" in capsys.readouterr().err

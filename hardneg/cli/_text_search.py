@@ -10,20 +10,28 @@ from ._common import CLIError, check_input_file, check_result_outputs, emit_resu
 AUTO = "auto"
 
 
-def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, split, chunk_rows: int, as_json: bool,
+#: --method of a model trained on the fly
+METHODS = ("bucher16", "eszsl")
+
+
+def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, method: str = "bucher16", split, chunk_rows: int, as_json: bool,
                     csv_out, html_out, relevant_tag, relevant_label, runner):
     """The body of ``concept search --text`` (see :func:`hardneg.cli.concept.search_cmd`)."""
     from ..store import FeatureStore
 
     if text is None:
-        raise CLIError("--descriptions describes the classes of a search by description: give --text as well")
+        raise CLIError("--descriptions and --method set up a search by description: give --text as well")
     if not text.strip():
         raise CLIError("--text is empty: describe what to find, e.g. --text 'a striped animal with four legs'")
+    if method not in METHODS:
+        raise CLIError(f"--method with --text must be one of {', '.join(METHODS)}, got {method!r}")
     auto = model_path == AUTO and not os.path.exists(model_path)
     if not auto:
         check_input_file(model_path, "a zero-shot model file ('hardneg zsl train') or 'auto'")
         if descriptions is not None:
             raise CLIError("--descriptions: only with MODEL 'auto' (a model file already holds its classes' descriptions)")
+        if method != "bucher16":
+            raise CLIError("--method: only with MODEL 'auto' (a model file is already trained)")
     if descriptions is not None:
         check_input_file(descriptions, "a descriptions CSV")
     check_result_outputs(as_json, csv_out, html_out, inputs=(store_path,) if auto else (model_path, store_path))
@@ -40,11 +48,13 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
         raise CLIError(f"{store_path}: the store is empty")
     try:
         if auto:
-            from ..zeroshot import fit_text_search
+            from ..zeroshot import ESZSL, fit_text_search
 
             with err_console.status("training a zero-shot model on the store's tags"):
-                model = fit_text_search(store, None, descriptions=descriptions)
-            err_console.print(escape(f"zero-shot model [Bucher16] trained on {model.classes_.size} described classes of {store_path}"))
+                model = fit_text_search(store, None, descriptions=descriptions,
+                                        estimator=ESZSL() if method == "eszsl" else None)
+            name = "ESZSL" if method == "eszsl" else "zero-shot model [Bucher16]"
+            err_console.print(escape(f"{name} trained on {model.classes_.size} described classes of {store_path}"))
         else:
             from .._load import load
 

@@ -162,6 +162,8 @@ def search_cmd(
                              "([Bucher16] Eq. (1)) with this text, embedded by all-MiniLM-L6-v2 (the 'text' extra)."),
     descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': class "
                                      "descriptions, 'class,text' or 'class,a1,...' rows; default the WordNet gloss of each tag."),
+    method: str = method_option("bucher16", "With --text and MODEL 'auto': bucher16 ([Bucher16]) | eszsl (closed form: "
+                                "faster, and better on openclipart, results/concept_text_search.json)."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = json_option(),
     csv_out: str = csv_option(),
@@ -181,10 +183,10 @@ def search_cmd(
     from ..distributed import scan_topk
     from ..store import FeatureStore
 
-    if text is not None or descriptions is not None:
+    if text is not None or descriptions is not None or method != "bucher16":
         from ._text_search import text_search_cmd
 
-        return text_search_cmd(model_path, store_path, text=text, descriptions=descriptions, k=k, split=split,
+        return text_search_cmd(model_path, store_path, text=text, descriptions=descriptions, method=method, k=k, split=split,
                                chunk_rows=chunk_rows, as_json=as_json, csv_out=csv_out, html_out=html_out,
                                relevant_tag=relevant_tag, relevant_label=relevant_label, runner=runner)
     check_input_file(model_path, "a concept model file")
