@@ -212,7 +212,23 @@ def topk_of(rows: np.ndarray, scores: np.ndarray, k: int, n_scanned: int | None 
 
 
 def merge_topk(a: TopK, b: TopK) -> TopK:
-    """The top-k of the union of two partial results (the tree-reduction merge)."""
+    """The top-k of the union of two partial results (the tree-reduction merge).
+
+    Parameters
+    ----------
+    a, b : TopK
+        Results of the same ``k``, number of queries and direction (``higher_is_better``).
+
+    Returns
+    -------
+    TopK
+        The best ``k`` of both per query; ``n_scanned`` is the sum.
+
+    Raises
+    ------
+    ValueError
+        If the two results do not match.
+    """
     if a.k != b.k or a.rows.shape[0] != b.rows.shape[0] or a.higher_is_better != b.higher_is_better:
         raise ValueError(f"cannot merge top-k results of k={a.k}/{b.k}, {a.rows.shape[0]}/{b.rows.shape[0]} queries")
     rows = np.concatenate([a.rows, b.rows], axis=1)

@@ -142,9 +142,36 @@ def scores_partition(part, *, store: str, model, block_rows: int) -> np.ndarray:
     return map_partition(store, part, block_rows, open_model(model, "concept").decision_function, dtype=np.float64)
 
 
-def score_rows(model, store, rows=None, *, runner=None, partition_rows: int | None = None,
-               block_rows: int | None = None, progress=None) -> np.ndarray:
+def score_rows(model: Any, store: Any, rows: ArrayLike | None = None, *, runner: Any = None, partition_rows: int | None = None,
+               block_rows: int | None = None, progress: Callable[[int], object] | None = None) -> np.ndarray:
     """The decision value of ``rows`` (sorted, unique; default every row) in that order, in process or on a cluster.
+
+    Parameters
+    ----------
+    model : object with ``decision_function``, or path of a model file
+        As for :func:`search`.
+    store : FeatureStore or path / URL of a store
+        The collection.
+    rows : array-like of int, optional
+        Row positions, sorted and unique; default every row.
+    runner : Runner, optional
+        Where to run (default: in this process).
+    partition_rows : int, optional
+        Rows per task (rounded up to whole chunks).
+    block_rows : int, optional
+        Rows scored per block (default: the store's chunk).
+    progress : callable, optional
+        Called with the number of rows scored after each partition.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+        One decision value per row, in row order.
+
+    Raises
+    ------
+    TypeError
+        If ``rows`` is not a 1-D array of integers.
 
     Examples
     --------

@@ -7,14 +7,41 @@ keeps the distributed package's name and keywords.
 
 from __future__ import annotations
 
-from ..index._hamming import encode_partition
+from collections.abc import Callable
+from typing import Any
+
+from ..index._hamming import HammingIndex, encode_partition
 
 __all__ = ["encode_partition", "hamming_index"]
 
 
-def hamming_index(store, hasher, *, runner=None, partition_rows: int | None = None, block_rows: int = 8192,
-                  progress=None, nlist: int | None = None, nprobe: int = 16):
+def hamming_index(store: Any, hasher: Any, *, runner: Any = None, partition_rows: int | None = None, block_rows: int = 8192,
+                  progress: Callable[[int], object] | None = None, nlist: int | None = None, nprobe: int = 16) -> HammingIndex:
     """:meth:`HammingIndex.from_store` under its distributed name (``block_rows`` is its ``chunk_rows``).
+
+    Parameters
+    ----------
+    store : FeatureStore or path / URL of a store
+        The rows to encode.
+    hasher : fitted hasher
+        Encodes the rows (``transform``).
+    runner : Runner, optional
+        Where to run (default: in this process).
+    partition_rows : int, optional
+        Rows per task (rounded up to whole chunks).
+    block_rows : int
+        Rows encoded per block.
+    progress : callable, optional
+        Called with the number of rows encoded after each block.
+    nlist : int, optional
+        Inverted lists of an approximate (IVF) index; None for an exact one.
+    nprobe : int
+        Lists visited per query of an IVF index.
+
+    Returns
+    -------
+    HammingIndex
+        The codes of every row, with their ids.
 
     Examples
     --------

@@ -15,9 +15,11 @@ import functools
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ..store._remote import LOCAL_PROTOCOLS, RemoteFolder, url_protocol
 
 __all__ = ["Partition", "iter_partition", "map_partition", "open_model", "open_source", "open_store", "partitions", "source_for", "source_partitions", "store_url"]
@@ -26,11 +28,19 @@ DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 
 
 
 class Partition(tuple):
-    """``(lo, hi, rows)``: rows ``lo..hi`` of the store, or only ``rows`` (sorted, inside ``lo..hi``) when given."""
+    """``(lo, hi, rows)``: rows ``lo..hi`` of the store, or only ``rows`` (sorted, inside ``lo..hi``) when given.
+
+    Parameters
+    ----------
+    lo, hi : int
+        First row and one past the last.
+    rows : ndarray of int, optional
+        The rows to read, sorted, inside ``lo..hi``; None for all of them.
+    """
 
     __slots__ = ()
 
-    def __new__(cls, lo: int, hi: int, rows=None):
+    def __new__(cls, lo: int, hi: int, rows: np.ndarray | None = None):
         return super().__new__(cls, (int(lo), int(hi), rows))
 
     def __getnewargs__(self):
@@ -67,8 +77,30 @@ def partition_rows_for(store, partition_rows: int | None = None) -> int:
     return int(-(-int(partition_rows) // c) * c)
 
 
-def partitions(store, partition_rows: int | None = None, *, start: int = 0, stop: int | None = None, rows=None) -> list[Partition]:
+def partitions(store: Any, partition_rows: int | None = None, *, start: int = 0, stop: int | None = None,
+               rows: ArrayLike | None = None) -> list[Partition]:
     """Partitions of rows ``start..stop`` (or of the row subset ``rows``) on the store's chunk grid.
+
+    Parameters
+    ----------
+    store : FeatureStore
+        The store.
+    partition_rows : int, optional
+        Rows per partition, rounded up to whole chunks; default about 64 MiB of rows.
+    start, stop : int
+        The row range (default all rows).
+    rows : array-like of int, optional
+        A sorted subset of rows; partitions holding none of them are left out.
+
+    Returns
+    -------
+    list of Partition
+        In row order, edges on the chunk grid (except ``start`` and ``stop``).
+
+    Raises
+    ------
+    ValueError
+        If ``start..stop`` is not inside the store or ``partition_rows`` is not a positive integer.
 
     Examples
     --------

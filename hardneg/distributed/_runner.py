@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from hardneg._extras import install_hint
 
 __all__ = ["DaskRunner", "Runner", "get_runner"]
@@ -97,7 +98,7 @@ class DaskRunner(Runner):
 
     fan_in = 8  # results merged per merge task
 
-    def __init__(self, client, *, owns: bool = False):
+    def __init__(self, client: Any, *, owns: bool = False):
         self.client = client
         self._owns = owns
 
@@ -192,13 +193,34 @@ def _unpack(func):
 
 
 @contextlib.contextmanager
-def get_runner(workers: int | None = None, scheduler: str | None = None, *, env: bool = True):
+def get_runner(workers: int | None = None, scheduler: str | None = None, *, env: bool = True) -> Iterator[Runner]:
     """The runner for ``--workers N`` / ``--scheduler ADDRESS`` (context manager).
 
     Neither: in this process (unless ``env`` and ``HARDNEG_SCHEDULER`` is
     set). ``workers``: a ``LocalCluster`` of that many single-threaded
     worker processes, closed on exit. ``scheduler``: a client of that running
     cluster (``tcp://host:8786``).
+
+    Parameters
+    ----------
+    workers : int, optional
+        Start a local cluster of this many worker processes.
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    env : bool
+        Read ``HARDNEG_SCHEDULER`` when neither is given.
+
+    Yields
+    ------
+    Runner
+        In-process, or a :class:`DaskRunner`.
+
+    Raises
+    ------
+    ValueError
+        If both ``workers`` and ``scheduler`` are given.
+    ImportError
+        If a cluster is asked for without dask.distributed installed.
     """
     if scheduler is None and env:
         scheduler = os.environ.get(SCHEDULER_ENV) or None

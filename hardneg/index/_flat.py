@@ -10,10 +10,13 @@ Dask cluster (``runner``). Values: inner products (of l2-normalized rows for
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from hardneg._topk import TopK, merge_topk
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_finite_scores, check_k, check_positive_int
 
 __all__ = ["knn_partition", "knn_topk"]
@@ -48,13 +51,41 @@ def knn_partition(part, *, store, queries: np.ndarray, metric: str, k: int, bloc
     return best
 
 
-def knn_topk(store, queries, k: int = 10, *, metric: str = "cosine", rows=None, runner=None,
-             partition_rows: int | None = None, block_rows: int | None = None, progress=None) -> TopK:
+def knn_topk(store: Any, queries: ArrayLike, k: int = 10, *, metric: str = "cosine", rows: ArrayLike | None = None, runner: Any = None,
+             partition_rows: int | None = None, block_rows: int | None = None, progress: Callable[[int], object] | None = None) -> TopK:
     """The ``k`` nearest rows of ``store`` (a FeatureStore, its path, or an array) to each query.
 
-    Returns a :class:`~hardneg.TopK` with ``ids``, ``rows`` and values of shape (n_queries, k),
-    best first, ties by row: ``scores`` (inner products) for ``cosine`` / ``ip``, ``distances``
-    (squared L2) for ``l2``.
+    Parameters
+    ----------
+    store : FeatureStore, path / URL of a store, or array-like of shape (n, d)
+        The collection.
+    queries : array-like of shape (n_queries, d)
+        The query vectors.
+    k : int
+        Neighbours per query.
+    metric : {"cosine", "ip", "l2"}
+        Similarity or distance.
+    rows : array-like of int, optional
+        Search these rows only.
+    runner : Runner, optional
+        Where to run (default: in this process).
+    partition_rows : int, optional
+        Rows per task (rounded up to whole chunks).
+    block_rows : int, optional
+        Rows read per block.
+    progress : callable, optional
+        Called with the number of rows scanned after each partition.
+
+    Returns
+    -------
+    TopK
+        ``ids``, ``rows`` and values of shape (n_queries, k), best first, ties by row:
+        ``scores`` (inner products) for ``cosine`` / ``ip``, ``distances`` (squared L2) for ``l2``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown metric, or queries whose dimension differs from the store's.
 
     Examples
     --------

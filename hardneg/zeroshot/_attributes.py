@@ -9,6 +9,8 @@ through :func:`as_attribute_table`, so every error names the argument.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["as_attribute_table", "check_sample_attributes", "class_means", "check_disjoint"]
@@ -29,7 +31,7 @@ def _check_vectors(M, name: str, n_attributes: int | None) -> np.ndarray:
     return M.astype(np.float32)
 
 
-def as_attribute_table(class_attributes, name: str = "class_attributes", n_attributes: int | None = None):
+def as_attribute_table(class_attributes: Any, name: str = "class_attributes", n_attributes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(labels, vectors)``: class labels (1-D) and float32 vectors (n_classes, n_attributes).
 
     Parameters
@@ -40,6 +42,18 @@ def as_attribute_table(class_attributes, name: str = "class_attributes", n_attri
         Argument name for error messages.
     n_attributes : int, optional
         Required vector length (a fitted model's).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_classes,)
+    vectors : ndarray of float32, shape (n_classes, n_attributes)
+
+    Raises
+    ------
+    TypeError
+        No table (None) or a string.
+    ValueError
+        An empty table, vectors of different lengths, labels that repeat or do not match the rows.
 
     Examples
     --------

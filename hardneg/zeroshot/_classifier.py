@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import warnings
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -204,10 +206,10 @@ class ZeroShotClassifier(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, sampler="random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
+    def __init__(self, sampler: Any = "random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
                  m: int = 16, lam: float = 0.1, mu: float = 1e-4, balanced: bool = True, n_epochs: int = 20,
                  lr: float = 0.01, momentum: float = 0.9, batch_size: int = 64, standardize: bool = True,
-                 random_state=None, class_attributes=None):
+                 random_state: int | np.random.Generator | None = None, class_attributes: Any = None):
         self.sampler = sampler
         self.n_negatives = n_negatives
         self.negative_set = negative_set
@@ -521,6 +523,22 @@ class ZeroShotClassifier(BaseEstimator):
         return tags
 
 
-def load_zero_shot(path) -> ZeroShotClassifier:
-    """Load a model saved by :meth:`ZeroShotClassifier.save`."""
+def load_zero_shot(path: str | os.PathLike) -> ZeroShotClassifier:
+    """Load a model saved by :meth:`ZeroShotClassifier.save`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+
+    Returns
+    -------
+    ZeroShotClassifier
+        The fitted model.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a valid zero-shot model.
+    """
     return ZeroShotClassifier.load(path)

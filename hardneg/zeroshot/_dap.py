@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from numbers import Real
+from typing import Any
 
 import numpy as np
 from scipy.special import expit
@@ -62,7 +63,7 @@ class DAP(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, C: float = 1.0, standardize: bool = True, class_attributes=None):
+    def __init__(self, C: float = 1.0, standardize: bool = True, class_attributes: Any = None):
         self.C = C
         self.standardize = standardize
         self.class_attributes = class_attributes

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv as _csv
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,7 @@ def _is_number(s: str) -> bool:
     return True
 
 
-def read_descriptions_csv(path):
+def read_descriptions_csv(path: str | Path) -> tuple[list[str], list[str] | np.ndarray]:
     """Read class descriptions from a CSV file with a header row.
 
     Parameters
@@ -183,7 +184,7 @@ def _check_classes(classes) -> list[str]:
     return out
 
 
-def class_descriptions(classes, *, csv=None, missing: str = "raise") -> np.ndarray:
+def class_descriptions(classes: Sequence[str], *, csv: str | Path | None = None, missing: str = "raise") -> np.ndarray:
     """One description vector per class, as a zero-shot model's class attributes.
 
     Parameters
@@ -246,8 +247,18 @@ def class_descriptions(classes, *, csv=None, missing: str = "raise") -> np.ndarr
     return out
 
 
-def embed_query_text(text) -> np.ndarray:
+def embed_query_text(text: str) -> np.ndarray:
     """Free text embedded as a description: unit-norm (384,) float32 (all-MiniLM-L6-v2).
+
+    Parameters
+    ----------
+    text : str
+        The query, in words.
+
+    Returns
+    -------
+    ndarray of float32, shape (384,)
+        Its embedding.
 
     Raises
     ------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from numbers import Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -61,7 +62,7 @@ class ESZSL(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True, class_attributes=None):
+    def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True, class_attributes: Any = None):
         self.gamma = gamma
         self.lam = lam
         self.standardize = standardize

@@ -7,8 +7,11 @@ that a test image comes from an unseen class.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_labels
 from hardneg.eval import generalized_zsl_scores, mean_per_class_accuracy
 
@@ -17,7 +20,8 @@ from ._attributes import as_attribute_table, check_disjoint
 __all__ = ["zero_shot_scores"]
 
 
-def zero_shot_scores(model, X, y, class_attributes, unseen_classes, seen_classes=None) -> dict:
+def zero_shot_scores(model: Any, X: ArrayLike, y: ArrayLike, class_attributes: Any, unseen_classes: ArrayLike,
+                     seen_classes: ArrayLike | None = None) -> dict:
     """ZSC accuracy on the unseen classes ([Bucher16]), and GZSC seen / unseen / harmonic mean (an extra, not in [Bucher16]).
 
     ZSC, the protocol of [Bucher16]: test images of unseen classes, predicted

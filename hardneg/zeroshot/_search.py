@@ -8,10 +8,12 @@ in this process or on a Dask cluster (``runner``), merged exactly by
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
 from hardneg._topk import TopK, merge_topk, topk_of
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_positive_int
 
 __all__ = ["zero_shot_partition", "zero_shot_search"]
@@ -29,7 +31,8 @@ def zero_shot_partition(part, *, source, model, queries: np.ndarray, k: int, blo
     return best
 
 
-def zero_shot_search(model, store, query, k: int = 10, *, chunk_rows: int | None = None, rows=None, runner=None) -> TopK:
+def zero_shot_search(model: Any, store: Any, query: Any, k: int = 10, *, chunk_rows: int | None = None, rows: ArrayLike | None = None,
+                     runner: Any = None) -> TopK:
     """The ``k`` items of ``store`` closest to each query by ``S`` ([Bucher16] Eq. (1)), read chunk by chunk.
 
     Parameters

@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from hardneg._topk import TopK, topk_of
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_positive_int
 
 __all__ = ["TextQueryScorer", "fit_text_search", "store_classes", "text_search"]
@@ -130,8 +133,9 @@ def _descriptions_table(classes, descriptions) -> dict:
     return {c: V[i] for i, c in enumerate(classes) if keep[i]}
 
 
-def fit_text_search(X, classes, *, descriptions=None, estimator=None, source: str = "auto", min_items: int = 2,
-                    max_per_class: int | None = 200, rows=None, random_state=0):
+def fit_text_search(X: Any, classes: list[list[str]] | None, *, descriptions: Any = None, estimator: Any = None,
+                    source: str = "auto", min_items: int = 2, max_per_class: int | None = 200, rows: ArrayLike | None = None,
+                    random_state: int | np.random.Generator | None = 0) -> Any:
     """Train a zero-shot model whose class attributes are the classes' description vectors.
 
     Parameters
@@ -152,6 +156,8 @@ def fit_text_search(X, classes, *, descriptions=None, estimator=None, source: st
     source, min_items, max_per_class, rows
         How classes are read from a store (:func:`store_classes`); ``max_per_class`` also
         caps the rows per class of an array.
+    random_state : None, int or Generator
+        Seed of the row sampling and of the default estimator.
 
     Returns
     -------
@@ -205,8 +211,8 @@ def fit_text_search(X, classes, *, descriptions=None, estimator=None, source: st
     return est.fit(feats[keep], y[keep], table)
 
 
-def text_search(model, data, text, k: int = 10, *, rows=None, chunk_rows: int | None = None, runner=None,
-                progress=None) -> TopK:
+def text_search(model: Any, data: Any, text: str, k: int = 10, *, rows: ArrayLike | None = None, chunk_rows: int | None = None,
+                runner: Any = None, progress: Callable[[int], object] | None = None) -> TopK:
     """Rank the rows of ``data`` by a zero-shot model's compatibility with a text query.
 
     Parameters

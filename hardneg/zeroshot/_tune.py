@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import ParameterGrid
 
+from hardneg._typing import ArrayLike, RandomState
 from hardneg._validation import check_labels, check_random_state
 from hardneg.eval import mean_per_class_accuracy
 from hardneg.exceptions import TrainingDivergedError  # not from ._classifier, which calls this module back
@@ -19,10 +21,30 @@ __all__ = ["class_holdout_search", "class_holdout_split"]
 logger = logging.getLogger(__name__)
 
 
-def class_holdout_split(classes, holdout: float = 0.2, random_state=None):
+def class_holdout_split(classes: ArrayLike, holdout: float = 0.2, random_state: RandomState = None) -> tuple[np.ndarray, np.ndarray]:
     """``(train_classes, validation_classes)``: ``holdout`` of the classes set aside (at least 2:
     zero-shot prediction among a single class is always right, so it cannot rank parameters),
-    at least 2 kept for training."""
+    at least 2 kept for training.
+
+    Parameters
+    ----------
+    classes : array-like
+        Class labels (repeats are ignored).
+    holdout : float in (0, 1)
+        Fraction of the classes set aside.
+    random_state : None, int or Generator
+        Seed of the draw.
+
+    Returns
+    -------
+    train_classes, validation_classes : ndarray
+        Sorted, disjoint.
+
+    Raises
+    ------
+    ValueError
+        If ``holdout`` is not in (0, 1) or fewer than 4 classes are given.
+    """
     classes = np.unique(np.asarray(classes))
     if not 0.0 < holdout < 1.0:
         raise ValueError(f"holdout: expected a fraction in (0, 1), got {holdout}")
@@ -33,8 +55,9 @@ def class_holdout_split(classes, holdout: float = 0.2, random_state=None):
     return np.sort(classes[perm[n_val:]]), np.sort(classes[perm[:n_val]])
 
 
-def class_holdout_search(estimator, param_grid, X, y, class_attributes=None, *, sample_attributes=None,
-                         holdout: float = 0.2, random_state=None):
+def class_holdout_search(estimator: BaseEstimator, param_grid: dict | list[dict], X: ArrayLike, y: ArrayLike,
+                         class_attributes: Any = None, *, sample_attributes: ArrayLike | None = None,
+                         holdout: float = 0.2, random_state: RandomState = None) -> tuple[dict, list[dict]]:
     """Score every point of ``param_grid`` by zero-shot accuracy on held-out training classes.
 
     The estimator (ZeroShotClassifier, ESZSL or DAP) is fitted on the images of
@@ -44,6 +67,25 @@ def class_holdout_search(estimator, param_grid, X, y, class_attributes=None, *, 
     A candidate whose training diverges (e.g. too large an ``lr`` for the
     features' scale) is recorded with accuracy NaN and ``"diverged": True``
     and cannot be chosen; if every candidate diverges, the search raises.
+
+    Parameters
+    ----------
+    estimator : ZeroShotClassifier, ESZSL or DAP
+        Cloned for every candidate.
+    param_grid : dict or list of dict
+        As for scikit-learn's ``ParameterGrid``.
+    X : array-like of shape (n_samples, n_features)
+        Training images' features.
+    y : array-like of shape (n_samples,)
+        Their classes.
+    class_attributes : dict, 2-D array-like or (labels, matrix), optional
+        One vector per class (:func:`as_attribute_table`); or give ``sample_attributes``.
+    sample_attributes : array-like of shape (n_samples, n_attributes), optional
+        One vector per image instead.
+    holdout : float in (0, 1)
+        Fraction of the classes held out for validation.
+    random_state : None, int or Generator
+        Seed of the class split.
 
     Returns
     -------
