@@ -258,7 +258,7 @@ def matched_map(prows: list[dict], targets) -> list[dict]:
 
 
 def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_draws: int, full_draws: int = 1,
-        methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False) -> tuple[list, list]:
+        methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False, all_draws: int | None = None) -> tuple[list, list]:
     """Resumable: each draw's per-concept results are saved under ``PARTIAL`` as soon as it ends and
     reused by a later call with the same (data, words, queries); only what is missing is fitted."""
     X, y, feat_s = bag_of_words(n_words, quick, tree=tree) if data == "mnist" else fashion_bag_of_words(n_words, quick, tree=tree)
@@ -266,11 +266,12 @@ def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_d
     print(f"# {data} {n_words} words: {X.shape[0]} images, {X.nnz / X.shape[0]:.0f} words per image, features {feat_s:.0f} s", flush=True)
     listed = methods(n_words)
     warmed = False
-    recs = []
+    recs = [_load_draw(draw_file(data, n_words, quick, n_queries, d)) for d in range(draws)]  # saved draws count at once
     for d in range(draws):
         path = draw_file(data, n_words, quick, n_queries, d)
-        rec = _load_draw(path)
-        want = {_key(n, w, c) for n, w, c, _ in listed if methods_set == "all" or _key(n, w, c) in HEADLINE}
+        rec = recs[d]
+        every = methods_set == "all" and (all_draws is None or d < all_draws)
+        want = {_key(n, w, c) for n, w, c, _ in listed if every or _key(n, w, c) in HEADLINE}
         if d >= full_draws:
             want.discard("OASIS")
         want -= set(rec["methods"])
@@ -289,7 +290,6 @@ def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_d
             rec["path"].update(pacc)
             _save_draw(path, rec)
             print(f"  draw {d}: {len(acc)} methods, {len(pacc)} path points in {time.perf_counter() - t0:.0f} s", flush=True)
-        recs.append(rec)
         if on_draw is not None:
             on_draw(*summarise(data, n_words, quick, recs))
     return summarise(data, n_words, quick, recs)
@@ -339,6 +339,7 @@ def main(argv=None):
     ap.add_argument("--lambdas", type=float, nargs="+", default=list(LAM_PATH), help="the λ path")
     ap.add_argument("--matched-map", type=float, nargs="*", default=[], help="mAP %% levels at which solvers' sparsity is compared")
     ap.add_argument("--full-draws", type=int, default=1, help="draws on which the full-matrix OASIS is trained (minutes per concept)")
+    ap.add_argument("--all-draws", type=int, default=None, help="with --methods all: the non-headline methods on the first N draws only")
     ap.add_argument("--methods", choices=["all", "headline"], default="all",
                     help="headline: TF-IDF, OASIS-diag and S-ADA (w1 = 0 and 1) only; 'all' fills in the rest later")
     ap.add_argument("--tree", action="store_true", help="the codebook is a vocabulary tree (branching 10, "
@@ -368,7 +369,7 @@ def main(argv=None):
 
     for n_words in args.words:
         r, p = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws,
-                   args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree)
+                   args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree, all_draws=args.all_draws)
         rows += r
         prows += p
         print(markdown_table(r, COLUMNS), flush=True)
