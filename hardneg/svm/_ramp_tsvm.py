@@ -596,7 +596,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         betaUm = np.zeros(nU)
         t = None
         t_start = float(nL + nU)
-        fL, fU = _outputs(XL, w, float(b)), _outputs(XU, w, float(b))  # reused by Eq. (7) and the objective
+        fL, fU = _outputs(XL, w, float(b)), _outputs(XU, w, float(b))  # reused by [Cevikalp17] Eq. (7) and the objective
         objective_path = [tsvm_objective(XL, yL, XU, w, b, C, C_star, self.s, self.loss, sample_weight=sample_weight,
                                          outputs=(fL, fU))]
         self.converged_ = False
