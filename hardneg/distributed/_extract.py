@@ -23,9 +23,17 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ._runner import Runner
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..features._extract import ExtractionSummary
 
 __all__ = ["extract_images", "extract_partition"]
 
@@ -60,20 +68,44 @@ def extract_partition(batch, *, store: str, config: str, model=None, trust_model
     return [it.index for it in X[0]], X[1], summary.failed
 
 
-def extract_images(paths, out, extractor, *, ids=None, labels=None, tags=None, split=None, batch_size: int = 256,
-                   runner: Runner | None = None, overwrite: bool = False, n_fit_images: int = 1000, random_state=0,
-                   attrs: dict | None = None, model=None, trust_model: bool = False, progress=None):
+def extract_images(paths: Sequence[Any], out: str | os.PathLike, extractor: Any, *, ids: Sequence[str] | None = None,
+                   labels: Any = None, tags: Sequence[Sequence[str]] | None = None, split: Any = None, batch_size: int = 256,
+                   runner: Runner | None = None, overwrite: bool = False, n_fit_images: int = 1000,
+                   random_state: int | np.random.Generator | None = 0, attrs: dict | None = None, model: str | os.PathLike | None = None,
+                   trust_model: bool = False, progress: Callable[[int], None] | None = None) -> ExtractionSummary:
     """Extract image files into the store ``out`` on a cluster (or in process), batch by batch.
 
-    Parameters are those of :func:`hardneg.features.extract_to_store`
-    (``paths``: a list of image files; ``ids`` default to the paths), with
-    the same checks, id rules and class-name numbering (one shared plan);
-    ``model`` / ``trust_model``: the torch model file of a ``--model`` store,
-    opened by each worker.
+    Same checks, id rules and class-name numbering as :func:`hardneg.features.extract_to_store`
+    (one shared plan).
+
+    Parameters
+    ----------
+    paths : sequence of str or path-like
+        The image files.
+    out : str or path-like
+        The store folder (created, or resumed).
+    extractor : feature extractor
+        As for :func:`hardneg.features.extract_to_store`.
+    ids : sequence of str, optional
+        Item ids; default the paths.
+    labels, tags, split, batch_size, overwrite, n_fit_images, random_state, attrs, progress
+        As for :func:`hardneg.features.extract_to_store`.
+    runner : Runner, optional
+        Where to run (default: in this process).
+    model : str or path-like, optional
+        The torch model file of a ``--model`` store, opened by each worker.
+    trust_model : bool
+        Required to load ``model`` (a model file is code).
 
     Returns
     -------
     ExtractionSummary
+        What was added, skipped and failed.
+
+    Raises
+    ------
+    ValueError
+        If ``ids`` do not match ``paths``, or as :func:`hardneg.features.extract_to_store` raises.
     """
     from .._validation import check_positive_int
     from ..features._extract import _Extraction

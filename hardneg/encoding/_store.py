@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from numbers import Integral
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from hardneg.store import FeatureStore
 
 __all__ = ["encode_store"]
 
@@ -27,8 +32,9 @@ def _item_columns(table):
     }
 
 
-def encode_store(encoder, store, out, *, n_recursions=None, batch_rows: int = 1024, overwrite: bool = False, progress=None,
-                 runner=None, partition_rows: int | None = None, on_commit=None):
+def encode_store(encoder: Any, store: Any, out: str | Path, *, n_recursions: int | None = None, batch_rows: int = 1024,
+                 overwrite: bool = False, progress: Callable[[int], object] | None = None, runner: Any = None,
+                 partition_rows: int | None = None, on_commit: Callable[[int], object] | None = None) -> FeatureStore:
     """Encode every row of ``store`` with a fitted :class:`~hardneg.encoding.ESVMEncoder` into the store ``out``.
 
     One implementation in this process or on a Dask cluster (``runner``, see

@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +139,8 @@ class TorchExtractor:
         Side of the square network input. Images are resized so that their
         shorter side equals it and centre-cropped (``resize="crop"``), or
         stretched to the square (``resize="stretch"``).
+    resize : {"crop", "stretch"}
+        How images are fitted to the square input (see ``input_size``).
     mean, std : 3 floats
         Normalization ``(x / 255 - mean) / std`` expected by the weights.
     feature_fn : callable, optional
@@ -172,7 +175,7 @@ class TorchExtractor:
 
     def __init__(
         self,
-        model,
+        model: Any,
         *,
         input_size: int = 224,
         mean: Sequence[float] = IMAGENET_MEAN,
@@ -375,6 +378,15 @@ class EfficientNetLite0(TorchExtractor):
     installed and the export succeeds, else PyTorch with a logged warning).
     The runtime is not part of :meth:`config`: stores extracted with either
     resume with the other. ``predict_imagenet`` always runs in PyTorch.
+
+    Parameters
+    ----------
+    input_size : int
+        Side of the square input, a multiple of 32.
+    l2_normalize, resize, batch_size, num_threads
+        As for :class:`TorchExtractor`.
+    runtime : {"auto", "onnx", "torch"}
+        The engine, as above.
 
     Examples
     --------

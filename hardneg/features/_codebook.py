@@ -17,6 +17,7 @@ import logging
 import warnings
 from numbers import Integral
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +25,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._persist import ArraySpec, ModelFileError, load_model, save_model
+from .._typing import RandomState
 from .._validation import (
     RANDOM_STATE,
     Interval,
@@ -113,7 +115,7 @@ class Codebook(BaseEstimator):
     }
 
     def __init__(self, n_words: int = 1024, *, n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto",
-                 tree_branching: int | None = None, random_state=None):
+                 tree_branching: int | None = None, random_state: RandomState = None):
         self.n_words = n_words
         self.n_iter = n_iter
         self.max_descriptors = max_descriptors
@@ -346,8 +348,9 @@ class BagOfWords:
     [1.0, 1.0, 1.0, 1.0]
     """
 
-    def __init__(self, descriptor, *, n_words: int = 1024, weighting: str = "tf", normalize: str | None = "l1", sparse: bool | None = None,
-                 n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state=None, codebook: Codebook | None = None,
+    def __init__(self, descriptor: Any, *, n_words: int = 1024, weighting: str = "tf", normalize: str | None = "l1", sparse: bool | None = None,
+                 n_iter: int = 20, max_descriptors: int | None = None, assign: str = "auto", random_state: RandomState = None,
+                 codebook: Codebook | None = None,
                  tree_branching: int | None = None):
         self.descriptor = descriptor
         self.n_words = n_words

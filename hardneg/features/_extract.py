@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,7 +55,23 @@ __all__ = ["ExtractionSummary", "check_extractor_available", "check_unique_ids",
 
 @dataclass
 class ExtractionSummary:
-    """What one extraction run did."""
+    """What one extraction run did.
+
+    Parameters
+    ----------
+    store_path : str
+        The store written.
+    n_inputs : int
+        Images given.
+    n_added : int
+        Rows added by this run.
+    n_already : int
+        Images already in the store (skipped).
+    failed : list of (id, reason)
+        Images that could not be read (skipped).
+    seconds : float
+        Wall time of the run.
+    """
 
     store_path: str
     n_inputs: int = 0
@@ -77,7 +94,20 @@ class ExtractionSummary:
 
 
 def folder_labels(items: Sequence[ImageItem]) -> tuple[np.ndarray, list[str]]:
-    """Labels from each id's first folder (``cats/x.jpg`` -> ``cats``); ids at top level get -1."""
+    """Labels from each id's first folder (``cats/x.jpg`` -> ``cats``); ids at top level get -1.
+
+    Parameters
+    ----------
+    items : sequence of ImageItem
+        The images, with ids relative to a folder.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n_items,)
+        Index into ``names``, or -1.
+    names : list of str
+        The folder names, sorted.
+    """
     tops = [it.id.split("/", 1)[0] if "/" in it.id else None for it in items]
     names = sorted({t for t in tops if t is not None})
     index = {n: k for k, n in enumerate(names)}
@@ -623,20 +653,20 @@ class _Extraction:
 
 
 def extract_to_store(
-    source,
-    path,
-    extractor,
+    source: Any,
+    path: str | os.PathLike,
+    extractor: Any,
     *,
     ids: Sequence[str] | None = None,
-    root=None,
-    labels=None,
-    tags=None,
-    split=None,
+    root: str | os.PathLike | None = None,
+    labels: Any = None,
+    tags: Sequence[Sequence[str]] | None = None,
+    split: Any = None,
     batch_size: int = 256,
     overwrite: bool = False,
     recursive: bool = True,
     n_fit_images: int = 1000,
-    random_state=0,
+    random_state: int | np.random.Generator | None = 0,
     attrs: dict | None = None,
     progress: Callable[[int], None] | None = None,
     decode_threads: int | None = None,

@@ -36,9 +36,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from hardneg._typing import ArrayLike
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +57,35 @@ DSIFT_IMAGE_SIZE = 64
 
 
 def stores_dir() -> Path:
-    """Where cached stores live: ``$HARDNEG_CACHE/stores`` or ``~/.cache/hardneg/stores``."""
+    """Where cached stores live: ``$HARDNEG_CACHE/stores`` or ``~/.cache/hardneg/stores``.
+
+    Returns
+    -------
+    Path
+        The folder (not created).
+    """
     base = os.environ.get("HARDNEG_CACHE")
     return (Path(base) if base else Path.home() / ".cache" / "hardneg") / "stores"
 
 
 def fashion_mnist_store_path(features: str = "cnn") -> Path:
-    """The cache path of the Fashion-MNIST store for ``features`` (``"cnn"``, ``"dsift"`` or ``"vlad"``)."""
+    """The cache path of the Fashion-MNIST store for ``features`` (``"cnn"``, ``"dsift"`` or ``"vlad"``).
+
+    Parameters
+    ----------
+    features : {"cnn", "dsift", "vlad"}
+        Which features.
+
+    Returns
+    -------
+    Path
+        The store folder under :func:`stores_dir`.
+
+    Raises
+    ------
+    ValueError
+        For unknown ``features``.
+    """
     if features not in FASHION_STORES:
         raise ValueError(f"features: expected one of {sorted(FASHION_STORES)}, got {features!r}")
     return stores_dir() / FASHION_STORES[features]
@@ -73,15 +99,46 @@ def _positions_in_split(split: np.ndarray) -> np.ndarray:
     return pos
 
 
-def fashion_mnist_ids(split) -> list[str]:
-    """Store ids of Fashion-MNIST images: ``"<split>-<position within the split>"``, e.g. ``train-00042``."""
+def fashion_mnist_ids(split: ArrayLike) -> list[str]:
+    """Store ids of Fashion-MNIST images: ``"<split>-<position within the split>"``, e.g. ``train-00042``.
+
+    Parameters
+    ----------
+    split : array-like of str, shape (n_images,)
+        Each image's split (``"train"`` or ``"test"``).
+
+    Returns
+    -------
+    list of str
+        One id per image.
+    """
     split = np.asarray(split)
     return [f"{s}-{k:05d}" for s, k in zip(split, _positions_in_split(split))]
 
 
-def load_fashion_mnist_features(features: str = "cnn", *, path=None, data_path=None) -> np.ndarray:
+def load_fashion_mnist_features(features: str = "cnn", *, path: str | os.PathLike | None = None,
+                                data_path: str | os.PathLike | None = None) -> np.ndarray:
     """A cached Fashion-MNIST store's vectors as a dense float32 array, row ``i`` for image ``i``
-    of :func:`hardneg.datasets.load_fashion_mnist` (the store's own row order may differ)."""
+    of :func:`hardneg.datasets.load_fashion_mnist` (the store's own row order may differ).
+
+    Parameters
+    ----------
+    features : {"cnn", "dsift", "vlad"}
+        Which store.
+    path : str or path-like, optional
+        The store folder; default :func:`fashion_mnist_store_path`.
+    data_path : str or path-like, optional
+        Folder with the four IDX files (default: where :func:`hardneg.datasets.load_fashion_mnist` finds them).
+
+    Returns
+    -------
+    ndarray of float32, shape (70000, n_features)
+
+    Raises
+    ------
+    ValueError
+        If the store lacks some images (an unfinished build).
+    """
     from ..store import FeatureStore
 
     ds = _load_fashion(data_path)
@@ -103,8 +160,28 @@ def _load_fashion(path=None):
     return load_fashion_mnist(path)
 
 
-def fashion_extractor(features: str, *, num_threads: int | None = None, batch_size: int | None = None):
-    """The extractor (settings above) for one of the Fashion-MNIST stores."""
+def fashion_extractor(features: str, *, num_threads: int | None = None, batch_size: int | None = None) -> Any:
+    """The extractor (settings above) for one of the Fashion-MNIST stores.
+
+    Parameters
+    ----------
+    features : {"cnn", "dsift", "vlad"}
+        Which features.
+    num_threads : int, optional
+        Torch threads for the CNN.
+    batch_size : int, optional
+        Images per CNN batch.
+
+    Returns
+    -------
+    EfficientNetLite0, BagOfWords or VLAD
+        Unfitted for dsift / vlad (their codebook is learned during extraction).
+
+    Raises
+    ------
+    ValueError
+        For unknown ``features``.
+    """
     if features == "cnn":
         from ._cnn import EfficientNetLite0
 
@@ -124,14 +201,14 @@ def fashion_extractor(features: str, *, num_threads: int | None = None, batch_si
 def build_fashion_mnist_store(
     features: str = "cnn",
     *,
-    path=None,
-    data_path=None,
+    path: str | os.PathLike | None = None,
+    data_path: str | os.PathLike | None = None,
     limit: int | None = None,
     num_threads: int | None = None,
     batch_size: int = 256,
     overwrite: bool = False,
-    progress=None,
-):
+    progress: Callable[[int], None] | None = None,
+) -> Any:
     """Build (or finish building) the cached Fashion-MNIST store; return the summary.
 
     Parameters
@@ -146,8 +223,17 @@ def build_fashion_mnist_store(
         Extract only the first ``limit`` images of each split (for trials).
     num_threads : int, optional
         Torch threads for the CNN.
+    batch_size : int
+        Images per extraction batch.
     overwrite : bool
         Rebuild from scratch.
+    progress : callable, optional
+        Called with a number of images as they are done (those already in the store first).
+
+    Returns
+    -------
+    ExtractionSummary
+        What was added, skipped (already there) and failed.
 
     Examples
     --------

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from hardneg._typing import ArrayLike
 from hardneg.exceptions import ImageReadError  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
@@ -39,13 +41,27 @@ __all__ = [
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pbm"})
 
 
-def to_rgb(image) -> np.ndarray:
+def to_rgb(image: ArrayLike) -> np.ndarray:
     """Convert one image array to ``uint8`` RGB ``(H, W, 3)``.
 
     Accepts ``(H, W)`` grey, ``(H, W, 1)``, ``(H, W, 3)`` RGB and ``(H, W, 4)``
     RGBA (composited onto white). Integer images wider than 8 bits are scaled
     by their dtype's maximum; float images are taken as ``[0, 1]`` when their
     maximum is at most 1, else as ``[0, 255]``.
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)
+        The pixels.
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W, 3)
+
+    Raises
+    ------
+    ValueError
+        If the shape is not one of those, or the image is empty.
     """
     a = np.asarray(image)
     if a.ndim == 3 and a.shape[2] == 1:
@@ -79,8 +95,23 @@ def _composite_on_white(rgba: np.ndarray) -> np.ndarray:
     return v.astype(np.uint8)
 
 
-def to_gray(image) -> np.ndarray:
-    """Convert one image array to ``uint8`` grey ``(H, W)`` (ITU-R 601 luma, as PIL's ``L``)."""
+def to_gray(image: ArrayLike) -> np.ndarray:
+    """Convert one image array to ``uint8`` grey ``(H, W)`` (ITU-R 601 luma, as PIL's ``L``).
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W), (H, W, 1), (H, W, 3) or (H, W, 4)
+        The pixels (value ranges as for :func:`to_rgb`).
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W)
+
+    Raises
+    ------
+    ValueError
+        If the shape is not an image's.
+    """
     a = np.asarray(image)
     if a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 1):
         return np.ascontiguousarray(_to_uint8(a.reshape(a.shape[0], a.shape[1])))
@@ -105,13 +136,27 @@ def _to_uint8(a: np.ndarray) -> np.ndarray:
     raise TypeError(f"image: unsupported dtype {a.dtype}")
 
 
-def read_image(path, *, max_pixels: int | None = None, target_size: int | None = None) -> np.ndarray:
+def read_image(path: str | os.PathLike, *, max_pixels: int | None = None, target_size: int | None = None) -> np.ndarray:
     """Decode an image file into ``uint8`` RGB ``(H, W, 3)``.
 
     Only the formats in :data:`hardneg._imaging.ALLOWED_FORMATS` are decoded,
     recognised by content, never by the file's name; no external program is
     ever run (see :func:`hardneg._imaging.open_image`, which also explains
     ``max_pixels`` and ``target_size``).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The image file.
+    max_pixels : int, optional
+        Refuse images that declare more pixels (a decompression-bomb guard).
+    target_size : int, optional
+        The size the image will be resized to: the decoder may shrink it on the way, keeping
+        at least twice this on each side.
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W, 3)
 
     Raises
     ------
@@ -183,11 +228,29 @@ def _rgb_image(im, path):
         raise ImageReadError(f"{path}: {exc}") from None
 
 
-def list_image_files(folder, *, recursive: bool = True, extensions=IMAGE_EXTENSIONS) -> list[Path]:
+def list_image_files(folder: str | os.PathLike, *, recursive: bool = True, extensions: Iterable[str] = IMAGE_EXTENSIONS) -> list[Path]:
     """Files under ``folder`` whose extension marks an image, sorted by relative path.
 
     Only the extension is checked: a corrupt file with an image extension is
     listed and will be reported when it fails to decode.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The folder.
+    recursive : bool
+        Include subfolders.
+    extensions : iterable of str
+        Extensions with the dot (case ignored).
+
+    Returns
+    -------
+    list of Path
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``folder`` is not a folder.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -200,7 +263,19 @@ def list_image_files(folder, *, recursive: bool = True, extensions=IMAGE_EXTENSI
 
 @dataclass(frozen=True)
 class ImageItem:
-    """One image to extract: its store id, its path (if a file) and how to get its pixels."""
+    """One image to extract: its store id, its path (if a file) and how to get its pixels.
+
+    Parameters
+    ----------
+    id : str
+        The store id.
+    path : str or None
+        The image file, or None for an in-memory image.
+    index : int
+        Position in the input, to look up labels and in-memory arrays.
+    _array : ndarray, optional
+        The in-memory image.
+    """
 
     id: str
     path: str | None
@@ -213,7 +288,8 @@ class ImageItem:
         return read_image(self.path)
 
 
-def resolve_images(source, *, ids: Sequence[str] | None = None, root=None, recursive: bool = True) -> list[ImageItem]:
+def resolve_images(source: Any, *, ids: Sequence[str] | None = None, root: str | os.PathLike | None = None,
+                   recursive: bool = True) -> list[ImageItem]:
     """Turn a folder, a list of paths or an image array into :class:`ImageItem` s.
 
     Parameters
@@ -226,6 +302,22 @@ def resolve_images(source, *, ids: Sequence[str] | None = None, root=None, recur
         in POSIX form for files, and ``"0".."N-1"`` for arrays.
     root : str or Path, optional
         For a list of paths: ids are the paths relative to ``root``.
+    recursive : bool
+        For a folder: include subfolders.
+
+    Returns
+    -------
+    list of ImageItem
+        In input order (sorted for a folder).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``source`` names no folder.
+    ValueError
+        For an array of the wrong shape, a path outside ``root``, or ids that do not match the images.
+    TypeError
+        For a source (or entry) that is neither a path nor an image array.
     """
     if isinstance(source, (str, os.PathLike)):
         folder = Path(source)

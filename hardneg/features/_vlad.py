@@ -21,11 +21,14 @@ is all-zero.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Real
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._typing import RandomState
 from ._codebook import BagOfWords, Codebook
 
 __all__ = ["VLAD", "vlad"]
@@ -37,8 +40,29 @@ def _check_power(power) -> float:
     return float(power)
 
 
-def vlad(descriptor_sets, codebook: Codebook, *, power: float = 0.5, intra: bool = True) -> np.ndarray:
+def vlad(descriptor_sets: Sequence[np.ndarray], codebook: Codebook, *, power: float = 0.5, intra: bool = True) -> np.ndarray:
     """VLAD vectors ``(n_images, K * d)`` float32 of ``descriptor_sets`` (one ``(m, d)`` array per image).
+
+    Parameters
+    ----------
+    descriptor_sets : sequence of ndarray of shape (m, d)
+        Each image's local descriptors (m may be 0).
+    codebook : Codebook
+        A fitted codebook of K words.
+    power : float
+        Power normalization exponent (signed ``|v| ** power``; 1 leaves it off).
+    intra : bool
+        l2-normalize each word's residual sum before the global normalization.
+
+    Returns
+    -------
+    ndarray of float32, shape (n_images, K * d)
+        l2-normalized rows (zero for an image without descriptors).
+
+    Raises
+    ------
+    ValueError
+        If a descriptor set does not have the codebook's dimension, or ``power`` is invalid.
 
     Examples
     --------
@@ -108,8 +132,8 @@ class VLAD(BagOfWords):
     ((4, 512), [1.0, 1.0, 1.0, 1.0])
     """
 
-    def __init__(self, descriptor, *, n_words: int = 64, power: float = 0.5, intra: bool = True, n_iter: int = 20,
-                 max_descriptors: int | None = None, random_state=None, codebook: Codebook | None = None):
+    def __init__(self, descriptor: Any, *, n_words: int = 64, power: float = 0.5, intra: bool = True, n_iter: int = 20,
+                 max_descriptors: int | None = None, random_state: RandomState = None, codebook: Codebook | None = None):
         super().__init__(descriptor, n_words=n_words, weighting="tf", normalize=None, sparse=False, n_iter=n_iter,
                          max_descriptors=max_descriptors, random_state=random_state, codebook=codebook)
         self.power = _check_power(power)

@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._typing import RandomState
 from .._validation import RANDOM_STATE, Interval, check_matrix, check_random_state, validate_params, validate_X
 
 logger = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ class VocabularyTree(BaseEstimator):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, branching: int = 10, depth: int = 3, *, n_iter: int = 10, random_state=None):
+    def __init__(self, branching: int = 10, depth: int = 3, *, n_iter: int = 10, random_state: RandomState = None):
         self.branching = branching
         self.depth = depth
         self.n_iter = n_iter

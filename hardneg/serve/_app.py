@@ -158,12 +158,12 @@ def _host_names(host: str, allowed_hosts) -> list[str]:
     return names
 
 
-def create_app(store_path, *, models_dir=None, token: str | None = None, host: str = "127.0.0.1",
+def create_app(store_path: str | Path, *, models_dir: str | Path | None = None, token: str | None = None, host: str = "127.0.0.1",
                max_upload_bytes: int = 8 << 20, max_image_pixels: int = 40_000_000, workers: int = 2,
                concept_iterations: int = DEFAULT_N_ITER, concept_bins: int = 100, concept_positives: int = 100,
                memory_bytes: int = 2 << 30, nprobe: int | None = None, batch_window_ms: float = 1.0,
                max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1,
-               allowed_hosts=None, max_json_bytes: int = 1 << 20, mode_files: dict | None = None) -> FastAPI:
+               allowed_hosts: list[str] | None = None, max_json_bytes: int = 1 << 20, mode_files: dict | None = None) -> FastAPI:
     """Build the search service over a FeatureStore.
 
     Parameters
@@ -198,11 +198,17 @@ def create_app(store_path, *, models_dir=None, token: str | None = None, host: s
     batch_window_ms, max_batch : micro-batching of Hamming queries: concurrent ones
         arriving within the window (or while a batch is being searched) are searched
         together, at most ``max_batch`` per FAISS call; ``max_batch=1`` searches each
-        query alone. ``batch_workers`` batches are searched at the same time (threads).
+        query alone.
+    batch_workers : batches searched at the same time (threads).
     search_threads : FAISS (OpenMP) threads per search call, set for the whole process
         (None: leave FAISS's default). One by default: the batches run one at a time
         and, on a small shared machine, OpenMP threads that wait for a busy core
         made one search of 1M codes 40x slower (``benchmarks/serve_load.py``).
+
+    Returns
+    -------
+    FastAPI
+        The application (serve it with uvicorn, or test it with ``TestClient``).
 
     Notes
     -----

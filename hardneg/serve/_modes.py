@@ -67,7 +67,18 @@ MODES: dict[str, type[SearchMode]] = {}
 
 
 def register_mode(cls: type[SearchMode]) -> type[SearchMode]:
-    """Add a mode class to :data:`MODES` (usable as a decorator)."""
+    """Add a mode class ``cls`` to :data:`MODES` under its ``name`` (usable as a decorator).
+
+    Returns
+    -------
+    type of SearchMode
+        ``cls`` itself.
+
+    Raises
+    ------
+    ValueError
+        If the name is not letters, digits and '-'.
+    """
     if not cls.name or not cls.name.replace("-", "").isalnum():
         raise ValueError(f"mode name {cls.name!r}: expected letters, digits and '-'")
     MODES[cls.name] = cls

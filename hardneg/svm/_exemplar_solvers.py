@@ -8,8 +8,11 @@ circle.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from .._typing import ArrayLike
 from ._exemplar import fit_exemplar_svms_liblinear
 from ._exemplar_batch import fit_exemplar_svms_batch
 from ._exemplar_sgd import fit_exemplar_svms_sgd
@@ -20,7 +23,7 @@ __all__ = ["EXEMPLAR_SOLVERS", "fit_exemplar_svms"]
 EXEMPLAR_SOLVERS = {"batch": fit_exemplar_svms_batch, "sgd": fit_exemplar_svms_sgd, "liblinear": fit_exemplar_svms_liblinear}
 
 
-def fit_exemplar_svms(X, Z, *, solver: str = "batch", **kwargs) -> np.ndarray:
+def fit_exemplar_svms(X: ArrayLike, Z: ArrayLike, *, solver: str = "batch", **kwargs: Any) -> np.ndarray:
     """Solve [Zepeda15] Eq. (1) for every row of ``X`` against the negatives ``Z``; return ``w~`` rows.
 
     Parameters
