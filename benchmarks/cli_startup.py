@@ -9,7 +9,8 @@ Python processes of:
 
 and reports min / median wall time of each, the ratio to the baseline, and
 (from ``python -X importtime``) the modules that cost most to import for
-each command. Writes ``benchmarks/results/cli_startup[_<tag>].json``.
+each command, the heavy libraries each imported, and whether its import
+time stays within :data:`BUDGET_MS`. Writes ``benchmarks/results/cli_startup[_<tag>].json``.
 
 Usage::
 
@@ -63,22 +64,37 @@ def _run(cmd: list[str], env: dict) -> float:
     return dt
 
 
+# Import-time budget (``python -X importtime``, sum over top-level imports, ms) and the
+# libraries a command must not import at all; the goal is < 0.3 s per command on a quiet machine.
+BUDGET_MS = {"hardneg --help": 150.0, "hardneg store info": 900.0}
+HEAVY = ("torch", "onnxruntime", "sklearn", "scipy", "pyarrow", "pandas", "pydantic", "fastapi", "dask", "numba", "faiss",
+         "PIL", "cv2", "zarr")
+
+
 def _importtime(cmd: list[str], env: dict, top: int = 12) -> dict:
-    """Total import time and the most expensive top-level packages (cumulative microseconds)."""
+    """Total import time, the most expensive top-level packages and modules (cumulative
+    microseconds, any depth), and which heavy libraries the command imported."""
     proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     per_pkg: dict[str, int] = {}
+    per_module: dict[str, int] = {}
     n_modules = 0
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
         _self_us, cum_us, name = line[len("import time:"):].split("|")
         n_modules += 1
+        per_module[name.strip()] = max(per_module.get(name.strip(), 0), int(cum_us))
         depth = (len(name) - len(name.lstrip()) - 1) // 2
         if depth == 0:  # a top-level import: its cumulative time counts once
             pkg = name.strip().split(".")[0]
             per_pkg[pkg] = per_pkg.get(pkg, 0) + int(cum_us)
     biggest = sorted(per_pkg.items(), key=lambda kv: -kv[1])[:top]
-    return {"modules": n_modules, "top_level_ms": {k: round(v / 1000, 1) for k, v in biggest}}
+    modules = sorted(per_module.items(), key=lambda kv: -kv[1])[: 2 * top]
+    imported = {m.split(".")[0] for m in per_module}
+    return {"modules": n_modules, "total_ms": round(sum(per_pkg.values()) / 1000, 1),
+            "top_level_ms": {k: round(v / 1000, 1) for k, v in biggest},
+            "top_modules_cumulative_ms": {k: round(v / 1000, 1) for k, v in modules},
+            "heavy_imported": sorted(imported & set(HEAVY))}
 
 
 def main(argv=None) -> int:
@@ -103,13 +119,21 @@ def main(argv=None) -> int:
     for name, ts in times.items():
         rows[name] = {"min_s": min(ts), "median_s": statistics.median(ts), "median_minus_python_s": statistics.median(ts) - base,
                       "ratio_to_python": statistics.median(ts) / base, "runs_s": ts, "imports": imports[name]}
+        if name in BUDGET_MS:
+            over = imports[name]["total_ms"] - imports["python -c pass"]["total_ms"]
+            rows[name]["import_budget"] = {"budget_ms": BUDGET_MS[name], "import_ms_above_python": round(over, 1),
+                                           "within": over <= BUDGET_MS[name]}
     print("| command | min s | median s | median - python s | x python | modules imported |")
     print("|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['min_s']:.3f} | {r['median_s']:.3f} | {r['median_minus_python_s']:.3f} | {r['ratio_to_python']:.1f} | {r['imports']['modules']} |")
     for name, r in rows.items():
-        print(f"{name}: slowest imports (ms) {r['imports']['top_level_ms']}")
-    path = write_results("cli_startup" + (f"_{args.tag}" if args.tag else ""), {"repeat": args.repeat, "results": rows})
+        print(f"{name}: slowest imports (ms) {r['imports']['top_level_ms']}; heavy: {r['imports']['heavy_imported']}")
+        if "import_budget" in r:
+            b = r["import_budget"]
+            print(f"  import budget {b['budget_ms']:.0f} ms: {b['import_ms_above_python']:.0f} ms -> {'within' if b['within'] else 'OVER'}")
+    path = write_results("cli_startup" + (f"_{args.tag}" if args.tag else ""), {"repeat": args.repeat, "results": rows,
+                                                                                "load_avg_end": os.getloadavg()})
     print(f"wrote {path}")
     return 0
 
