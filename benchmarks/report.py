@@ -33,7 +33,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 BENCHMARKS = ROOT / "benchmarks"
 logger = logging.getLogger("hardneg.report")
 
-# which code belongs to which method page (equation tables)
+# the method pages; each one's equation table lists the citations of its paper (see equations())
 METHOD_CODE = {
     "concept": ["hardneg/concept", "hardneg/negatives", "hardneg/svm/_hik.py", "hardneg/svm/_hik_tables.py",
                 "hardneg/store/_quantize.py", "hardneg/serve/_concept.py"],
@@ -619,29 +619,44 @@ FIGURES = {
 
 
 # ----------------------------------------------------------------------------- equations
+#: every equation citation in the code is ``[Paper] Eq. (n)`` (tests/test_citations.py checks the
+#: form); the paper key decides the method page whose table lists it, wherever the file lies
+CITATION = re.compile(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)")
+#: papers cited beside the five methods' own (zero-shot baselines and evaluation protocol)
+OTHER_PAPER_METHOD = {"[Xian18]": "zeroshot", "[Lampert14]": "zeroshot", "[RomeraParedes15]": "zeroshot"}
+
+
+def paper_method() -> dict[str, str]:
+    return {**{paper: method for method, paper in METHOD_PAPER.items()}, **OTHER_PAPER_METHOD}
+
+
 def equations(method: str) -> str:
     rows = []
-    for spec in METHOD_CODE[method]:
-        p = ROOT / spec
-        files = sorted(p.rglob("*.py")) if p.is_dir() else [p] if p.exists() else []
-        for f in files:
-            text = f.read_text(encoding="utf-8")
-            try:
-                tree = ast.parse(text)
-            except SyntaxError:
-                continue
-            spans = []
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    spans.append((node.lineno, node.end_lineno or node.lineno, node.name))
-            for i, line in enumerate(text.splitlines(), 1):
-                for m in re.finditer(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)", line):
-                    inside = [s for s in spans if s[0] <= i <= s[1]]
-                    where = min(inside, key=lambda s: s[1] - s[0])[2] if inside else "module"
-                    what = line.strip().lstrip("#*\"' ").replace("|", "\\|")
-                    rows.append({"eq": m.group(2).strip(), "paper": (m.group(1) or METHOD_PAPER[method]).strip(),
-                                 "file": f.relative_to(ROOT).as_posix(), "line": i, "where": where,
-                                 "what": what[:110] + ("…" if len(what) > 110 else "")})
+    papers = paper_method()
+    for f in sorted((ROOT / "hardneg").rglob("*.py")):
+        text = f.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        spans = []
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                spans.append((node.lineno, node.end_lineno or node.lineno, node.name))
+        for i, line in enumerate(text.splitlines(), 1):
+            for m in CITATION.finditer(line):
+                paper = (m.group(1) or "").strip()
+                if not paper or paper not in papers:
+                    raise ValueError(f"{f.relative_to(ROOT)}:{i}: equation citation without a known paper key "
+                                     f"({paper or 'none'}; known: {', '.join(sorted(papers))}): write `[Paper] Eq. (n)`")
+                if papers[paper] != method:
+                    continue
+                inside = [s for s in spans if s[0] <= i <= s[1]]
+                where = min(inside, key=lambda s: s[1] - s[0])[2] if inside else "module"
+                what = line.strip().lstrip("#*\"' ").replace("|", "\\|")
+                rows.append({"eq": m.group(2).strip(), "paper": paper,
+                             "file": f.relative_to(ROOT).as_posix(), "line": i, "where": where,
+                             "what": what[:110] + ("…" if len(what) > 110 else "")})
     if not rows:
         return "*No `Eq. (n)` citations found in the code.*\n"
 
