@@ -21,6 +21,7 @@ import inspect
 import math
 import textwrap
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import check_param_validation
 from test_common import ESTIMATORS
 
+import hardneg
 from hardneg._validation import Interval
 
 IDS = [type(e).__name__ for e in ESTIMATORS]
@@ -180,3 +182,13 @@ def test_similarity_learners_lost_their_own_parameter_check():
     import hardneg.similarity._checks as checks
 
     assert not hasattr(checks, "check_finite_param")
+
+
+def test_constraint_names_come_from_one_module():
+    # scikit-learn's private _param_validation is named in hardneg/_validation.py only (one place to fix)
+    package = Path(hardneg.__file__).parent
+    users = sorted(
+        str(path.relative_to(package.parent)) for path in package.rglob("*.py")
+        if "_param_validation" in path.read_text(encoding="utf-8") and path.name != "_validation.py"
+    )
+    assert not users, f"import Interval / StrOptions from hardneg._validation instead: {users}"

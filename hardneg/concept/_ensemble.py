@@ -19,11 +19,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import average_precision_score
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
-from hardneg._validation import check_positive_int, check_random_state, is_store
+from hardneg._validation import Interval, StrOptions, check_positive_int, check_random_state, is_store
 from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 

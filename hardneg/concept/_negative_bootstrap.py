@@ -5,11 +5,10 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from hardneg._typing import ArrayLike
-from hardneg._validation import check_positive_int, check_random_state
+from hardneg._validation import Interval, check_positive_int, check_random_state
 from hardneg.negatives import BootstrapPoolSampler, NegativePool
 from hardneg.svm import hik_gram
 
