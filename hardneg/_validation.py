@@ -15,7 +15,14 @@ behaves like a scikit-learn one. :func:`validate_X` adds scikit-learn's
 Parameter checks use scikit-learn's declarative constraints
 (``_parameter_constraints``); the few names they need from scikit-learn's
 private ``_param_validation`` module are imported here and nowhere else, so a
-change there is fixed in one place.
+change there is fixed in one place. Every public estimator declares every
+parameter there and checks them once, when ``fit`` starts
+(``_validate_params``), before it reads the data; what needs the data or two
+parameters together (``k <= n_samples``) is checked after. Finite values: an
+``Interval`` refuses NaN, and an end left open at ``None`` (``closed="left"``
+or ``"neither"``) refuses ±inf too; a parameter that means something at inf
+says so with a closed end (SolisTG's ``theta``: ``(0, inf]``).
+``tests/test_param_checks.py`` holds every estimator to this.
 """
 
 from __future__ import annotations
