@@ -9,6 +9,8 @@ mean average precision. It needs no labels beyond those the triplets already car
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from hardneg._typing import ArrayLike
@@ -17,7 +19,7 @@ from ._checks import check_triplets
 __all__ = ["heldout_map"]
 
 
-def heldout_map(model: object, X: object, triplets: ArrayLike) -> float:
+def heldout_map(model: Any, X: Any, triplets: ArrayLike) -> float:
     """Mean AP of each anchor ranking its own held-out positives among its negatives.
 
     For every distinct anchor ``a`` of ``triplets``: the candidates are the
