@@ -180,7 +180,7 @@ class TopK:
         return (np.array_equal(self.rows, other.rows) and np.array_equal(self.scores, other.scores)
                 and self.metric == other.metric and np.array_equal(np.asarray(self.ids), np.asarray(other.ids)))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable on purpose: __eq__ compares arrays
 
 
 def _best(rows: np.ndarray, scores: np.ndarray, k: int, higher: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -233,6 +233,6 @@ def merge_topk(a: TopK, b: TopK) -> TopK:
         raise ValueError(f"cannot merge top-k results of k={a.k}/{b.k}, {a.rows.shape[0]}/{b.rows.shape[0]} queries")
     rows = np.concatenate([a.rows, b.rows], axis=1)
     scores = np.concatenate([a.scores, b.scores], axis=1)
-    pairs = [_best(r, s, a.k, a.higher_is_better) for r, s in zip(rows, scores)]
+    pairs = [_best(r, s, a.k, bool(a.higher_is_better)) for r, s in zip(rows, scores)]  # a bool after __post_init__
     r, s = _stack(pairs, min(a.k, rows.shape[1]), scores.dtype)
     return TopK(r, s, a.k, a.n_scanned + b.n_scanned, metric=a.metric, higher_is_better=a.higher_is_better)
