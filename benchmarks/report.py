@@ -575,7 +575,7 @@ def fig_solis_concept(w: Writer):
     w.figure("figures/similarity_solis_concept_lambda_path.png", fig)
     return [("figures/similarity_solis_concept_lambda_path.png", ", ".join(paths),
              "[Gao17] Section 5.3 per-concept protocol: sparsity against mAP along each solver's λ path "
-             "(w1 = 0, λ from 1e-5 to 1e-2; one draw), as the paper's Figures 3-6.")]
+             "(w1 = 0; each panel's λ values and draws are in its file's lambda_path_rows), as the paper's Figures 3-6.")]
 
 
 def fig_text_search(w: Writer):
