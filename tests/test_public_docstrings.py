@@ -76,6 +76,13 @@ def problems(path: str, obj: object) -> list[str]:
     return errors
 
 
+#: objects the check cannot apply to, each with the reason
+EXEMPT = {
+    # an ndarray subclass built by __new__: numpydoc reads __new__'s parameters, while the API docs'
+    # renderer (griffe) checks documented parameters against ndarray's __init__ and fails the build
+    "hardneg.store.CodeBlock",
+}
+
 #: objects that failed when the test was added; delete a line when its object passes
 KNOWN_GAPS = set(
     """
@@ -105,7 +112,7 @@ def test_the_walk_finds_the_public_api(objects):
 def test_public_api_documents_its_signature(objects):
     bad = []
     for path, obj in sorted(objects.items()):
-        if path in KNOWN_GAPS:
+        if path in KNOWN_GAPS or path in EXEMPT:
             continue
         errs = problems(path, obj)
         if errs:

@@ -143,13 +143,8 @@ class CodeBlock(np.ndarray):
 
     What :class:`BinnedStore` hands out, so a compressed concept model's
     ``decision_function`` knows the grid of the codes it is given.
-
-    Parameters
-    ----------
-    codes : array-like of uint8, shape (n, d)
-        Bin codes.
-    grid : BinGrid
-        The grid the codes are on.
+    ``CodeBlock(codes, grid)`` views ``codes`` (array-like of uint8, shape (n, d)) as
+    uint8 and attaches ``grid``.
     """
 
     def __new__(cls, codes: ArrayLike, grid: BinGrid):
