@@ -1,35 +1,37 @@
-"""EfficientNet-Lite0 throughput: eager PyTorch against ONNX Runtime, forward and whole pipeline.
+"""EfficientNet-Lite0 extraction: the whole pipeline against the network's forward rate.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/features_cnn_runtime.py [--n 300] [--repeats 3] [--threads 2]
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/features_cnn_runtime.py [--n 210] [--repeats 3] [--threads 2]
 
 Data: a fixed seeded sample of the Debian package ``openclipart-png`` (real
 clip art of mixed sizes and modes: RGBA, grey+alpha, palette), plus its
 21k x 30k decompression-bomb-sized file, which every pipeline skips with
-one line. Rows, all in one process on the same images, each repeat in turn:
+one line. Files of more than 50 Mpx are left out of the sample (16 of the
+8,121 files hold 68 % of the collection's pixels; one of them costs more
+to decode than the forward pass of the whole sample; the JSON counts those
+left out). Rows, all in one process on the same images, each repeat in turn:
 
-- forward torch / onnx: ``transform`` on the images already decoded (the
-  network's own preprocess + forward; ``resize="stretch"`` as the CLI);
-- pipeline old: ``extract_to_store`` as shipped (serial full-size decode,
-  PyTorch);
-- pipeline old + onnx: the same loop with the ONNX runtime;
-- pipeline new: ONNX runtime, and the batch read replaced by
-  :func:`hardneg.features._pipeline.load_batch` (decoding in threads,
-  downscaled to what the network needs);
-- pipeline new + prefetch: as new, with the next batch decoded while the
-  current one runs (:func:`hardneg.features._pipeline.prefetch`).
+- forward torch / onnx: ``transform`` on the images already decoded and
+  resized to 224 x 224 (normalization + forward: the pure forward rate;
+  PyTorch on the first ``--n-torch`` of them);
+- pipeline new: ``extract_to_store`` as shipped (ONNX; decode, compositing
+  and the one resize in threads, the next batch while this one runs);
+- pipeline serial: ``decode_threads=0`` (each image decoded full size in
+  the calling thread, resized in the extractor), ONNX;
+- pipeline old: serial, with the float32 NumPy compositing that extraction
+  used before (as of commit fec49fb), ONNX.
 
-Every pipeline row commits batches of 64 images.
-
-Speeds are ratios to the PyTorch forward of the same repeat (the machine is
-shared and noisy); min and median over repeats are reported. Cosines per
-row: ONNX forward vs PyTorch forward, and new-pipeline rows vs old-pipeline
-rows (same ids). Writes benchmarks/results/features_cnn_runtime.json.
+Every pipeline row commits batches of 64 images. Speeds are ratios to the
+ONNX forward of the same repeat (the machine is shared and noisy); min and
+median over repeats. Cosines per row: ONNX vs PyTorch forward; new vs old
+pipeline (same ids); and, for images at least twice the input side, a
+reduced decode (integer box reduction after the PNG decode; JPEG draft
+mode on a quality-95 JPEG copy) vs the full decode. Writes
+benchmarks/results/features_cnn_runtime.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import os
 import shutil
@@ -37,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -68,149 +69,181 @@ def cosine(a, b):
     return (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-30)
 
 
+def old_load(item):
+    """Extraction's read before the threaded loader (fec49fb): full decode, float32 NumPy compositing."""
+    from hardneg._imaging import open_image
+
+    im = open_image(item.path)
+    with im:
+        if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+            a = np.asarray(im.convert("RGBA"))
+            alpha = a[:, :, 3:4].astype(np.float32) / 255.0
+            rgb = a[:, :, :3].astype(np.float32) * alpha + 255.0 * (1.0 - alpha)
+            return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+        return np.asarray(im.convert("RGB"))
+
+
+def pixels(path) -> int:
+    from PIL import Image
+
+    with Image.open(path) as im:  # the header only; the 21k x 30k bomb raises here
+        return im.size[0] * im.size[1]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--n", type=int, default=210)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--n-torch", type=int, default=32, help="images in the PyTorch forward row (eager PyTorch is ~20x slower)")
     args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    load_start = os.getloadavg()
 
     import torch
+    from PIL import Image
 
     from hardneg.features import EfficientNetLite0, extract_to_store
-    from hardneg.features import _extract
-    from hardneg.features._images import ImageReadError, read_image
-    from hardneg.features._images import resolve_images
-    from hardneg.features._pipeline import load_batch, prefetch
+    from hardneg.features._images import ImageItem, ImageReadError, fit_square, read_image, read_image_square
     from hardneg.store import FeatureStore
 
     torch.set_num_threads(args.threads)
-    paths = sample(openclipart_files(), args.n)
-    images, decoded = [], []
+    picked = sample(openclipart_files(), args.n)
+    huge = [f for f in picked if not f.endswith(BOMB) and pixels(f) > 50e6]  # Pillow's guard refuses > 179 Mpx
+    paths = [p for p in picked if p not in huge]
+    full, decoded = [], []
     for p in paths:
         try:
-            images.append(read_image(p))
+            full.append(read_image(p))
             decoded.append(p)
         except ImageReadError as exc:
-            print(f"(forward rows skip {Path(p).name}: {type(exc).__name__})")
-    sides = np.sqrt([im.shape[0] * im.shape[1] for im in images])
+            print(f"(forward rows skip {Path(p).name}: {type(exc).__name__})", flush=True)
+    sides = np.sqrt([im.shape[0] * im.shape[1] for im in full])
+    images = [np.asarray(fit_square(Image.fromarray(im), 224, "stretch")) for im in full]  # network-ready
 
     def make(runtime):
         return EfficientNetLite0(resize="stretch", num_threads=args.threads, runtime=runtime)
 
     torch_ext, onnx_ext = make("torch"), make("onnx")
     t = time.perf_counter()
-    assert onnx_ext.active_runtime == "onnx"
+    if onnx_ext.active_runtime != "onnx":
+        raise SystemExit("onnxruntime is not usable here")
     onnx_open_s = time.perf_counter() - t
     torch_ext.transform(images[:2])
     onnx_ext.transform(images[:2])  # warm-up: model load, allocator
 
-    original_load = _extract._load_batch
-    threaded_load = functools.partial(load_batch, target_size=onnx_ext.decode_size, n_threads=args.threads)
-
-    def forward(ext):
-        return ext.transform(images)
-
-    def prefetching_load():
-        """What the call site would do with hardneg.features._pipeline.prefetch: decode batch k+1 while k runs.
-        extract_to_store's loop is not ours to change, so its batch read is answered from a prefetching generator."""
-        items = resolve_images(paths)
-        batches = [items[lo : lo + BATCH] for lo in range(0, len(items), BATCH)]
-
-        def load(batch):
-            summary = types.SimpleNamespace(failed=[])
-            return load_batch(batch, summary, target_size=onnx_ext.decode_size, n_threads=args.threads), summary.failed
-
-        gen = prefetch(batches, load)
-
-        def patched(batch, summary):
-            want, ((good, imgs), failed) = next(gen)
-            if [it.id for it in want] != [it.id for it in batch]:
-                raise RuntimeError("prefetched batches out of step with extract_to_store")
-            summary.failed.extend(failed)
-            return good, imgs
-
-        return patched
-
-    def pipeline(ext, load, folder):
-        _extract._load_batch = load() if load is prefetching_load else load
+    def pipeline(folder, threads, old=False):
+        shutil.rmtree(folder, ignore_errors=True)
+        original = ImageItem.load
+        if old:
+            ImageItem.load = old_load
         try:
-            shutil.rmtree(folder, ignore_errors=True)
-            s = extract_to_store(paths, folder, ext, overwrite=True, batch_size=BATCH)
+            return extract_to_store(paths, folder, onnx_ext, overwrite=True, batch_size=BATCH, decode_threads=threads)
         finally:
-            _extract._load_batch = original_load
-        return s
+            ImageItem.load = original
 
     tmp = Path(tempfile.mkdtemp(prefix="hardneg-bench-"))
-    runs = {k: [] for k in ("forward torch", "forward onnx", "pipeline old (torch)", "pipeline old + onnx", "pipeline new (onnx, threaded decode)",
-                            "pipeline new + prefetch")}
-    cos_fwd, cos_pipe = None, None
+    names = ("forward torch", "forward onnx", "pipeline new (threads + prefetch)", "pipeline serial (decode_threads=0)",
+             "pipeline old (serial, float compositing)")
+    runs = {k: [] for k in names}
+    cos_fwd = cos_pipe = None
     try:
+        cos_reduce = reduced_decode_cosines(onnx_ext, decoded, full, tmp, read_image_square)
         for rep in range(args.repeats):
             rates = {}
-            for name, fn in [
-                ("forward torch", lambda: forward(torch_ext)),
-                ("forward onnx", lambda: forward(onnx_ext)),
-                ("pipeline old (torch)", lambda: pipeline(torch_ext, original_load, tmp / "old")),
-                ("pipeline old + onnx", lambda: pipeline(onnx_ext, original_load, tmp / "old_onnx")),
-                ("pipeline new (onnx, threaded decode)", lambda: pipeline(onnx_ext, threaded_load, tmp / "new")),
-                ("pipeline new + prefetch", lambda: pipeline(onnx_ext, prefetching_load, tmp / "new_prefetch")),
-            ]:
+            for name, fn in zip(names, [
+                lambda: torch_ext.transform(images[: args.n_torch]),
+                lambda: onnx_ext.transform(images),
+                lambda: pipeline(tmp / "new", None),
+                lambda: pipeline(tmp / "serial", 0),
+                lambda: pipeline(tmp / "old", 0, old=True),
+            ]):
                 t = time.perf_counter()
                 out = fn()
                 dt = time.perf_counter() - t
-                n_done = len(images) if name.startswith("forward") else out.n_added
+                n_done = len(out) if name.startswith("forward") else out.n_added
                 rates[name] = n_done / dt
                 if rep == 0 and name == "forward torch":
                     ref = out
                 if rep == 0 and name == "forward onnx":
-                    cos_fwd = cosine(out, ref)
-                if name.startswith("pipeline") and rep == 0:
-                    assert out.n_failed == len(paths) - len(images), out.failed
-            base = rates["forward torch"]
+                    cos_fwd = cosine(out[: len(ref)], ref)
+                if name.startswith("pipeline") and rep == 0 and out.n_failed != len(paths) - len(images):
+                    raise RuntimeError(f"{name}: unexpected failures {out.failed}")
+            base = rates["forward onnx"]
             for k, v in rates.items():
-                runs[k].append({"images_per_s": v, "vs_torch_forward": v / base, "load_avg_1min": os.getloadavg()[0]})
+                runs[k].append({"images_per_s": v, "vs_onnx_forward": v / base, "load_avg_1min": os.getloadavg()[0]})
             print(f"repeat {rep}: " + ", ".join(f"{k} {v:.2f}/s" for k, v in rates.items()), flush=True)
             if rep == 0:
-                old = FeatureStore.open(str(tmp / "old"))
-                new = FeatureStore.open(str(tmp / "new_prefetch"))
-                Xo, Xn = np.asarray(old.to_numpy()), np.asarray(new.to_numpy())
-                io, inn = [list(s.ids() if callable(s.ids) else s.ids) for s in (old, new)]
+                old, new = FeatureStore.open(str(tmp / "old")), FeatureStore.open(str(tmp / "new"))
+                io, inn = (s.items.column("id").to_pylist() for s in (old, new))
                 order = [inn.index(i) for i in io]
-                cos_pipe = cosine(Xn[order], Xo)
+                cos_pipe = cosine(np.asarray(new.to_numpy())[order], np.asarray(old.to_numpy()))
 
             rows = []
             for k, rs in runs.items():
                 ips = np.array([r["images_per_s"] for r in rs])
-                rat = np.array([r["vs_torch_forward"] for r in rs])
+                rat = np.array([r["vs_onnx_forward"] for r in rs])
                 rows.append({"row": k, "img/s min": float(ips.min()), "img/s median": float(np.median(ips)),
-                             "vs torch fwd min": float(rat.min()), "vs torch fwd median": float(np.median(rat))})
-            fwd_onnx = np.array([r["images_per_s"] for r in runs["forward onnx"]])
-            new_pipe = np.array([r["images_per_s"] for r in runs["pipeline new + prefetch"]])
-            pipe_vs_fwd = new_pipe / fwd_onnx
+                             "vs onnx fwd min": float(rat.min()), "vs onnx fwd median": float(np.median(rat))})
+            ratio = {k: np.array([r["vs_onnx_forward"] for r in runs[k]]) for k in names}
+            new_vs_old = np.array([a["images_per_s"] / b["images_per_s"] for a, b in
+                                   zip(runs["pipeline new (threads + prefetch)"], runs["pipeline old (serial, float compositing)"])])
             payload = {
                 "study": "features_cnn_runtime",
                 "data": {"source": "openclipart-png", "n_files": len(paths), "n_decodable": len(images), "seed": 0,
+                         "left_out_over_50_mpx": [Path(f).name for f in huge],
                          "side_px_percentiles_10_50_90_max": [float(v) for v in np.percentile(sides, [10, 50, 90, 100])]},
-                "settings": {"model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads,
-                             "repeats": args.repeats, "torch": torch.__version__, "onnxruntime": __import__("onnxruntime").__version__,
-                             "onnx_session_open_s": round(onnx_open_s, 2)},
+                "settings": {"n_torch_forward": args.n_torch, "model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads,
+                             "batch": BATCH, "repeats": args.repeats, "torch": torch.__version__,
+                             "onnxruntime": __import__("onnxruntime").__version__, "onnx_session_open_s": round(onnx_open_s, 2)},
                 "rows": rows,
                 "runs": runs,
-                "new_pipeline_vs_onnx_forward": {"min": float(pipe_vs_fwd.min()), "median": float(np.median(pipe_vs_fwd))},
-                "cosine_onnx_vs_torch_forward": {"min": float(cos_fwd.min()), "median": float(np.median(cos_fwd))},
-                "cosine_new_vs_old_pipeline": {"min": float(cos_pipe.min()), "median": float(np.median(cos_pipe)),
-                                               "p01": float(np.percentile(cos_pipe, 1))},
-                "load_avg_end": os.getloadavg(), "repeats_done": rep + 1,
+                "pipeline_new_vs_onnx_forward": _mm(ratio["pipeline new (threads + prefetch)"]),
+                "pipeline_old_vs_onnx_forward": _mm(ratio["pipeline old (serial, float compositing)"]),
+                "pipeline_new_vs_old": _mm(new_vs_old),
+                "onnx_vs_torch_forward": _mm(1.0 / ratio["forward torch"]),
+                "cosine_onnx_vs_torch_forward": _mm(cos_fwd),
+                "cosine_new_vs_old_pipeline": _mm(cos_pipe),
+                "cosine_reduced_vs_full_decode": cos_reduce,
+                "load_avg_start": load_start, "load_avg_end": os.getloadavg(), "repeats_done": rep + 1,
             }
             path = write_results("features_cnn_runtime", payload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(markdown_table(rows, ["row", "img/s min", "img/s median", "vs torch fwd min", "vs torch fwd median"]))
-    print(f"new pipeline / onnx forward: {payload['new_pipeline_vs_onnx_forward']}")
-    print(f"cosine onnx vs torch (forward): {payload['cosine_onnx_vs_torch_forward']}; new vs old pipeline: {payload['cosine_new_vs_old_pipeline']}")
-    print(f"wrote {path}")
+    print(markdown_table(rows, ["row", "img/s min", "img/s median", "vs onnx fwd min", "vs onnx fwd median"]))
+    for k in ("pipeline_new_vs_onnx_forward", "pipeline_old_vs_onnx_forward", "pipeline_new_vs_old", "cosine_new_vs_old_pipeline",
+              "cosine_reduced_vs_full_decode"):
+        print(f"{k}: {payload[k]}")
+    print(f"load average start {load_start}, end {payload['load_avg_end']}; wrote {path}")
+
+
+def _mm(a) -> dict:
+    a = np.asarray(a, dtype=float)
+    return {"min": float(a.min()), "median": float(np.median(a)), "max": float(a.max())}
+
+
+def reduced_decode_cosines(ext, paths, full, tmp, read_image_square) -> dict:
+    """Per-row cosine, reduced vs full decode, on the images at least twice the input side."""
+    from PIL import Image
+
+    from hardneg._imaging import REDUCING_GAP
+
+    size = 224
+    big = [(p, im) for p, im in zip(paths, full) if min(im.shape[:2]) >= REDUCING_GAP * size]
+    out = {"n_images": len(big)}
+    if not big:
+        return out
+    full_rows = ext.transform([read_image_square(p, size, "stretch") for p, _ in big])
+    png_reduced = ext.transform([read_image_square(p, size, "stretch", target_size=size) for p, _ in big])
+    jpgs = []
+    for k, (_, im) in enumerate(big):
+        jpgs.append(tmp / f"{k}.jpg")
+        Image.fromarray(im).save(jpgs[-1], quality=95)
+    jpg_full = ext.transform([read_image_square(p, size, "stretch") for p in jpgs])
+    jpg_draft = ext.transform([read_image_square(p, size, "stretch", target_size=size) for p in jpgs])
+    for name, c in (("png_box_reduce", cosine(png_reduced, full_rows)), ("jpeg_draft", cosine(jpg_draft, jpg_full))):
+        out[name] = {**_mm(c), "p01": float(np.percentile(c, 1)), "n_below_0.999": int((c < 0.999).sum())}
+    return out
 
 
 if __name__ == "__main__":
