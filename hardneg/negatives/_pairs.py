@@ -17,8 +17,24 @@ __all__ = ["PAIR_SAMPLERS", "make_pair_sampler"]
 PAIR_SAMPLERS = {cls.name: cls for cls in (RandomPairSampler, UncertaintyPairSampler, CorrelationPairSampler)}
 
 
-def make_pair_sampler(sampler) -> BasePairSampler:
-    """A fresh sampler from a name or a copy of an instance's class."""
+def make_pair_sampler(sampler: str | BasePairSampler) -> BasePairSampler:
+    """A fresh sampler from a name or a copy of an instance's class.
+
+    Parameters
+    ----------
+    sampler : str or BasePairSampler
+        A name in ``PAIR_SAMPLERS`` (``"random"``, ``"uncertainty"``, ``"correlation"``) or a sampler.
+
+    Returns
+    -------
+    BasePairSampler
+        A new, unused sampler.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
     if isinstance(sampler, BasePairSampler):
         return type(sampler)()
     if sampler not in PAIR_SAMPLERS:

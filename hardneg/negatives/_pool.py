@@ -9,9 +9,13 @@ concept are likely positives).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_matrix, is_store
 
 __all__ = ["NegativePool"]
@@ -40,14 +44,15 @@ class NegativePool:
     [1, 2]
     """
 
-    def __init__(self, data, *, tags=None, exclude_tags=None, rows=None):
+    def __init__(self, data: Any, *, tags: Sequence[Any] | None = None, exclude_tags: Iterable[str] | None = None,
+                 rows: ArrayLike | None = None):
         self.is_store = is_store(data)
         if self.is_store:
             self._store = data
             self.n_rows, self.dim = len(data), data.dim
             if tags is not None:
                 raise ValueError("tags: a FeatureStore pool carries its own tags; do not pass tags")
-            self._array = None
+            self._array: Any = None  # the features of an array pool (None for a store)
         else:
             self._array = check_matrix(data, "pool", non_negative=True)
             self.n_rows, self.dim = self._array.shape

@@ -19,7 +19,19 @@ __all__ = ["BasePoolSampler", "NegativeSample"]
 
 @dataclass
 class NegativeSample:
-    """Selected pool rows; ``scores`` are the ensemble's scores of them (None if random)."""
+    """Selected pool rows; ``scores`` are the ensemble's scores of them (None if random).
+
+    Parameters
+    ----------
+    rows : ndarray of int
+        The selected pool rows.
+    scores : ndarray, optional
+        Their scores (None for a random selection).
+    n_candidates : int
+        Candidates scored.
+    n_skipped : int
+        Top-ranked candidates passed over (the rank-window extra).
+    """
 
     rows: np.ndarray
     scores: np.ndarray | None = None

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, RandomState
 from .._validation import check_positive_int, check_random_state
 from ._triplets_base import BaseTripletSampler, _labels_and_rows
 
 __all__ = ["ConceptTripletSampler", "concept_protocol", "concept_triplets"]
 
 
-def concept_triplets(y, *, n_positives: int = 7, n_negatives: int = 500, rows=None, classes=None, random_state=None) -> np.ndarray:
+def concept_triplets(y: ArrayLike, *, n_positives: int = 7, n_negatives: int = 500, rows: ArrayLike | None = None,
+                     classes: ArrayLike | None = None, random_state: RandomState = None) -> np.ndarray:
     """Section 5.3's protocol: per class, ``n_positives`` random members and
     ``n_negatives`` random non-members; every ordered pair of distinct
     positives with every negative, ``7 * 6 * 500 = 21,000`` triplets per class.
@@ -26,10 +28,26 @@ def concept_triplets(y, *, n_positives: int = 7, n_negatives: int = 500, rows=No
     ----------
     y : array-like of int (n_samples,)
         Class labels (``-1``: unlabeled, never drawn).
+    n_positives : int
+        Members drawn per class (at least 2).
+    n_negatives : int
+        Non-members drawn per class.
     rows : array-like of int, optional
         Rows to draw from (e.g. leave the queries out); default all.
     classes : array-like, optional
         Concepts to draw for; default every label among ``rows``.
+    random_state : None, int or Generator
+        Seed of the draws and of the final shuffle.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_classes * n_positives * (n_positives - 1) * n_negatives, 3)
+        Row triplets ``(anchor, positive, negative)``, in random order.
+
+    Raises
+    ------
+    ValueError
+        If no row is labeled, or a class has too few members or non-members.
 
     Examples
     --------
@@ -67,7 +85,8 @@ def concept_triplets(y, *, n_positives: int = 7, n_negatives: int = 500, rows=No
     return np.ascontiguousarray(triplets[rng.permutation(triplets.shape[0])])
 
 
-def concept_protocol(y, concept, *, n_positives: int = 7, n_negatives: int = 500, rows=None, random_state=None):
+def concept_protocol(y: ArrayLike, concept: int, *, n_positives: int = 7, n_negatives: int = 500, rows: ArrayLike | None = None,
+                     random_state: RandomState = None) -> tuple[np.ndarray, np.ndarray]:
     """[Gao17] Section 5.3 for ONE concept: the triplets that train its own model,
     and the training rows that its retrieval evaluation must leave out.
 
@@ -83,8 +102,14 @@ def concept_protocol(y, concept, *, n_positives: int = 7, n_negatives: int = 500
         Class labels (``-1``: unlabeled, never drawn).
     concept : int
         The class whose model is trained.
+    n_positives : int
+        Members drawn (at least 2).
+    n_negatives : int
+        Non-members drawn.
     rows : array-like of int, optional
         Rows to draw from; default all.
+    random_state : None, int or Generator
+        Seed of the draws and of the shuffle.
 
     Returns
     -------
@@ -92,6 +117,11 @@ def concept_protocol(y, concept, *, n_positives: int = 7, n_negatives: int = 500
         In random order.
     train_rows : ndarray of int64
         The sorted positive and negative rows: remove them from the database.
+
+    Raises
+    ------
+    ValueError
+        If the concept has too few members or non-members.
 
     Examples
     --------
@@ -127,6 +157,13 @@ def concept_protocol(y, concept, *, n_positives: int = 7, n_negatives: int = 500
 class ConceptTripletSampler(BaseTripletSampler):
     """[Gao17] Section 5.3 as a sampler object: :func:`concept_triplets` with its parameters stored.
 
+    Parameters
+    ----------
+    n_positives, n_negatives : int
+        As for :func:`concept_triplets`.
+    classes : array-like, optional
+        Concepts to draw for; default every label.
+
     Examples
     --------
     >>> import numpy as np
@@ -137,7 +174,7 @@ class ConceptTripletSampler(BaseTripletSampler):
     True
     """
 
-    def __init__(self, n_positives: int = 7, n_negatives: int = 500, classes=None):
+    def __init__(self, n_positives: int = 7, n_negatives: int = 500, classes: ArrayLike | None = None):
         self.n_positives = n_positives
         self.n_negatives = n_negatives
         self.classes = classes

@@ -4,19 +4,41 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, RandomState
 from .._validation import check_positive_int, check_random_state
 from ._triplets_base import BaseTripletSampler, _labels_and_rows
 
 __all__ = ["RandomTripletSampler", "random_triplets"]
 
 
-def random_triplets(y, n_triplets: int, *, rows=None, random_state=None) -> np.ndarray:
+def random_triplets(y: ArrayLike, n_triplets: int, *, rows: ArrayLike | None = None, random_state: RandomState = None) -> np.ndarray:
     """Section 5.4's protocol: an anchor and a positive drawn at random from one
     class (two distinct rows), a negative from any other class.
 
     Anchors are uniform over labeled rows of classes with at least two rows;
     positives uniform over the anchor's class minus the anchor; negatives
     uniform over the rows of other classes.
+
+    Parameters
+    ----------
+    y : array-like of int (n_samples,)
+        Class labels (``-1``: unlabeled, never drawn).
+    n_triplets : int
+        Triplets to draw.
+    rows : array-like of int, optional
+        Rows to draw from; default all.
+    random_state : None, int or Generator
+        Seed of the draws.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_triplets, 3)
+        Row triplets ``(anchor, positive, negative)``.
+
+    Raises
+    ------
+    ValueError
+        If no class has two rows, or there is only one class.
 
     Examples
     --------
@@ -49,6 +71,11 @@ def random_triplets(y, n_triplets: int, *, rows=None, random_state=None) -> np.n
 
 class RandomTripletSampler(BaseTripletSampler):
     """[Gao17] Section 5.4 as a sampler object: :func:`random_triplets` with ``n_triplets`` stored.
+
+    Parameters
+    ----------
+    n_triplets : int
+        Triplets per call of ``sample``.
 
     Examples
     --------
