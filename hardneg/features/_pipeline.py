@@ -7,9 +7,9 @@ decoded in threads (Pillow's decoders and resizers release the GIL). For a
 CNN extractor (one with ``input_size`` and ``resize``) each worker also does
 the one bicubic resize to the network input and the compositing of
 transparent images onto white (:func:`hardneg.features._images.read_image_square`),
-so the extractor gets ``(S, S, 3)`` arrays and only normalizes them; JPEG
-files at least twice the input side are decoded at a reduced DCT scale
-(draft mode, never below twice the side). :func:`prefetch` overlaps the
+so the extractor gets ``(S, S, 3)`` arrays and only normalizes them; files
+at least twice the input side are decoded downscaled (JPEG draft mode, an
+integer reduction for other formats; never below twice the side). :func:`prefetch` overlaps the
 decoding of the next batch with the forward pass of the current one.
 
 ``n_threads=0`` is the serial reference path: each item's ``load()`` in the
@@ -51,17 +51,6 @@ def input_geometry(extractor) -> tuple[int, str] | None:
     return int(size), resize
 
 
-def _is_jpeg(path) -> bool:
-    # Draft mode is JPEG's own reduced decode (DCT scaling); for other formats a reduced
-    # decode is a box filter after the full decode, which moves features (cosine 0.99899
-    # measured on openclipart-png) and saves no decoding, so they are decoded in full.
-    try:
-        with open(path, "rb") as fp:
-            return fp.read(3) == b"\xff\xd8\xff"
-    except OSError:
-        return False  # open_image reports it
-
-
 def _load_one(item: ImageItem, target_size: int | None, geometry):
     if item.path is None or item._array is not None:
         img = item.load()
@@ -74,9 +63,11 @@ def _load_one(item: ImageItem, target_size: int | None, geometry):
         from ._images import read_image
 
         return read_image(item.path, target_size=target_size)
+    # Files at least twice the input side are decoded downscaled (JPEG draft mode, an integer
+    # box reduction for other formats), never below twice the side: per-row cosine to the full
+    # decode >= 0.99992 on 62 such openclipart images (benchmarks/features_cnn_runtime.py).
     size, resize = geometry
-    draft = size if _is_jpeg(item.path) else None
-    return read_image_square(item.path, size, resize, target_size=draft)
+    return read_image_square(item.path, size, resize, target_size=size)
 
 
 def load_batch(batch: Sequence[ImageItem], summary, *, target_size: int | None = None, n_threads: int | None = None,
