@@ -126,8 +126,9 @@ def nb_variants(spec: str) -> dict:
 
 
 def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, variants, dup_cos, n_pos_max=100,
-                related=None):
-    rng = np.random.default_rng([seed, zlib.crc32(concept.encode()), int(round(missing * 100))])
+                related=None, wrong=0.0):
+    key = [seed, zlib.crc32(concept.encode()), int(round(missing * 100))] + ([int(round(wrong * 100))] if wrong else [])
+    rng = np.random.default_rng(key)
     has = np.array([concept in t for t in tags_full])
     train_rows, test_rows = np.flatnonzero(train), np.flatnonzero(test)
     pos_train = np.flatnonzero(has & train)
@@ -135,7 +136,11 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
     tags = [list(t) for t in tags_full]
     for r in untagged:
         tags[r] = [x for x in tags[r] if x != concept]
-    tagged = np.setdiff1d(pos_train, untagged)
+    # wrong tags: as many random train non-positives as wrong * |train positives| carry the concept's tag
+    mislabelled = np.sort(rng.choice(np.flatnonzero(~has & train), size=int(round(wrong * pos_train.size)), replace=False))
+    for r in mislabelled:
+        tags[r] = tags[r] + [concept]
+    tagged = np.union1d(np.setdiff1d(pos_train, untagged), mislabelled)
     B = np.sort(rng.choice(tagged, size=min(n_pos_max, tagged.size), replace=False))
     pool_tags = [tags[r] for r in train_rows]
     y_test = has[test_rows].astype(int)
@@ -144,8 +149,9 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
         raise SystemExit(f"concept {concept!r}: no train or test positives in this store")
     near_dup = (Xn[train_rows] @ Xn[pos_train].T).max(axis=1) >= dup_cos
     is_pos_pool = has[train_rows]
-    row = {"seed": seed, "concept": concept, "missing": missing, "n_pos_train": int(pos_train.size),
-           "n_untagged": int(untagged.size), "n_bplus": int(B.size), "n_test_pos": int(y_test.sum())}
+    row = {"seed": seed, "concept": concept, "missing": missing, "wrong": wrong, "n_pos_train": int(pos_train.size),
+           "prevalence": float(pos_train.size / train_rows.size), "n_untagged": int(untagged.size),
+           "n_wrong": int(mislabelled.size), "n_bplus": int(B.size), "n_test_pos": int(y_test.sum())}
     models = {name: NegativeBootstrap(n_iter=T, random_state=seed, **kw) for name, kw in variants.items()}
     models["bagging"] = AsymmetricBagging(n_iter=T, random_state=seed)
     models["random"] = RandomSampling(n_iter=T, random_state=seed)
@@ -168,23 +174,30 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
     return row
 
 
+RARE = 0.015  # a concept is rare when its positives are at most 1.5 % of the pool
+
+
 def summarize(rows, methods):
     out = []
-    for missing in sorted({r["missing"] for r in rows}):
-        rs = [r for r in rows if r["missing"] == missing]
+    for missing, wrong in sorted({(r["missing"], r.get("wrong", 0.0)) for r in rows}):
+        rs = [r for r in rows if r["missing"] == missing and r.get("wrong", 0.0) == wrong]
         concepts = sorted({r["concept"] for r in rs})
         per = {}
         for c in concepts:
             cr = [r for r in rs if r["concept"] == c]
             per[c] = {m: float(np.mean([r[m] for r in cr])) for m in methods}
             for k in cr[0]:
-                if k.startswith("nb") and ("_sel_" in k or k.endswith("_skipped")):
+                if k.startswith("nb") and ("_sel_" in k or k.endswith("_skipped")) and all(k in r for r in cr):
                     per[c][k] = float(np.mean([r[k] for r in cr]))
             per[c]["n_pos_train"] = cr[0]["n_pos_train"]
+            per[c]["prevalence"] = next((r["prevalence"] for r in cr if r.get("prevalence") is not None), None)
         mean = {m: float(np.mean([per[c][m] for c in concepts])) for m in methods}
         below = {m: [c for c in concepts if per[c][m] < per[c]["bagging"] - 0.01] for m in methods if m.startswith("nb")}
-        out.append({"missing": missing, "per_concept": per, "mean_ap": mean, "below_bagging_by_1pt": below,
-                    "n_concepts": len(concepts), "seeds": sorted({r["seed"] for r in rs})})
+        rare = [c for c in concepts if per[c]["prevalence"] is not None and per[c]["prevalence"] <= RARE]
+        mean_rare = {m: float(np.mean([per[c][m] for c in rare])) for m in methods} if rare else None
+        out.append({"missing": missing, "wrong": wrong, "per_concept": per, "mean_ap": mean, "below_bagging_by_1pt": below,
+                    "n_concepts": len(concepts), "seeds": sorted({r["seed"] for r in rs}),
+                    "rare_concepts": rare, "mean_ap_rare": mean_rare})
     return out
 
 
@@ -192,6 +205,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--missing", type=float, nargs="+", default=[0.0, 0.3])
+    ap.add_argument("--wrong", type=float, default=0.0,
+                    help="noisy tags: also tag this share (of the concept's train positives) of random non-positives "
+                         "with the concept (--missing 0.1 --wrong 0.1: 20 %% tag noise, half missing, half wrong)")
     ap.add_argument("--T", type=int, default=50)
     ap.add_argument("--min-images", type=int, default=40)
     ap.add_argument("--concepts", nargs="*", default=None, help="only these concepts (default: every category)")
@@ -212,7 +228,8 @@ def main():
 
         parts = [json.loads(Path(f).read_text()) for f in args.merge]
         rows = [r for p in parts for r in p["rows"]]
-        methods, concepts = parts[0]["methods"], parts[0]["concepts"]
+        methods = [m for m in parts[0]["methods"] if all(m in p["methods"] for p in parts)]
+        concepts = parts[0]["concepts"]
         report(args.name, {**{k: parts[0][k] for k in ("protocol", "n_items")}, "concepts": concepts,
                            "methods": methods, "merged_from": args.merge, "summary": summarize(rows, methods),
                            "rows": rows, "total_seconds": sum(p["total_seconds"] for p in parts)}, methods)
@@ -233,7 +250,7 @@ def main():
         for missing in args.missing:
             for c in concepts:
                 r = run_concept(X, Xn, tags, ~test, test, c, missing, seed, args.T, variants, args.dup_cos,
-                                related=args.related)
+                                related=args.related, wrong=args.wrong)
                 rows.append(r)
                 print(seed, missing, c, {m: round(r[m], 3) for m in methods},
                       {k: round(v, 3) for k, v in r.items() if k.startswith("nb") and "_sel_" in k}, flush=True)
@@ -241,7 +258,8 @@ def main():
     result = {
         "protocol": ("openclipart-png, folders with >= %d own images (not 'unsorted'), CNN features; 70/30 split "
                      "stratified by folder per seed; B+ <= 100 tagged train positives; pool = train split, concept "
-                     "tag excluded; missing = share of the concept's train positives without its tag; AP on the "
+                     "tag excluded; missing = share of the concept's train positives without its tag; wrong = "
+                     "random non-positives given the tag, as a share of the train positives; AP on the "
                      "test split against full tags; T = %d; related_tags = %s" % (args.min_images, args.T, args.related)),
         "n_items": len(ids), "concepts": concepts, "methods": methods, "summary": summary, "rows": rows,
         "total_seconds": time.perf_counter() - t_start,
@@ -255,7 +273,7 @@ def report(name, result, methods):
         table = [{"concept": c, **{m: round(v[m], 3) for m in methods}, "n_pos": v["n_pos_train"]}
                  for c, v in s["per_concept"].items()]
         table.append({"concept": "MEAN", **{m: round(s["mean_ap"][m], 3) for m in methods}, "n_pos": ""})
-        print(f"\nmissing = {s['missing']}")
+        print(f"\nmissing = {s['missing']}, wrong = {s.get('wrong', 0.0)}")
         print(markdown_table(table, ["concept", *methods, "n_pos"]))
         print("below bagging - 1 pt:", {m: len(v) for m, v in s["below_bagging_by_1pt"].items()}, s["below_bagging_by_1pt"])
     print(f"total {result['total_seconds']:.0f} s -> {path}")

@@ -279,33 +279,43 @@ def evaluate(args, data) -> None:
                 continue
             w = WhiteningEncoder(n_components=k).fit(P)
             add(f"centring + PCA-whitening ({k})", w.transform(Q), w.transform(D), n_components=k)
-        # images without a descriptor (plain clip art) have all-zero VLAD: E-SVM refuses them as negatives or exemplars
+        # images without a descriptor (plain clip art) have all-zero VLAD: E-SVM refuses them as negatives or
+        # exemplars, so they are left out of the pool and keep an all-zero code (score 0, as in every other row)
         P = P[P.any(axis=1)]
-        if not (Q.any(axis=1).all() and D.any(axis=1).all()):
-            logging.warning("%s: all-zero query or database rows; E-SVM rows skipped", feat)
-            args_totals = []
-        else:
-            args_totals = args.totals
-        for T in args_totals:
+        zero_q, zero_d = ~Q.any(axis=1), ~D.any(axis=1)
+        if zero_q.any() or zero_d.any():
+            logging.warning("%s: %d query and %d database rows are all zero; their E-SVM codes are zero",
+                            feat, int(zero_q.sum()), int(zero_d.sum()))
+
+        def encode(enc, A, zero, k):
+            out = np.zeros(A.shape, np.float32)
+            out[~zero] = enc.transform(A[~zero], n_recursions=k)
+            return out
+
+        for T in args.totals:
             t = time.perf_counter()
             mean_sq = float((P.astype(np.float64) ** 2).sum(1).mean())
             alpha = "auto" if T == AUTO_TOTAL_WEIGHT else T * 0.1 / (P.shape[0] * mean_sq)
             enc = ESVMEncoder(n_recursions=2 if T == AUTO_TOTAL_WEIGHT else 1, alpha_neg=alpha, random_state=0).fit(P)
-            cq, cd = enc.transform(Q, n_recursions=1), enc.transform(D, n_recursions=1)
+            cq, cd = encode(enc, Q, zero_q, 1), encode(enc, D, zero_d, 1)
             name = "E-SVM (default)" if alpha == "auto" else f"E-SVM (T = {T:g})"
-            sep = enc.separation_fraction(Q, n_recursions=1, codes=cq)
+            sep = enc.separation_fraction(Q[~zero_q], n_recursions=1, codes=cq[~zero_q])
             # how many negatives end at their bound: the re-centring regime (w = a x - (alpha_neg / lam) sum z)
             add(name, cq, cd, sep=sep, seconds=time.perf_counter() - t, total_weight=T, alpha_neg=enc.alpha_neg_)
             if alpha == "auto":
                 t = time.perf_counter()
-                cq2, cd2 = enc.transform(Q, n_recursions=2), enc.transform(D, n_recursions=2)
-                add("RE-SVM-2 (default)", cq2, cd2, sep=enc.separation_fraction(Q, n_recursions=2, codes=cq2),
+                cq2, cd2 = encode(enc, Q, zero_q, 2), encode(enc, D, zero_d, 2)
+                add("RE-SVM-2 (default)", cq2, cd2, sep=enc.separation_fraction(Q[~zero_q], n_recursions=2, codes=cq2[~zero_q]),
                     seconds=time.perf_counter() - t)
                 # E-SVM's closed form at the bound: re-centring by s = (alpha_neg / lam) sum z
                 s = (enc.alpha_neg_ / enc.lam) * P.astype(np.float64).sum(0)
-                cf = lambda A: l2(((1 + A @ s) / (A * A).sum(1))[:, None] * A - s)  # noqa: E731
-                add("E-SVM closed form, all negatives at bound", cf(Q), cf(D),
-                    cosine_to_esvm=float(np.mean(np.einsum("ij,ij->i", cf(Q), cq))))
+                def cf(A, zero):
+                    out = np.zeros(A.shape, np.float32)
+                    B = A[~zero].astype(np.float64)
+                    out[~zero] = l2(((1 + B @ s) / (B * B).sum(1))[:, None] * B - s)
+                    return out
+                add("E-SVM closed form, all negatives at bound", cf(Q, zero_q), cf(D, zero_d),
+                    cosine_to_esvm=float(np.mean(np.einsum("ij,ij->i", cf(Q, zero_q)[~zero_q], cq[~zero_q]))))
         results["features"][feat] = rows
         write_results("esvm_instance", results)  # after each feature: a long run keeps what it measured
     for feat, rows in results["features"].items():

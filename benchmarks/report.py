@@ -40,7 +40,7 @@ METHOD_CODE = {
     "hashing": ["hardneg/hashing", "hardneg/svm/_ramp_tsvm.py", "hardneg/svm/_linear.py", "hardneg/index"],
     "solis": ["hardneg/similarity"],
     "esvm": ["hardneg/encoding", "hardneg/svm/_exemplar.py", "hardneg/svm/_exemplar_batch.py",
-             "hardneg/svm/_exemplar_sgd.py", "hardneg/cli/esvm.py"],
+             "hardneg/svm/_exemplar_sgd.py", "hardneg/svm/_exemplar_solvers.py", "hardneg/cli/esvm.py"],
     "zeroshot": ["hardneg/zeroshot"],
 }
 METHOD_PAPER = {"concept": "[Li13]", "hashing": "[Cevikalp17]", "solis": "[Gao17]", "esvm": "[Zepeda15]",
