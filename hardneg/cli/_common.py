@@ -554,6 +554,18 @@ def rows_of_ids(store, ids: list[str], option: str) -> list[int]:
     return [pos[q] for q in ids]
 
 
+def ranked_results(store, res, *, concept=None, relevant_tag=None, relevant_label=None) -> list[dict]:
+    """Result rows (rank, id, score, label, tags, path, relevant) of a store-wide ranking ``res``
+    (a :class:`hardneg.TopK` of one query); ``relevant`` from the contact sheet's rule
+    (the concept's tag, or ``--relevant-tag`` / ``--relevant-label``; None where unknown)."""
+    from ..report._contact import relevance_marks
+
+    relevant = relevance_marks(store, res.rows, concept=concept, tag=relevant_tag, label=relevant_label)
+    return [{"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
+             "path": info["path"], "relevant": None if relevant is None else relevant[i]}
+            for i, info in enumerate(item_info(store, res.rows))]
+
+
 def stored_queries(store, ids: list[str], option: str = "--query-id"):
     """``(rows, X, infos)`` of stored items used as queries: their rows, dense float32
     vectors and item info, read under a status line (the item table and the

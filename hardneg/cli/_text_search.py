@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import CLIError, check_input_file, check_result_outputs, emit_results, err_console, escape, item_info, task_progress
+from ._common import CLIError, check_input_file, check_result_outputs, emit_results, err_console, escape, ranked_results, task_progress
 
 #: MODEL word that trains a zero-shot model on the fly from the store's tags.
 AUTO = "auto"
@@ -71,13 +71,7 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
                               progress=advance)
     except (ValueError, ImportError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
-    from ..report._contact import relevance_marks
-
-    relevant = relevance_marks(store, res.rows, concept=None, tag=relevant_tag, label=relevant_label)
-    results = []
-    for i, info in enumerate(item_info(store, res.rows)):
-        results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
-                        "path": info["path"], "relevant": None if relevant is None else relevant[i]})
+    results = ranked_results(store, res, relevant_tag=relevant_tag, relevant_label=relevant_label)
     title = f"top {len(results)} for the text {text!r}"
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"text {text!r} on {store_path}", "results": results}])

@@ -14,7 +14,7 @@ from ._common import (
     cluster_options,
     console,
     emit_results,
-    item_info,
+    ranked_results,
     task_progress,
 )
 from ._options import csv_option, html_option, json_option, k_option, method_option, out_option
@@ -208,13 +208,7 @@ def search_cmd(
         res = scan_topk(model if runner.client is None else model_path, store, k=min(k, total), rows=rows,
                         block_rows=chunk_rows, runner=runner, progress=advance)
     concept = model.meta.get("concept")
-    from ..report._contact import relevance_marks
-
-    relevant = relevance_marks(store, res.rows, concept=concept, tag=relevant_tag, label=relevant_label)
-    results = []
-    for i, info in enumerate(item_info(store, res.rows)):
-        results.append({"rank": i + 1, "id": info["id"], "score": float(res.scores[i]), "label": info["label"], "tags": info["tags"],
-                        "path": info["path"], "relevant": None if relevant is None else relevant[i]})
+    results = ranked_results(store, res, concept=concept, relevant_tag=relevant_tag, relevant_label=relevant_label)
     title = f"top {len(results)} for {concept or model_path!r}"
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
