@@ -59,7 +59,7 @@ serve-demo: $(VENV)/.installed-serve
 
 # The documentation site into site/ (MkDocs + Material + mkdocstrings; warnings are errors).
 # docs/hooks.py runs benchmarks/report.py first: every results table and figure is rebuilt
-# from benchmarks/results/*.json. tests/test_docs_site.py (part of `make test`) builds it too.
+# from benchmarks/results/*.json. tests/docs/test_docs_site.py (part of `make test`) builds it too.
 docs: $(VENV)/.installed-demo
 	$(PIP) install --quiet -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -25,7 +25,7 @@ Studies (one process, same data, same queries):
 
 TSVM hashing is fitted once at the longest code and shorter codes are its prefixes: trees are
 seeded by SeedSequence.spawn, so a prefix equals fitting with the shorter n_bits
-(tests/test_hashing.py checks this).
+(tests/hashing/test_hashing.py checks this).
 
 Usage: .venv/bin/python benchmarks/hashing_retrieval.py [--quick] [--only NAME ...] [--unlabeled-on mnist fashion]
        [--c-star-ratio R]  (C*/C of TSVM hashing; issue 28 compared 1, the old default, with 0.25)

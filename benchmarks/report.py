@@ -619,7 +619,7 @@ FIGURES = {
 
 
 # ----------------------------------------------------------------------------- equations
-#: every equation citation in the code is ``[Paper] Eq. (n)`` (tests/test_citations.py checks the
+#: every equation citation in the code is ``[Paper] Eq. (n)`` (tests/docs/test_citations.py checks the
 #: form); the paper key decides the method page whose table lists it, wherever the file lies
 CITATION = re.compile(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)")
 #: papers cited beside the five methods' own (zero-shot baselines and evaluation protocol)

@@ -8,7 +8,7 @@ from the metadata alone and hands the file to that kind's own loader, which
 checks everything else (schema, checksums, values). Only the module of the
 kind found is imported.
 
-:data:`LOADERS` is the one table of kinds; ``tests/test_load.py`` checks
+:data:`LOADERS` is the one table of kinds; ``tests/core/test_load.py`` checks
 that it agrees with the kind each class writes and that every kind in it
 has a save/load round trip.
 """

@@ -43,7 +43,7 @@ fit_exemplar_svms_liblinear)
 ``hardneg.demos.concept.run_concept_demo``                  method trained         methods compared
 ==========================================================  =====================  =======================================
 
-``tests/test_progress_protocol.py`` finds every public function of the
+``tests/core/test_progress_protocol.py`` finds every public function of the
 package with a ``progress`` parameter and checks that the calls add up to the
 total above (or names why one is not run there).
 

@@ -22,7 +22,7 @@ parameters together (``k <= n_samples``) is checked after. Finite values: an
 ``Interval`` refuses NaN, and an end left open at ``None`` (``closed="left"``
 or ``"neither"``) refuses ±inf too; a parameter that means something at inf
 says so with a closed end (SolisTG's ``theta``: ``(0, inf]``).
-``tests/test_param_checks.py`` holds every estimator to this.
+``tests/core/test_param_checks.py`` holds every estimator to this.
 """
 
 from __future__ import annotations

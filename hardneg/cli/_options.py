@@ -1,6 +1,6 @@
 """Options that mean the same thing in every ``hardneg`` command, defined once.
 
-One flag, one meaning across the whole command tree (tests/test_cli_tree.py
+One flag, one meaning across the whole command tree (tests/cli/test_cli_tree.py
 walks the tree and checks it):
 
 - ``-k/--k``: how many results (per query), or the rank cut-off of a figure;

@@ -20,7 +20,7 @@ from ._common import (
 from ._options import csv_option, html_option, json_option, k_option, method_option, out_option
 
 # = hardneg.concept DEFAULT_N_ITER (not imported here: importing hardneg.concept loads the
-# learners, and the CLI must answer --help at once); tests/test_cli_tree.py checks they agree.
+# learners, and the CLI must answer --help at once); tests/cli/test_cli_tree.py checks they agree.
 _DEFAULT_T = 50
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)

@@ -198,7 +198,7 @@ class HammingMode(SearchMode):
             from hardneg.serve._exact_scan import hamming_topk
 
             # one pass over the codes for every query of the batch (FAISS's flat scan reads them once
-            # per query); the same rows as FAISS's, ties by row (tests/test_serve_exact_batch.py)
+            # per query); the same rows as FAISS's, ties by row (tests/serve/test_serve_exact_batch.py)
             planes = self.exact_planes()
             r, d = hamming_topk(planes, codes, min(k, planes.shape[1]))
         else:

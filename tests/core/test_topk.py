@@ -5,7 +5,7 @@ other and with a brute-force ranking (best first, ties by row); the Hamming
 index no longer returns the ``(ids, distances)`` tuple (the reverse of FAISS's
 ``(D, I)``): fields are read by name and unpacking a result raises.
 In-process vs Dask LocalCluster equality of the unified jobs is in
-tests/test_distributed.py.
+tests/distributed/test_distributed.py.
 """
 
 import csv

@@ -2,7 +2,7 @@
 
 Skipped, with the reason in the summary line, when selenium, chromium or chromedriver are
 missing. The store's tags are described by a stand-in for their WordNet glosses, embedded
-by a keyword embedder instead of MiniLM (as tests/test_serve_text_api.py).
+by a keyword embedder instead of MiniLM (as tests/serve/test_serve_text_api.py).
 """
 
 from __future__ import annotations

@@ -261,7 +261,7 @@ def test_auto_alpha_neg_keeps_the_negatives_total_weight_at_two(tmp_path, data):
     negatives, X = data
     kw = dict(lam=0.05, min_negatives=20, random_state=0)
     auto = ESVMEncoder(**kw).fit(negatives)
-    # in units of the pool's mean squared norm (Eq. (1) is not scale-invariant; tests/test_esvm_protocol.py)
+    # in units of the pool's mean squared norm (Eq. (1) is not scale-invariant; tests/encoding/test_esvm_separation.py)
     msq = lambda Z: float((Z.astype(np.float64) ** 2).sum(1).mean())  # noqa: E731
     assert auto.alpha_neg == "auto" and auto.alpha_neg_ == pytest.approx(2 * 0.05 / (60 * msq(negatives)))
     fixed = ESVMEncoder(alpha_neg=auto.alpha_neg_, **kw).fit(negatives)

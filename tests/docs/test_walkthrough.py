@@ -17,7 +17,7 @@ import pytest
 
 from hardneg.cli.main import app, main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEADING = "## Your own images"
 
 pytest.importorskip("cv2")

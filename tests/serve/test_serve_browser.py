@@ -156,7 +156,7 @@ def test_page_search_feedback_and_query_by_example(server, browser, tmp_path):
     assert shot.stat().st_size > 10_000
     if os.environ.get("HARDNEG_UPDATE_SCREENSHOT"):
         # the README's picture: the concept grid after feedback
-        dest = Path(__file__).resolve().parents[1] / "docs" / "serve-screenshot.png"
+        dest = Path(__file__).resolve().parents[2] / "docs" / "serve-screenshot.png"
         dest.parent.mkdir(exist_ok=True)
         shutil.copyfile(tmp_path / "concept.png", dest)
 

@@ -277,18 +277,18 @@ CASES = {
 #: Not run here, with the reason (and where the count is checked instead).
 NOT_RUN_HERE = {
     "hardneg.encoding._esvm:ESVMEncoder.grow": "fit's pool encoding, more levels (same code path as fit)",
-    "hardneg.encoding._retrieval:esvm_search": "the search scan of hardneg.concept.search (tests/test_encoding.py)",
-    "hardneg.features._extract:extract_to_store": "needs images and a feature model (tests/test_features_extract.py)",
-    "hardneg.distributed._extract:extract_images": "extract_to_store on a cluster (tests/test_distributed.py)",
+    "hardneg.encoding._retrieval:esvm_search": "the search scan of hardneg.concept.search (tests/encoding/test_encoding.py)",
+    "hardneg.features._extract:extract_to_store": "needs images and a feature model (tests/features/test_features_extract.py)",
+    "hardneg.distributed._extract:extract_images": "extract_to_store on a cluster (tests/distributed/test_distributed.py)",
     "hardneg.features._fashion:build_fashion_mnist_store": "needs the Fashion-MNIST files",
-    "hardneg.store._import:import_embeddings": "rows imported (tests/test_store_import.py)",
+    "hardneg.store._import:import_embeddings": "rows imported (tests/store/test_store_import.py)",
     "hardneg.datasets._xlsa17:import_xlsa17": "needs xlsa17 .mat files",
     "hardneg.zeroshot._text_search:text_search": "needs a sentence-embedding model; its scan is hardneg.concept.search",
-    "hardneg.demos.concept:run_concept_demo": "trains every concept method on digits (tests/test_demo_report.py)",
+    "hardneg.demos.concept:run_concept_demo": "trains every concept method on digits (tests/demos/test_demo_report.py)",
     "hardneg.distributed._runner:Runner.map_reduce": "runner plumbing, counted through scan_topk / knn_topk above",
     "hardneg.distributed._runner:Runner.map_ordered": "runner plumbing, counted through encode_store above",
-    "hardneg.distributed._runner:DaskRunner.map_reduce": "runner plumbing (tests/test_distributed.py)",
-    "hardneg.distributed._runner:DaskRunner.map_ordered": "runner plumbing (tests/test_distributed.py)",
+    "hardneg.distributed._runner:DaskRunner.map_reduce": "runner plumbing (tests/distributed/test_distributed.py)",
+    "hardneg.distributed._runner:DaskRunner.map_ordered": "runner plumbing (tests/distributed/test_distributed.py)",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import hardneg
 
-# hardneg.features needs OpenCV and torch for its examples: tests/test_features_docs.py runs those.
+# hardneg.features needs OpenCV and torch for its examples: tests/docs/test_features_docs.py runs those.
 SKIP_PACKAGES = ("hardneg.features",)
 
 
@@ -37,7 +37,7 @@ RUNNABLE_SECTIONS = ("## Quickstart",)
 
 
 def _readme_python_blocks() -> list[str]:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     sections = re.split(r"\n(?=## )", text)
     chosen = [sec for sec in sections if sec.startswith(RUNNABLE_SECTIONS)]
     assert len(chosen) == len(RUNNABLE_SECTIONS), "README sections renamed: update RUNNABLE_SECTIONS"

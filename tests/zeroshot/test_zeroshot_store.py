@@ -230,7 +230,7 @@ def test_model_file_keeps_the_record_and_checks_it(tmp_path):
 # ------------------------------------------------------------------------ xlsa17 importer
 
 def _write_xlsa17(folder, seed=0):
-    """The synthetic xlsa17 folder of tests/test_zeroshot_cli.py (shuffled trainval order)."""
+    """The synthetic xlsa17 folder of tests/zeroshot/test_zeroshot_cli.py (shuffled trainval order)."""
     rng = np.random.default_rng(seed)
     C, a, d, per = 8, 6, 16, 20
     att = 3.0 * rng.random((C, a))

@@ -14,7 +14,7 @@ from hardneg.cli import _common
 from hardneg.report._contact import contact_sheet, relevance_marks
 from hardneg.store import FeatureStore, StoreError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------- progress
