@@ -7,41 +7,48 @@ library writes; :mod:`hardneg.exceptions` holds every exception it raises
 (all subclasses of ``HardnegError``).
 
 Importing ``hardneg`` does no work: ``load`` and the exception classes are
-imported on first use (a module-level ``__getattr__``).
+imported on first use (a module-level ``__getattr__``, from
+:func:`hardneg._lazy_exports.attach` like the subpackages').
 """
 
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access
 _LAZY = {
-    "load": "hardneg._load",
-    "TopK": "hardneg._topk",
-    "exceptions": "hardneg.exceptions",
-    "HardnegError": "hardneg.exceptions",
-    "ModelFileError": "hardneg.exceptions",
-    "StoreError": "hardneg.exceptions",
-    "StoreDamagedError": "hardneg.exceptions",
-    "StoreLockedError": "hardneg.exceptions",
-    "TrainingDivergedError": "hardneg.exceptions",
-    "ImageReadError": "hardneg.exceptions",
-    "DatasetNotFoundError": "hardneg.exceptions",
-    "DatasetDownloadError": "hardneg.exceptions",
+    "load": "._load",
+    "TopK": "._topk",
+    **dict.fromkeys((
+        "HardnegError", "ModelFileError", "StoreError", "StoreDamagedError", "StoreLockedError",
+        "TrainingDivergedError", "ImageReadError", "DatasetNotFoundError", "DatasetDownloadError",
+    ), ".exceptions"),
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [
+    "__version__",
+    "load",
+    "TopK",
+    "exceptions",
+    "HardnegError",
+    "ModelFileError",
+    "StoreError",
+    "StoreDamagedError",
+    "StoreLockedError",
+    "TrainingDivergedError",
+    "ImageReadError",
+    "DatasetNotFoundError",
+    "DatasetDownloadError",
+]
 
 
 def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hardneg' has no attribute {name!r}")
-    import importlib
+    # attach is imported here, so that ``import hardneg`` imports this file only; each name it
+    # resolves is stored in the module, so this runs once per name
+    from ._lazy_exports import attach
 
-    mod = importlib.import_module(module)
-    value = mod if name == "exceptions" else getattr(mod, name)
-    globals()[name] = value
-    return value
+    return attach(__name__, _LAZY, submodules=("exceptions",))[0](name)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    from ._lazy_exports import attach
+
+    return attach(__name__, _LAZY, submodules=("exceptions",))[1]()

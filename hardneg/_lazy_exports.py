@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 
-def attach(package: str, exports: dict[str, str]):
+def attach(package: str, exports: dict[str, str], submodules: tuple[str, ...] = ()):
     """``(__getattr__, __dir__)`` for ``package`` resolving each name of ``exports`` from its submodule.
 
     Parameters
@@ -21,6 +21,9 @@ def attach(package: str, exports: dict[str, str]):
         The package's ``__name__``.
     exports : dict of str to str
         Public name -> relative module defining it (e.g. ``"._codebook"``).
+    submodules : tuple of str, default=()
+        Names exported as the package's submodule of that name itself, not as
+        an attribute of a module (``hardneg.exceptions``).
 
     Returns
     -------
@@ -32,16 +35,21 @@ def attach(package: str, exports: dict[str, str]):
     >>> getattr_, dir_ = attach("hardneg.features", {"to_rgb": "._images"})
     >>> getattr_("to_rgb").__name__
     'to_rgb'
+    >>> getattr_, dir_ = attach("hardneg", {}, submodules=("exceptions",))
+    >>> getattr_("exceptions").__name__
+    'hardneg.exceptions'
     """
     def __getattr__(name: str):
-        module = exports.get(name)
-        if module is None:
+        if name in submodules:
+            value = importlib.import_module(f".{name}", package)
+        elif name in exports:
+            value = getattr(importlib.import_module(exports[name], package), name)
+        else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
         importlib.import_module(package).__dict__[name] = value  # later lookups skip this function
         return value
 
     def __dir__():
-        return sorted(set(importlib.import_module(package).__dict__) | set(exports))
+        return sorted(set(importlib.import_module(package).__dict__) | set(exports) | set(submodules))
 
     return __getattr__, __dir__
