@@ -48,18 +48,22 @@ class Partition(tuple):
 
     @property
     def lo(self) -> int:
+        """First row of the partition."""
         return self[0]
 
     @property
     def hi(self) -> int:
+        """One past the last row of the partition."""
         return self[1]
 
     @property
-    def rows(self):
+    def rows(self) -> np.ndarray | None:
+        """The rows to read (sorted, inside ``lo..hi``), or None for all rows ``lo..hi``."""
         return self[2]
 
     @property
     def size(self) -> int:
+        """Number of rows the partition reads: ``hi - lo``, or ``len(rows)`` when rows are given."""
         return self.hi - self.lo if self.rows is None else int(len(self.rows))
 
     def __repr__(self) -> str:

@@ -46,15 +46,49 @@ class Runner:
 
     @property
     def n_workers(self) -> int:
+        """Number of partitions that run at once: 1 in this process."""
         return 1
 
-    def share(self, obj):
+    def share(self, obj: Any) -> Any:
         """A handle on ``obj`` that partition functions receive as ``obj`` itself
-        (on a cluster: sent to every worker once, not once per task)."""
+        (on a cluster: sent to every worker once, not once per task).
+
+        Parameters
+        ----------
+        obj : object
+            The object partition functions need (a model, an array, a path).
+
+        Returns
+        -------
+        handle : object
+            ``obj`` itself: in this process there is nothing to send.
+        """
         return obj
 
     def map_reduce(self, func: Callable, parts: Iterable, merge: Callable, *, progress: Callable | None = None):
-        """``merge`` over ``func(part)`` for every part; ``progress(part)`` after each."""
+        """``merge`` over ``func(part)`` for every part; ``progress(part)`` after each.
+
+        Parameters
+        ----------
+        func : callable
+            ``func(part)`` computes one partition's result; it must be pure.
+        parts : iterable
+            The partitions (e.g. :class:`~hardneg.distributed.Partition`), run in this order.
+        merge : callable
+            ``merge(a, b)`` combines two results into one; associative and commutative.
+        progress : callable, optional
+            Called as ``progress(part)`` after each partition is done.
+
+        Returns
+        -------
+        result : object
+            All partitions' results merged into one.
+
+        Raises
+        ------
+        ValueError
+            If ``parts`` is empty.
+        """
         result = None
         for i, part in enumerate(parts):
             out = func(part)
@@ -66,7 +100,25 @@ class Runner:
         return result
 
     def map_ordered(self, func: Callable, parts: Iterable, *, window: int | None = None, progress: Callable | None = None) -> Iterator:
-        """Yield ``func(part)`` in the order of ``parts``."""
+        """Yield ``func(part)`` in the order of ``parts``.
+
+        Parameters
+        ----------
+        func : callable
+            ``func(part)`` computes one partition's result; it must be pure.
+        parts : iterable
+            The partitions, whose results are yielded in this order.
+        window : int, optional
+            Most partitions in flight at once (on a cluster; default twice the
+            number of worker threads); ignored in this process, which runs one at a time.
+        progress : callable, optional
+            Called as ``progress(part)`` after each partition is done.
+
+        Yields
+        ------
+        result : object
+            ``func(part)`` for each part, in the order of ``parts``.
+        """
         for part in parts:
             out = func(part)
             if progress is not None:
@@ -74,6 +126,7 @@ class Runner:
             yield out
 
     def close(self) -> None:
+        """Release the runner's resources (nothing to release in this process)."""
         pass
 
     def __enter__(self):
@@ -104,6 +157,7 @@ class DaskRunner(Runner):
 
     @property
     def dashboard_link(self) -> str | None:
+        """The URL of the cluster's Dask dashboard, or None when it has none."""
         try:
             return self.client.dashboard_link
         except Exception:  # no dashboard (bokeh missing) or a scheduler without one
@@ -111,14 +165,57 @@ class DaskRunner(Runner):
 
     @property
     def n_workers(self) -> int:
+        """Number of partitions that run at once: the cluster's worker threads (at least 1)."""
         return max(1, sum(self.client.nthreads().values()))
 
-    def share(self, obj):
+    def share(self, obj: Any) -> Any:
+        """A handle on ``obj`` that partition functions receive as ``obj`` itself,
+        sent to every worker once (a broadcast scatter), not once per task.
+
+        Parameters
+        ----------
+        obj : object
+            The object partition functions need. Strings, bytes, numbers, None and
+            paths are small and returned as they are.
+
+        Returns
+        -------
+        handle : object or distributed.Future
+            ``obj`` itself for a small value, else a future of the scattered object.
+        """
         if isinstance(obj, (str, bytes, int, float, type(None), os.PathLike)):
             return obj
         return self.client.scatter(obj, broadcast=True, hash=False)
 
-    def map_reduce(self, func, parts, merge, *, progress=None):
+    def map_reduce(self, func: Callable, parts: Iterable, merge: Callable, *, progress: Callable | None = None) -> Any:
+        """``merge`` over ``func(part)`` for every part, merged as a tree on the workers.
+
+        Up to ``fan_in`` (8) results are merged per merge task, in the order
+        partitions finish; ``progress(part)`` runs on the client after each.
+
+        Parameters
+        ----------
+        func : callable
+            ``func(part)`` computes one partition's result; it must be pure (a
+            recomputed partition gives the same result). A ``functools.partial``
+            with keywords only is unpacked, so shared futures in its keywords resolve.
+        parts : iterable
+            The partitions (e.g. :class:`~hardneg.distributed.Partition`).
+        merge : callable
+            ``merge(a, b)`` combines two results into one; associative and commutative.
+        progress : callable, optional
+            Called as ``progress(part)`` after each partition is done.
+
+        Returns
+        -------
+        result : object
+            All partitions' results merged into one.
+
+        Raises
+        ------
+        ValueError
+            If ``parts`` is empty.
+        """
         from distributed import as_completed
 
         parts = list(parts)
@@ -148,7 +245,26 @@ class DaskRunner(Runner):
             for f in futures + merges:
                 f.release()
 
-    def map_ordered(self, func, parts, *, window=None, progress=None):
+    def map_ordered(self, func: Callable, parts: Iterable, *, window: int | None = None, progress: Callable | None = None) -> Iterator:
+        """Yield ``func(part)`` in the order of ``parts``, at most ``window`` partitions in flight.
+
+        Parameters
+        ----------
+        func : callable
+            ``func(part)`` computes one partition's result; it must be pure.
+        parts : iterable
+            The partitions, whose results are yielded in this order.
+        window : int, optional
+            Most partitions submitted and not yet yielded; default twice the
+            number of worker threads.
+        progress : callable, optional
+            Called as ``progress(part)`` after each partition's result arrives.
+
+        Yields
+        ------
+        result : object
+            ``func(part)`` for each part, in the order of ``parts``.
+        """
         parts = list(parts)
         window = max(1, window or 2 * self.n_workers)
         fn, kw = _unpack(func)
@@ -170,6 +286,7 @@ class DaskRunner(Runner):
                 fut.cancel()
 
     def close(self) -> None:
+        """Close the client and its LocalCluster when this runner started them (``owns``); else nothing."""
         if self._owns:
             cluster = getattr(self.client, "cluster", None)
             self.client.close()
