@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import check_finite_scores
 
 __all__ = ["TopK", "merge_topk", "topk_of"]
@@ -92,13 +93,41 @@ class TopK:
     # construction ----------------------------------------------------------
     @classmethod
     def empty(cls, n_queries: int, k: int, *, metric: str = "score", higher_is_better: bool | None = None) -> TopK:
-        """A partial result with no candidates yet (the merge's identity)."""
+        """A partial result with no candidates yet (the merge's identity).
+
+        Parameters
+        ----------
+        n_queries : int
+            Number of queries (rows of the ``(n_queries, 0)`` arrays).
+        k : int
+            The ``k`` the merged result will keep.
+        metric : str, default="score"
+            Name of the metric (see :class:`TopK`).
+        higher_is_better : bool or None, default=None
+            Order of the metric; None derives it from ``metric``.
+
+        Returns
+        -------
+        TopK
+            A result with ``(n_queries, 0)`` rows and scores.
+        """
         return cls(np.empty((n_queries, 0), np.int64), np.empty((n_queries, 0), np.float64), k,
                    metric=metric, higher_is_better=higher_is_better)
 
-    def with_ids(self, ids) -> TopK:
+    def with_ids(self, ids: ArrayLike) -> TopK:
         """This result with ``ids`` looked up by row in ``ids`` (a store's or index's id array);
-        rows -1 get id ``""``."""
+        rows -1 get id ``""``.
+
+        Parameters
+        ----------
+        ids : array-like of str, shape (n_rows,)
+            Item id of every row of the store or index the rows point into.
+
+        Returns
+        -------
+        TopK
+            A copy with :attr:`ids` of the same shape as :attr:`rows` (a list for ``(k,)`` rows).
+        """
         table = np.asarray(ids).astype(str)
         if self.rows.size == 0:
             found = np.zeros(self.rows.shape, dtype=table.dtype if table.size else "<U1")
@@ -122,7 +151,18 @@ class TopK:
         return self.scores
 
     def for_query(self, q: int) -> TopK:
-        """The result of query ``q``: ``(k,)`` arrays, iterable as ``(id, score)`` pairs."""
+        """The result of query ``q``: ``(k,)`` arrays, iterable as ``(id, score)`` pairs.
+
+        Parameters
+        ----------
+        q : int
+            Query number; negative numbers count from the end.
+
+        Returns
+        -------
+        TopK
+            The result of that query (``self`` for a result without a query axis).
+        """
         if self.rows.ndim == 1:
             if q not in (0, -1):
                 raise IndexError(f"query {q}: this result has one query")
@@ -138,7 +178,13 @@ class TopK:
         raise TypeError(f"TopK indices are query numbers (int), got {type(q).__name__}; use .ids, .rows, .scores")
 
     def queries(self):
-        """The per-query results, in query order."""
+        """The per-query results, in query order.
+
+        Returns
+        -------
+        list of TopK
+            ``n_queries`` results of ``(k,)`` arrays (see :meth:`for_query`).
+        """
         return [self.for_query(q) for q in range(self.n_queries)]
 
     def __iter__(self):
@@ -157,7 +203,13 @@ class TopK:
     # export ----------------------------------------------------------------
     def to_records(self) -> list[dict]:
         """One dict per hit (``query`` added for a batch): rank, id, row, and the metric's value
-        under ``score`` or ``distance``; ready for ``csv.DictWriter`` or JSON."""
+        under ``score`` or ``distance``; ready for ``csv.DictWriter`` or JSON.
+
+        Returns
+        -------
+        list of dict
+            One dict per hit, queries in order and hits best first.
+        """
         key = "score" if self.higher_is_better else "distance"
         out = []
         for q, one in enumerate(self.queries()):
@@ -168,7 +220,14 @@ class TopK:
         return out
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict: metric, k, n_scanned and per-query lists of ids, rows and values."""
+        """A JSON-ready dict: metric, k, n_scanned and per-query lists of ids, rows and values.
+
+        Returns
+        -------
+        dict
+            Keys ``metric``, ``higher_is_better``, ``k``, ``n_scanned``, ``ids``, ``rows`` and
+            ``scores`` (a similarity) or ``distances`` (a distance metric).
+        """
         values = "scores" if self.higher_is_better else "distances"
         ids = None if self.ids is None else np.asarray(self.ids).tolist()
         return {"metric": self.metric, "higher_is_better": bool(self.higher_is_better), "k": int(self.k),

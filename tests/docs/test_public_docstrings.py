@@ -75,7 +75,7 @@ def public_methods(objects: dict[str, object]) -> dict[str, object]:
     return found
 
 
-def method_problems(path: str, cls_path: str, member: object) -> list[str]:
+def method_problems(path: str, member: object) -> list[str]:
     """numpydoc's codes for one method (validated at its defining module's path)."""
     func = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
     real = f"{func.__module__}.{func.__qualname__}"
@@ -121,12 +121,6 @@ KNOWN_GAPS: set[str] = set()
 #: public methods that had no numpydoc Parameters/Returns when methods were first walked
 #: (issue 25: 247 of 270); an entry here must still fail, so the list can only shrink
 KNOWN_METHOD_GAPS: set[str] = {
-    "hardneg.TopK.empty",
-    "hardneg.TopK.for_query",
-    "hardneg.TopK.queries",
-    "hardneg.TopK.to_dict",
-    "hardneg.TopK.to_records",
-    "hardneg.TopK.with_ids",
     "hardneg.concept.CompressedConcept.bins_error_bound",
     "hardneg.concept.CompressedConcept.decision_function",
     "hardneg.concept.CompressedConcept.decision_function_bins",
@@ -384,7 +378,7 @@ def test_public_methods_document_their_signature(objects):
     for path, member in sorted(methods.items()):
         if path in KNOWN_METHOD_GAPS:
             continue
-        errs = method_problems(path, path.rsplit(".", 1)[0], member)
+        errs = method_problems(path, member)
         if errs:
             bad.append(f"{path}: " + "; ".join(errs))
     assert not bad, f"{len(bad)} public methods to document (numpydoc Parameters/Returns):\n" + "\n".join(bad)
@@ -393,7 +387,7 @@ def test_public_methods_document_their_signature(objects):
 def test_known_method_gaps_list_only_shrinks(objects):
     methods = public_methods(objects)
     stale = sorted(p for p in KNOWN_METHOD_GAPS
-                   if p not in methods or not method_problems(p, p.rsplit(".", 1)[0], methods[p]))
+                   if p not in methods or not method_problems(p, methods[p]))
     assert not stale, "fixed or gone, delete from KNOWN_METHOD_GAPS: " + ", ".join(stale)
 
 
