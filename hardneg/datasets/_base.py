@@ -44,10 +44,29 @@ class Dataset:
 
     @property
     def n_samples(self) -> int:
+        """Number of samples (rows of ``X``)."""
         return int(self.X.shape[0])
 
     def subset(self, split: str) -> "Dataset":
-        """The rows of one split (``"train"`` or ``"test"``) as a new Dataset."""
+        """The rows of one split (``"train"`` or ``"test"``) as a new Dataset.
+
+        Parameters
+        ----------
+        split : {"train", "test"}
+            Which split's rows to keep.
+
+        Returns
+        -------
+        Dataset
+            A new Dataset named ``"<name>[<split>]"`` with that split's rows of
+            ``X``, ``y``, ``images`` and ``split``; ``class_names`` and
+            ``description`` are shared.
+
+        Raises
+        ------
+        ValueError
+            If the dataset defines no split, or no sample is in ``split``.
+        """
         if self.split is None:
             raise ValueError(f"split: dataset {self.name!r} defines no train/test split")
         mask = self.split == split

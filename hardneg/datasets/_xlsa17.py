@@ -42,10 +42,12 @@ class XLSA17:
 
     @property
     def seen_classes(self) -> np.ndarray:
+        """Sorted class indices of the ``trainval`` rows (the classes seen in training)."""
         return np.unique(self.y[self.splits["trainval"]])
 
     @property
     def unseen_classes(self) -> np.ndarray:
+        """Sorted class indices of the ``test_unseen`` rows (the classes never seen in training)."""
         return np.unique(self.y[self.splits["test_unseen"]])
 
 
