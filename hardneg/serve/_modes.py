@@ -45,21 +45,86 @@ class SearchMode:
     batched = False  # True: ``search(X, k, exact=, nprobe=)`` ranks many queries at once (micro-batching)
 
     @classmethod
-    def open(cls, store, models_dir: Path, *, matrix=None):  # pragma: no cover - interface
+    def open(cls, store, models_dir: Path, *, matrix: np.ndarray | None = None) -> SearchMode | None:  # pragma: no cover - interface
+        """The mode for this store, or None when its model files are missing.
+
+        Parameters
+        ----------
+        store : FeatureStore
+            The store the service searches.
+        models_dir : Path
+            The store's models folder, where the mode looks for its files.
+        matrix : ndarray of shape (n_items, dim), dtype float32, optional
+            The store's rows in memory, when the service holds them (shared by every mode).
+
+        Returns
+        -------
+        mode : SearchMode or None
+            An instance ready to rank, or None when the mode is not available for this store.
+        """
         raise NotImplementedError
 
     def rank(self, x: np.ndarray, k: int) -> TopK:  # pragma: no cover - interface
+        """The ``k`` store items most similar to one query vector.
+
+        Parameters
+        ----------
+        x : ndarray of shape (dim,), dtype float32
+            One dense query vector of the store's dimension.
+        k : int
+            Number of items to return.
+
+        Returns
+        -------
+        TopK
+            The query's ``(k,)`` arrays: ``rows`` (store row positions, best
+            first) and ``scores`` (larger is more similar).
+        """
         raise NotImplementedError
 
     def describe(self) -> dict:
+        """The mode as the service lists it.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., "title": ..., "score": ...}``: the mode's name, its
+            human-readable title and what its scores mean (``score_label``).
+        """
         return {"name": self.name, "title": self.title, "score": self.score_label}
 
     def search_label(self, exact: bool = False, nprobe: int | None = None) -> str:
-        """Which search served a query (reported in the response): exhaustive unless a mode says otherwise."""
+        """Which search served a query (reported in the response): exhaustive unless a mode says otherwise.
+
+        Parameters
+        ----------
+        exact : bool, default=False
+            The query asked for an exhaustive search.
+        nprobe : int, optional
+            Lists the query asked an approximate search to scan.
+
+        Returns
+        -------
+        str
+            ``"exact"`` here; an approximate mode names its search (e.g. with its ``nprobe``).
+        """
         return "exact"
 
     def probes(self, exact: bool = False, nprobe: int | None = None) -> int | None:
-        """Lists an approximate search scans for a query with these settings; None for an exhaustive one."""
+        """Lists an approximate search scans for a query with these settings; None for an exhaustive one.
+
+        Parameters
+        ----------
+        exact : bool, default=False
+            The query asked for an exhaustive search.
+        nprobe : int, optional
+            Lists the query asked an approximate search to scan.
+
+        Returns
+        -------
+        int or None
+            None here (the search is exhaustive); an approximate mode returns its lists scanned.
+        """
         return None
 
 
