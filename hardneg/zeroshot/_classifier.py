@@ -382,11 +382,36 @@ class ZeroShotClassifier(BaseEstimator):
         return np.maximum(self._scaled(X).astype(np.float64) @ self.W_X_.astype(np.float64) + self.b_X_, 0.0)
 
     def embed(self, X) -> np.ndarray:
-        """[Bucher16] Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes)."""
+        """[Bucher16] Eq. (2): the images in attribute space, ``Â_X(X)`` (n_samples, n_attributes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_attributes), dtype float32
+            ``max(0, x W_X + b_X)`` of the standardized features.
+        """
         return self._embed64(X).astype(np.float32)
 
     def distances(self, X, vectors) -> np.ndarray:
-        """[Bucher16] Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``)."""
+        """[Bucher16] Eq. (1): ``S(X, Y)`` between every image and every attribute vector (rows of ``vectors``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        vectors : array-like of shape (n_vectors, n_attributes)
+            Attribute vectors (e.g. class descriptions), one per row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_vectors), dtype float64
+            The distance of every image to every vector in the metric space
+            ``W_A`` (smaller is closer).
+        """
         E = self._embed64(X) @ self.W_A_.astype(np.float64)
         return NegativeSampler.distances(E, np.asarray(vectors, dtype=np.float64) @ self.W_A_.astype(np.float64))
 
@@ -399,13 +424,32 @@ class ZeroShotClassifier(BaseEstimator):
         class_attributes : dict, 2-D array or (labels, matrix), optional
             The candidate classes (e.g. the unseen ones); default the seen classes.
             Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_candidates), dtype float64
+            The distance of every image to every candidate class (smaller is closer).
         """
         check_is_fitted(self)
         _, vectors = candidate_table(self, class_attributes)
         return self.distances(X, vectors)
 
     def predict(self, X, class_attributes=None) -> np.ndarray:
-        """[Bucher16] Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image."""
+        """[Bucher16] Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted class label of each image.
+        """
         check_is_fitted(self)
         labels, vectors = candidate_table(self, class_attributes)
         S = self.distances(X, vectors)
@@ -418,6 +462,25 @@ class ZeroShotClassifier(BaseEstimator):
         ``vectors`` their description vectors (rows); sets ``class_descriptions_``
         (labels, vectors) and ``class_names_``. ``hardneg zsl eval`` takes the unseen
         classes' descriptions from here when no CSV is given.
+
+        Parameters
+        ----------
+        labels : array-like of shape (n_classes,)
+            The classes, as ``fit`` saw them; every seen class must be among them.
+        names : iterable of str, length n_classes
+            Distinct class names, one per label.
+        vectors : array-like of shape (n_classes, n_attributes)
+            The classes' description vectors, one row per label.
+
+        Returns
+        -------
+        self : object
+            The estimator, with ``class_descriptions_`` and ``class_names_`` set.
+
+        Raises
+        ------
+        ValueError
+            If the names are not distinct and one per class, or a seen class has no description.
         """
         check_is_fitted(self)
         labels, vectors = as_attribute_table((np.asarray(labels), vectors), "vectors", self.prototypes_.shape[1])
@@ -430,8 +493,19 @@ class ZeroShotClassifier(BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path):
-        """Write the fitted model to ``path`` (.npz + JSON, no pickle)."""
+    def save(self, path: str | os.PathLike):
+        """Write the fitted model to ``path`` (.npz + JSON, no pickle).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (atomically: a temporary file, then renamed).
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         check_is_fitted(self)
         params = {k: getattr(self, k) for k in _PARAMS}
         params["sampler"] = self.sampler if isinstance(self.sampler, str) else type(self.sampler).name
@@ -445,9 +519,20 @@ class ZeroShotClassifier(BaseEstimator):
         return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_})
 
     @classmethod
-    def load(cls, path) -> "ZeroShotClassifier":
+    def load(cls, path: str | os.PathLike) -> "ZeroShotClassifier":
         """Read a model written by :meth:`save`; :class:`~hardneg._persist.ModelFileError`
-        (one line) if the file is damaged, edited or inconsistent."""
+        (one line) if the file is damaged, edited or inconsistent.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A model file written by :meth:`save`.
+
+        Returns
+        -------
+        ZeroShotClassifier
+            The fitted model.
+        """
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
             params = meta.get("params")
@@ -505,6 +590,31 @@ class ZeroShotClassifier(BaseEstimator):
         ``params`` are fixed parameters; ``param_grid`` maps names to lists (default
         ``lam`` ∈ {0.1, 1, 10}, ``mu`` ∈ {1e-5, 1e-3}, ``m`` ∈ {16, 64}). Returns the
         refitted estimator, with the grid's scores in ``tuning_results_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training images' features.
+        y : array-like of shape (n_samples,)
+            Seen class of each image.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            One attribute vector per class, as in :meth:`fit`.
+        param_grid : dict or list of dict, optional
+            Parameter names to lists of values to try; default the grid above.
+        sample_attributes : array-like of shape (n_samples, n_attributes), optional
+            Per-image attribute vectors instead, as in :meth:`fit`.
+        holdout : float, default=0.2
+            Fraction of the training classes held out to score each grid point.
+        random_state : int, Generator or None, optional
+            Seed of the class split and of every fit.
+        **params
+            Fixed parameters of every candidate and of the refitted model.
+
+        Returns
+        -------
+        ZeroShotClassifier
+            The model refitted on all of ``X`` with the best grid point, its grid
+            scores in ``tuning_results_``.
         """
         from ._tune import class_holdout_search
 

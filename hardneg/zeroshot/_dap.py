@@ -69,6 +69,27 @@ class DAP(BaseEstimator):
         self.class_attributes = class_attributes
 
     def fit(self, X, y, class_attributes=None, *, sample_attributes=None):
+        """Learn one logistic regression per binarized attribute from images of the seen classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training images' features.
+        y : array-like of shape (n_samples,)
+            Seen class of each image.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            One attribute vector per class (a dict ``{class: vector}``, or a matrix whose
+            row ``c`` is class ``c``); every class in ``y`` needs one. Default: the
+            ``class_attributes`` parameter, else one-hot vectors per seen class.
+        sample_attributes : array-like of shape (n_samples, n_attributes), optional
+            Per-image attribute vectors instead (binarized per image; class
+            prototypes are their class means).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         validate_params(self)
         X = validate_X(self, X, reset=True).astype(np.float64)
         t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
@@ -92,14 +113,40 @@ class DAP(BaseEstimator):
         return self
 
     def attribute_probabilities(self, X) -> np.ndarray:
-        """``p(a_m = 1 | x)`` for every image and attribute."""
+        """``p(a_m = 1 | x)`` for every image and attribute.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_attributes), dtype float64
+            Each attribute's probability, clipped to ``[1e-4, 1 - 1e-4]``.
+        """
         check_is_fitted(self)
         X = validate_X(self, X, reset=False, min_rows=0).astype(np.float64)
         z = ((X - self.mean_) / self.scale_) @ self.coef_.T + self.intercept_
         return np.clip(expit(z), _EPS, 1 - _EPS)  # expit: no overflow warning for large |z|
 
     def decision_function(self, X, class_attributes=None) -> np.ndarray:
-        """Log-posterior (up to a constant) of every candidate class (larger is better)."""
+        """Log-posterior (up to a constant) of every candidate class (larger is better).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_candidates), dtype float64
+            ``Σ_m log p(a_m = a_m^z | x) - log p(a_m = a_m^z)`` ([Lampert14] Eq. (2))
+            for every image and candidate class.
+        """
         check_is_fitted(self)
         _, vectors = candidate_table(self, class_attributes)
         B = (vectors > self.threshold_).astype(np.float64)  # (k, a)
@@ -109,6 +156,21 @@ class DAP(BaseEstimator):
         return log_like - log_prior
 
     def predict(self, X, class_attributes=None) -> np.ndarray:
+        """The candidate class of largest :meth:`decision_function` for every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted class label of each image.
+        """
         check_is_fitted(self)
         labels, _ = candidate_table(self, class_attributes)
         return labels[np.argmax(self.decision_function(X, class_attributes), axis=1)]

@@ -71,7 +71,25 @@ class ESZSL(BaseEstimator):
     def fit(self, X, y, class_attributes=None, *, sample_attributes=None):
         """Solve for ``V``; ``class_attributes`` / ``sample_attributes`` as in ZeroShotClassifier
         (per-image vectors enter through their class means); without either, the
-        ``class_attributes`` parameter, else one-hot vectors per seen class."""
+        ``class_attributes`` parameter, else one-hot vectors per seen class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training images' features.
+        y : array-like of shape (n_samples,)
+            Seen class of each image.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            One attribute vector per class (a dict ``{class: vector}``, or a matrix whose
+            row ``c`` is class ``c``); every class in ``y`` needs one.
+        sample_attributes : array-like of shape (n_samples, n_attributes), optional
+            Per-image attribute vectors instead; they enter through their class means.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         validate_params(self)
         X = validate_X(self, X, reset=True).astype(np.float64)
         t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
@@ -88,13 +106,42 @@ class ESZSL(BaseEstimator):
         return self
 
     def decision_function(self, X, class_attributes=None) -> np.ndarray:
-        """Compatibility ``xᵀ V s_k`` for every image and candidate class (larger is better)."""
+        """Compatibility ``xᵀ V s_k`` for every image and candidate class (larger is better).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_candidates), dtype float64
+            The compatibility of every image with every candidate class.
+        """
         check_is_fitted(self)
         _, vectors = candidate_table(self, class_attributes)
         X = validate_X(self, X, reset=False, min_rows=0).astype(np.float64)
         return ((X - self.mean_) / self.scale_) @ self.V_ @ vectors.T.astype(np.float64)
 
     def predict(self, X, class_attributes=None) -> np.ndarray:
+        """The candidate class of largest compatibility ``xᵀ V s_k`` for every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted class label of each image.
+        """
         check_is_fitted(self)
         labels, _ = candidate_table(self, class_attributes)
         return labels[np.argmax(self.decision_function(X, class_attributes), axis=1)]

@@ -323,21 +323,6 @@ KNOWN_METHOD_GAPS: set[str] = {
     "hardneg.svm.HIKSVC.predict",
     "hardneg.svm.LinearSVM.fit",
     "hardneg.svm.RampTSVM.fit",
-    "hardneg.zeroshot.DAP.attribute_probabilities",
-    "hardneg.zeroshot.DAP.decision_function",
-    "hardneg.zeroshot.DAP.fit",
-    "hardneg.zeroshot.DAP.predict",
-    "hardneg.zeroshot.ESZSL.decision_function",
-    "hardneg.zeroshot.ESZSL.fit",
-    "hardneg.zeroshot.ESZSL.predict",
-    "hardneg.zeroshot.ZeroShotClassifier.decision_function",
-    "hardneg.zeroshot.ZeroShotClassifier.distances",
-    "hardneg.zeroshot.ZeroShotClassifier.embed",
-    "hardneg.zeroshot.ZeroShotClassifier.load",
-    "hardneg.zeroshot.ZeroShotClassifier.predict",
-    "hardneg.zeroshot.ZeroShotClassifier.record_descriptions",
-    "hardneg.zeroshot.ZeroShotClassifier.save",
-    "hardneg.zeroshot.ZeroShotClassifier.tune",
 }
 
 
