@@ -75,7 +75,7 @@ import shutil
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +87,7 @@ import scipy.sparse as sp
 from filelock import FileLock, Timeout
 
 from .._atomic import atomic_path
+from .._typing import ArrayLike, RandomState
 from .._validation import check_matrix, check_positive_int, check_random_state
 from ._edit import next_part_name
 from ._finite import all_finite
@@ -523,7 +524,7 @@ class FeatureStore:
         _atomic_write_text(tmp / META, json.dumps(meta, indent=1))
 
     @classmethod
-    def open(cls, path, mode: str = "r", *, timeout: float | None = None) -> FeatureStore:
+    def open(cls, path: str | os.PathLike, mode: str = "r", *, timeout: float | None = None) -> FeatureStore:
         """Open an existing store: ``mode="r"`` read-only, ``"a"`` to append.
 
         Appending takes the store's writer lock; a second writer gets
@@ -532,6 +533,21 @@ class FeatureStore:
         ``timeout`` bounds each of its requests, in seconds (default
         ``$HARDNEG_REMOTE_TIMEOUT``, else 30), and a failure of the server or
         the network is one :class:`StoreError` line naming the URL.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The store folder, or the URL of one.
+        mode : {"r", "a"}, default="r"
+            ``"r"`` to read, ``"a"`` to append and edit items (takes the writer lock).
+        timeout : float or None, default=None
+            Seconds allowed for each request to a remote store; None reads
+            ``$HARDNEG_REMOTE_TIMEOUT``, else 30. Unused for a local store.
+
+        Returns
+        -------
+        FeatureStore
+            The open store; close it (or use it in a ``with`` block) to release the lock.
         """
         if mode not in ("r", "a"):
             raise ValueError(f"mode: expected 'r' or 'a', got {mode!r}")
@@ -571,6 +587,7 @@ class FeatureStore:
 
     @property
     def dim(self) -> int:
+        """Number of features per row."""
         return int(self._meta["dim"])
 
     @property
@@ -580,10 +597,12 @@ class FeatureStore:
 
     @property
     def is_sparse(self) -> bool:
+        """Whether rows are stored as CSR (blocks are then scipy CSR matrices)."""
         return bool(self._meta["sparse"])
 
     @property
     def chunk_rows(self) -> int:
+        """Rows per Zarr chunk: the default block of :meth:`iter_chunks` and :meth:`to_dask`."""
         return int(self._meta["chunk_rows"])
 
     @property
@@ -593,6 +612,7 @@ class FeatureStore:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """``(n_rows, dim)``."""
         return (len(self), self.dim)
 
     def __repr__(self) -> str:
@@ -875,7 +895,14 @@ class FeatureStore:
         self._meta = meta
 
     # ------------------------------------------------------------------ editing items (see _edit.py)
-    def edit_items(self, *, add_tags=None, remove_tags=None, labels=None, split=None) -> int:
+    def edit_items(
+        self,
+        *,
+        add_tags: Mapping[str, Sequence[str]] | None = None,
+        remove_tags: Mapping[str, Sequence[str]] | None = None,
+        labels: Mapping[str, int | None] | None = None,
+        split: Mapping[str, str | None] | None = None,
+    ) -> int:
         """Change tags, labels or splits of items by id; one atomic commit.
 
         ``add_tags`` / ``remove_tags``: ``{id: [tag, ...]}``; ``labels``:
@@ -883,6 +910,22 @@ class FeatureStore:
         ``mode="a"``. The old table stays readable until the new one is
         committed (see :mod:`hardneg.store._edit`). Returns the number of
         items changed.
+
+        Parameters
+        ----------
+        add_tags : dict of str to list of str, or None, default=None
+            Tags to add, by item id.
+        remove_tags : dict of str to list of str, or None, default=None
+            Tags to remove, by item id.
+        labels : dict of str to int or None, or None, default=None
+            New single label by item id (None makes the item unlabeled).
+        split : dict of str to str or None, or None, default=None
+            New split name by item id (None takes the item out of every split).
+
+        Returns
+        -------
+        int
+            Number of items changed.
 
         Examples
         --------
@@ -900,7 +943,13 @@ class FeatureStore:
         return edit_items(self, add_tags=add_tags, remove_tags=remove_tags, labels=labels, split=split)
 
     def summary(self) -> str:
-        """One line: rows, tags, labels and splits with their counts."""
+        """One line: rows, tags, labels and splits with their counts.
+
+        Returns
+        -------
+        str
+            The line (see :func:`hardneg.store._edit.store_summary`).
+        """
         from ._edit import store_summary
 
         return store_summary(self)
@@ -1017,10 +1066,23 @@ class FeatureStore:
         return [self._read_part(p) for p in fresh["parts"]]
 
     def labels(self) -> np.ndarray:
-        """Single labels as int64, ``-1`` where unlabeled."""
+        """Single labels as int64, ``-1`` where unlabeled.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_rows,)
+            The label of every row.
+        """
         return self.items.column("label").fill_null(-1).to_numpy().astype(np.int64)
 
     def ids(self) -> np.ndarray:
+        """Item ids, in row order.
+
+        Returns
+        -------
+        ndarray of object (str), shape (n_rows,)
+            The id of every row.
+        """
         return np.asarray(self.items.column("id").to_pylist(), dtype=object)
 
     def _mask_tags(self, tags) -> np.ndarray:
@@ -1032,12 +1094,32 @@ class FeatureStore:
         mask[parents[hit]] = True
         return mask
 
-    def select(self, *, tags=None, labels=None, split=None) -> np.ndarray:
+    def select(
+        self,
+        *,
+        tags: str | Sequence[str] | None = None,
+        labels: int | Sequence[int] | None = None,
+        split: str | Sequence[str] | None = None,
+    ) -> np.ndarray:
         """Row indices of items matching every given condition.
 
         ``tags``: items carrying any of these tags; ``labels``: items whose
         label (or any of whose multi-labels) is one of these; ``split``: a
         split name or several.
+
+        Parameters
+        ----------
+        tags : str or sequence of str, or None, default=None
+            Keep items carrying any of these tags.
+        labels : int or sequence of int, or None, default=None
+            Keep items whose label, or one of whose multi-labels, is one of these.
+        split : str or sequence of str, or None, default=None
+            Keep items in this split (or one of these).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_selected,)
+            Rows of the matching items, ascending.
         """
         mask = np.ones(len(self), dtype=bool)
         if tags is not None:
@@ -1068,7 +1150,15 @@ class FeatureStore:
             raise IndexError(f"{name}: row numbers must lie in 0..{len(self) - 1}, got {rows.min()}..{rows.max()}")
         return rows
 
-    def sample(self, n: int, random_state=None, *, exclude_tags=None, exclude_ids=None, exclude_rows=None) -> np.ndarray:
+    def sample(
+        self,
+        n: int,
+        random_state: RandomState = None,
+        *,
+        exclude_tags: str | Sequence[str] | None = None,
+        exclude_ids: str | Sequence[str] | None = None,
+        exclude_rows: ArrayLike | None = None,
+    ) -> np.ndarray:
         """Draw ``n`` distinct rows uniformly at random, skipping excluded items.
 
         Returns row indices in random order. Excluding by tag is how a
@@ -1076,6 +1166,24 @@ class FeatureStore:
         tags); ``exclude_ids`` and ``exclude_rows`` leave out given items
         (row numbers must lie in ``0..len-1``: negative numbers are not
         counted from the end).
+
+        Parameters
+        ----------
+        n : int
+            Number of rows to draw, at most the number left after exclusions.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed or generator of the draw.
+        exclude_tags : str or sequence of str, or None, default=None
+            Leave out items carrying any of these tags.
+        exclude_ids : str or sequence of str, or None, default=None
+            Leave out the items with these ids.
+        exclude_rows : array-like of int, or None, default=None
+            Leave out these rows.
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+            Distinct rows, in random order.
         """
         n = check_positive_int(n, "n")
         rng = check_random_state(random_state)
@@ -1120,6 +1228,22 @@ class FeatureStore:
         bounded by one block; the default block is one Zarr chunk. Dense
         blocks are read-only views of the chunk files. ``0 <= start <= stop
         <= len(store)``.
+
+        Parameters
+        ----------
+        rows : int or None, default=None
+            Rows per block; None uses :attr:`chunk_rows`.
+        start : int, default=0
+            First row.
+        stop : int or None, default=None
+            End row (exclusive); None is the end of the store.
+
+        Returns
+        -------
+        iterator of (int, ndarray or scipy.sparse.csr_matrix)
+            ``(first_row, block)`` pairs; a block holds rows ``first_row`` to
+            ``first_row + len(block)``, of shape (n_rows, dim). The arguments are
+            checked here, before the first block is read.
         """
         rows = check_positive_int(rows if rows is not None else self.chunk_rows, "rows")
         start = self._row_arg(start, "start")
@@ -1132,8 +1256,19 @@ class FeatureStore:
         for lo in range(start, stop, rows):
             yield lo, self._rows(lo, min(lo + rows, stop))
 
-    def take(self, indices) -> np.ndarray:
-        """Rows at ``indices`` (any order, repeats allowed), as one block."""
+    def take(self, indices: ArrayLike) -> np.ndarray:
+        """Rows at ``indices`` (any order, repeats allowed), as one block.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n,)
+            Rows, each in ``0..len-1``.
+
+        Returns
+        -------
+        ndarray of float32 of shape (n, dim), or scipy.sparse.csr_matrix for a sparse store
+            The rows, in the order of ``indices``.
+        """
         idx = np.asarray(indices)
         if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
             raise TypeError(f"indices: expected a 1-D array of integers, got shape {idx.shape} dtype {idx.dtype}")
@@ -1168,7 +1303,13 @@ class FeatureStore:
         return block[inverse]
 
     def to_numpy(self):
-        """Load every row (dense array, or CSR for sparse stores). Loads it all: mind the size."""
+        """Load every row (dense array, or CSR for sparse stores). Loads it all: mind the size.
+
+        Returns
+        -------
+        ndarray of float32 of shape (n_rows, dim), or scipy.sparse.csr_matrix for a sparse store
+            Every row of the store.
+        """
         if len(self) == 0:
             return self.take(np.empty(0, np.int64))
         return self._rows(0, len(self))
@@ -1179,6 +1320,16 @@ class FeatureStore:
         Every chunk is checked for presence and size up front, and every
         dense block for NaN / infinity when it is computed. A remote store's blocks are read by the
         store itself, one request per chunk.
+
+        Parameters
+        ----------
+        chunk_rows : int or None, default=None
+            Rows per Dask chunk; None uses :attr:`chunk_rows`.
+
+        Returns
+        -------
+        dask.array.Array of float32, shape (n_rows, dim)
+            A lazy view of the rows; nothing is read before it is computed.
         """
         import dask.array as da
 

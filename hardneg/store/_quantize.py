@@ -94,14 +94,27 @@ class BinGrid:
 
     @property
     def dim(self) -> int:
+        """Number of dimensions d of the grid."""
         return self.lo.size
 
     def key(self) -> tuple:
-        """Identity of the grid (for caches of per-grid tables)."""
+        """Identity of the grid (for caches of per-grid tables).
+
+        Returns
+        -------
+        tuple
+            ``(n_bins, lo bytes, hi bytes)``: equal for two grids exactly when they are equal.
+        """
         return (self.n_bins, self.lo.tobytes(), self.hi.tobytes())
 
     def nodes(self) -> np.ndarray:
-        """Node values, float32 (d, q + 1): ``lo + k (hi - lo) / q``, the top node exactly ``hi``."""
+        """Node values, float32 (d, q + 1): ``lo + k (hi - lo) / q``, the top node exactly ``hi``.
+
+        Returns
+        -------
+        ndarray of float32, shape (d, n_bins + 1)
+            The nodes of every dimension (read-only, computed once and cached).
+        """
         if self._nodes is None:
             q = self.n_bins
             nodes = self.lo[:, None] + (self.hi - self.lo)[:, None] * (np.arange(q + 1) / q)[None, :]
@@ -110,8 +123,19 @@ class BinGrid:
             self._nodes.setflags(write=False)
         return self._nodes
 
-    def quantize(self, X) -> np.ndarray:
-        """Codes of the nearest nodes, uint8 (n, d); values outside [lo, hi] take the end nodes."""
+    def quantize(self, X: ArrayLike) -> np.ndarray:
+        """Codes of the nearest nodes, uint8 (n, d); values outside [lo, hi] take the end nodes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Values to quantize.
+
+        Returns
+        -------
+        ndarray of uint8, shape (n, d)
+            Code (node number, 0 to ``n_bins``) of each value.
+        """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.dim:
             raise ValueError(f"X: expected shape (n, {self.dim}), got {X.shape}")
@@ -120,8 +144,19 @@ class BinGrid:
         t = np.rint((X - self.lo) * scale)
         return np.clip(t, 0, self.n_bins, out=t).astype(np.uint8)
 
-    def dequantize(self, codes) -> np.ndarray:
-        """Node values of ``codes`` (float32): what a scan of the codes sees."""
+    def dequantize(self, codes: ArrayLike) -> np.ndarray:
+        """Node values of ``codes`` (float32): what a scan of the codes sees.
+
+        Parameters
+        ----------
+        codes : ndarray of uint8, shape (n, d)
+            Codes of this grid, each at most ``n_bins``.
+
+        Returns
+        -------
+        ndarray of float32, shape (n, d)
+            The node value of each code.
+        """
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != self.dim or codes.dtype != np.uint8:
             raise ValueError(f"codes: expected uint8 of shape (n, {self.dim}), got {codes.dtype} {codes.shape}")
@@ -296,12 +331,40 @@ class BinnedStore:
         self._items = None
 
     @staticmethod
-    def is_binned(path) -> bool:
-        """Whether ``path`` is a binned store folder (has the format marker)."""
+    def is_binned(path: str | os.PathLike) -> bool:
+        """Whether ``path`` is a binned store folder (has the format marker).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A folder.
+
+        Returns
+        -------
+        bool
+            True when ``path`` holds a ``binned.json`` marker file.
+        """
         return (Path(path) / MARKER).is_file()
 
     @classmethod
-    def open(cls, path) -> BinnedStore:
+    def open(cls, path: str | os.PathLike) -> BinnedStore:
+        """Open a binned store folder written by :func:`quantize_store` (codes memory-mapped).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The binned store folder.
+
+        Returns
+        -------
+        BinnedStore
+            The store, read-only.
+
+        Raises
+        ------
+        StoreError
+            If the folder is not a binned store, is of another version, or its files disagree.
+        """
         path = Path(path)
         if not cls.is_binned(path):
             raise StoreError(f"{str(path)!r} is not a binned store (no {MARKER}); write one with `hardneg store quantize`")
@@ -331,26 +394,33 @@ class BinnedStore:
 
     @property
     def dim(self) -> int:
+        """Number of dimensions d."""
         return self._codes.shape[1]
 
     @property
     def shape(self) -> tuple[int, int]:
+        """``(n_rows, d)``."""
         return self._codes.shape
 
     @property
     def n_bins(self) -> int:
+        """Number of bins q of the grid (codes are 0 to q)."""
         return self.grid.n_bins
 
     @property
     def is_sparse(self) -> bool:
+        """Always False: codes are dense (the :class:`FeatureStore` interface)."""
         return False
 
     @property
     def chunk_rows(self) -> int:
+        """Rows per block of :meth:`iter_chunks` when none is given (65536)."""
         return 65536
 
     @property
     def items(self) -> pa.Table:
+        """The source store's item table (``id``, tags, labels, split), one row per code row;
+        read on first use, :class:`StoreError` if it is missing or of another length."""
         if self._items is None:
             try:
                 items = pq.read_table(self.path / "items.parquet")
@@ -362,7 +432,24 @@ class BinnedStore:
         return self._items
 
     def iter_chunks(self, rows: int | None = None, *, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, CodeBlock]]:
-        """Yield ``(first_row, codes)`` blocks (read-only :class:`CodeBlock` views of the file)."""
+        """Yield ``(first_row, codes)`` blocks (read-only :class:`CodeBlock` views of the file).
+
+        Parameters
+        ----------
+        rows : int or None, default=None
+            Rows per block; None uses :attr:`chunk_rows`.
+        start : int, default=0
+            First row.
+        stop : int or None, default=None
+            End row (exclusive); None is the end of the store.
+
+        Yields
+        ------
+        first_row : int
+            Store row of the block's first row.
+        codes : CodeBlock of shape (n_rows, d)
+            uint8 codes of rows ``first_row`` to ``first_row + n_rows``, with their grid.
+        """
         rows = check_positive_int(rows if rows is not None else self.chunk_rows, "rows")
         stop = len(self) if stop is None else int(stop)
         if not 0 <= int(start) <= stop <= len(self):
@@ -370,7 +457,19 @@ class BinnedStore:
         for lo in range(int(start), stop, rows):
             yield lo, CodeBlock(self._codes[lo:min(lo + rows, stop)], self.grid)
 
-    def take(self, indices) -> CodeBlock:
+    def take(self, indices: ArrayLike) -> CodeBlock:
+        """Codes of the rows ``indices``, in that order.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (n,)
+            Store rows, each in ``[0, n_rows)``.
+
+        Returns
+        -------
+        CodeBlock of shape (n, d)
+            uint8 codes of those rows, with their grid (a copy).
+        """
         idx = np.asarray(indices)
         if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
             raise TypeError(f"indices: expected a 1-D array of integers, got shape {idx.shape} dtype {idx.dtype}")
@@ -378,8 +477,19 @@ class BinnedStore:
             raise IndexError(f"indices: out of range for a store of {len(self)} rows")
         return CodeBlock(self._codes[idx.astype(np.int64)], self.grid)
 
-    def dequantized(self, rows=None) -> np.ndarray:
-        """Float32 node values of all rows (or ``rows``): what a scan of the codes sees."""
+    def dequantized(self, rows: ArrayLike | None = None) -> np.ndarray:
+        """Float32 node values of all rows (or ``rows``): what a scan of the codes sees.
+
+        Parameters
+        ----------
+        rows : array-like of int, shape (n,), or None, default=None
+            Store rows; None takes every row.
+
+        Returns
+        -------
+        ndarray of float32, shape (n, d)
+            The node value of each code of those rows.
+        """
         codes = self._codes if rows is None else self._codes[np.asarray(rows, dtype=np.int64)]
         return self.grid.dequantize(np.asarray(codes))
 

@@ -78,6 +78,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
+        """True when no problem was found."""
         return not self.problems
 
     def __str__(self) -> str:
