@@ -101,14 +101,38 @@ class CentringEncoder(_Base):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Learn ``mu`` from ``X`` (array or FeatureStore); returns self."""
+        """Learn ``mu`` from ``X`` (array or FeatureStore); returns self.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or FeatureStore
+            The fit rows; at most ``max_rows`` of them (a seeded sample) are used.
+        y : None
+            Ignored (scikit-learn's transformer API).
+
+        Returns
+        -------
+        self : object
+            Fitted encoder.
+        """
         validate_params(self)
         X = _fit_rows(self, X, self.max_rows)
         self.mean_ = X.astype(np.float64).mean(axis=0).astype(np.float32)
         return self
 
     def transform(self, X):
-        """``(x - mu) / ||x - mu||`` per row, float32 (a row equal to ``mu`` stays zero)."""
+        """``(x - mu) / ||x - mu||`` per row, float32 (a row equal to ``mu`` stays zero).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to encode.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype float32
+            The centred rows, each of unit l2 norm (or zero).
+        """
         X = validate_X(self, X, reset=False, min_rows=0)
         return _l2_rows(X - self.mean_)
 
@@ -166,7 +190,20 @@ class WhiteningEncoder(_Base):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Learn ``mu`` and the whitening from ``X`` (array or FeatureStore); returns self."""
+        """Learn ``mu`` and the whitening from ``X`` (array or FeatureStore); returns self.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or FeatureStore
+            The fit rows; at most ``max_rows`` of them (a seeded sample) are used.
+        y : None
+            Ignored (scikit-learn's transformer API).
+
+        Returns
+        -------
+        self : object
+            Fitted encoder.
+        """
         validate_params(self)
         X = _fit_rows(self, X, self.max_rows).astype(np.float64)
         n, d = X.shape
@@ -193,7 +230,18 @@ class WhiteningEncoder(_Base):
         return self
 
     def transform(self, X):
-        """Whitened, l2-normalized rows ``(n, n_components_)``, float32."""
+        """Whitened, l2-normalized rows ``(n, n_components_)``, float32.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to encode.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components_), dtype float32
+            The whitened rows, each of unit l2 norm (or zero).
+        """
         X = validate_X(self, X, reset=False, min_rows=0)
         Z = ((X - self.mean_) @ self.components_.T) * self._scale
         return _l2_rows(Z)

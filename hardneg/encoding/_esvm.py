@@ -197,7 +197,28 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, progress=None):
         """Take the negatives pool from ``X`` (array or :class:`hardneg.store.FeatureStore`) and encode it
-        ``n_recursions - 1`` times. ``progress(n)`` is called as pool rows are encoded."""
+        ``n_recursions - 1`` times. ``progress(n)`` is called as pool rows are encoded.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or FeatureStore
+            The negatives pool; at most ``n_negatives`` rows (a seeded sample) are
+            kept. No row may be all zeros.
+        y : None
+            Ignored (scikit-learn's transformer API).
+        progress : callable, optional
+            Called as ``progress(n)`` with the number of pool rows just encoded.
+
+        Returns
+        -------
+        self : object
+            Fitted encoder.
+
+        Raises
+        ------
+        ValueError
+            If the pool has fewer than ``min_negatives`` rows or holds a zero row.
+        """
         validate_params(self)
         if self.min_negatives > self.n_negatives:
             raise ValueError(f"min_negatives={self.min_negatives} is larger than n_negatives={self.n_negatives}")
@@ -263,7 +284,21 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
                 break
 
     def grow(self, n_recursions: int, progress=None):
-        """Raise ``n_recursions`` of a fitted encoder, encoding only the pools it lacks; returns self."""
+        """Raise ``n_recursions`` of a fitted encoder, encoding only the pools it lacks; returns self.
+
+        Parameters
+        ----------
+        n_recursions : int
+            The new number of levels, in ``1..MAX_RECURSIONS``; pools already
+            encoded are kept.
+        progress : callable, optional
+            Called as ``progress(n)`` with the number of pool rows just encoded.
+
+        Returns
+        -------
+        self : object
+            The encoder, with ``n_recursions`` set.
+        """
         check_is_fitted(self)
         if isinstance(n_recursions, bool) or not isinstance(n_recursions, Integral) or not 1 <= n_recursions <= MAX_RECURSIONS:
             raise ValueError(f"n_recursions: expected an integer in 1..{MAX_RECURSIONS}, got {n_recursions!r}")
@@ -291,6 +326,21 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
         ``n_recursions`` (default: the fitted one) picks a level ``<=`` it,
         e.g. E-SVM codes from an encoder fitted for RE-SVM-2.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows to encode; no row may be all zeros.
+        n_recursions : int, optional
+            Level of the codes, in ``1..`` the levels fitted; default the fitted
+            ``n_recursions``.
+        progress : callable, optional
+            Called as ``progress(n)`` with the number of rows encoded at the last level.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype float32
+            The codes ``w^k``, one per row, each of unit l2 norm.
         """
         check_is_fitted(self)
         levels = self.n_recursions if n_recursions is None else n_recursions
@@ -319,6 +369,20 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         ``codes``: the encodings of ``X`` at that level, if already computed.
         1.0 means every exemplar is separated; a re-centring by the pool mean
         (all negatives at their bound) separates few of them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The exemplars (at least one row; no row all zeros).
+        n_recursions : int, optional
+            The level measured; default the fitted ``n_recursions``.
+        codes : array-like of shape (n_samples, n_features), optional
+            The encodings of ``X`` at that level, if already computed.
+
+        Returns
+        -------
+        float
+            The fraction, in ``[0, 1]``, of rows whose SVM separates them from their negatives.
         """
         from ..svm._exemplar import exclusion_mask
 
@@ -354,6 +418,23 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         ``symmetric=True``: ``s_j = w_j . w°`` with the database encoded too
         (pass ``database_codes`` to reuse them); ``False``: the asymmetric
         ``s_j = x_j . w°`` of Malisiewicz et al., on the raw database features.
+
+        Parameters
+        ----------
+        X_query : array-like of shape (n_query, n_features)
+            The queries, encoded by :meth:`transform`.
+        X_database : array-like of shape (n_database, n_features)
+            The database's raw features (encoded too when ``symmetric``, unless
+            ``database_codes`` is given).
+        symmetric : bool, default=True
+            Score against the database's codes (True) or its raw features (False).
+        database_codes : array-like of shape (n_database, n_features), optional
+            The database's codes, to reuse them (``symmetric`` only).
+
+        Returns
+        -------
+        ndarray of shape (n_query, n_database)
+            Dot products; higher is more similar.
         """
         from ._retrieval import asymmetric_scores, symmetric_scores
 
@@ -372,7 +453,13 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def fingerprint(self) -> str:
-        """A digest of the fitted pools and parameters (stores encoded with it record it)."""
+        """A digest of the fitted pools and parameters (stores encoded with it record it).
+
+        Returns
+        -------
+        str
+            A digest that changes whenever the pools, LDA statistics or parameters change.
+        """
         check_is_fitted(self)
         arrays, meta = self._arrays_and_meta()
         parts = [array_digest(k, v) for k, v in sorted(arrays.items())]
@@ -391,16 +478,38 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
                 "alpha_neg_resolved": float(self.alpha_neg_)}
         return arrays, meta
 
-    def save(self, path):
-        """Write the fitted encoder (pools, LDA statistics, parameters) to a ``.npz`` model file."""
+    def save(self, path: str | os.PathLike):
+        """Write the fitted encoder (pools, LDA statistics, parameters) to a ``.npz`` model file.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (atomically: a temporary file, then renamed).
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         check_is_fitted(self)
         arrays, meta = self._arrays_and_meta()
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
-    def load(cls, path) -> ESVMEncoder:
+    def load(cls, path: str | os.PathLike) -> ESVMEncoder:
         """Read an encoder written by :meth:`save`; :class:`hardneg._persist.ModelFileError` (one line) if
-        the file is damaged, edited or impossible (NaN values, inconsistent shapes, bad parameters)."""
+        the file is damaged, edited or impossible (NaN values, inconsistent shapes, bad parameters).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A model file written by :meth:`save`.
+
+        Returns
+        -------
+        ESVMEncoder
+            The fitted encoder.
+        """
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
             return cls._from_file(arrays, meta)
