@@ -1,6 +1,7 @@
 """Entry point of the ``hardneg`` command.
 
-Each command group lives in its own module and is registered here. User
+Each command group lives in its own module and is registered here, by name:
+its module is imported only when one of its commands is used. User
 errors (bad input, bad options, missing data, corrupt files) print one line
 on stderr and exit with code 2; a traceback is only shown with ``-vv``, or
 for an error that is a bug (see :func:`._common.is_user_error`).
@@ -11,44 +12,135 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator, MutableMapping
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ._common import check_output_dir, err_console, error_line, is_user_error, one_line, setup_logging
-from .concept import app as concept_app
-from .datasets import app as datasets_app
-from .esvm import app as esvm_app
-from .extract import app as extract_app
-from .hash import app as hash_app
-from .knn import knn as knn_command
-from .serve import serve as serve_cmd
-from .serve import serve_demo as serve_demo_cmd
-from .similarity import app as similarity_app
-from .store import app as store_app
-from .zsl import app as zsl_app
+
+# Every command that lives in a module of its own, in the order `hardneg --help` lists them
+# (commands before groups, as typer orders them): name -> (module of hardneg.cli, attribute,
+# help). A module is imported only when one of its commands runs or shows its own help, so
+# that `hardneg --help` answers at once (issue 29). The help line is the group's (or the
+# command docstring's first paragraph), repeated here so that listing imports nothing;
+# tests/cli/test_cli_tree.py checks that it matches the module's.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "knn": ("knn", "knn", "Nearest neighbours of image files or stored items in a store (exact, or HNSW)."),
+    "serve": ("serve", "serve", "Serve query by example, concept search with relevance feedback, and the web page."),
+    "serve-demo": ("serve", "serve_demo", "Build a demo store with a TSVM hasher + Hamming index (once) and serve it."),
+}
+LAZY_GROUPS: dict[str, tuple[str, str, str]] = {
+    "datasets": ("datasets", "app", "List datasets and import them into FeatureStores."),
+    "store": ("store", "app", "Inspect FeatureStores, and edit their tags and train/test splits."),
+    # Method command groups register below (one line each).
+    "concept": ("concept", "app", "Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013)."),
+    "extract": ("extract", "app", "Extract CNN or dense-SIFT bag-of-words features from images into a FeatureStore (resumable)."),
+    "hash": ("hash", "app", "Compact binary codes: train hashers, build Hamming indexes, search."),
+    "similarity": ("similarity", "app", "Sparse online similarity learning (SOLIS) for bag-of-words stores, with an inverted index."),
+    "zsl": ("zsl", "app", "Zero-shot classification by metric learning (Bucher, Herbin & Jurie 2016) on a FeatureStore "
+            "(or an xlsa17 folder)."),
+    "esvm": ("esvm", "app", "Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM."),
+}
+# Settings of the root app, which its lazily built commands inherit as add_typer's would.
+_APP_SETTINGS: dict = {
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    # Plain (click) help: wrapped to the terminal, at most 80 columns, and without importing
+    # rich's markdown and traceback modules (a third of `hardneg --help`'s time). Rich help
+    # would also list the commands through get_command, importing every module.
+    "rich_markup_mode": None,
+}
+
+
+def load_command(name: str):
+    """The click command (or group) of a lazily registered ``name``, built as ``add_typer`` /
+    ``app.command`` would build it at start-up."""
+    from importlib import import_module
+
+    module, attr, _ = {**LAZY_COMMANDS, **LAZY_GROUPS}[name]
+    obj = getattr(import_module(f"{__package__}.{module}"), attr)
+    holder = typer.Typer(**_APP_SETTINGS)
+    if isinstance(obj, typer.Typer):
+        holder.add_typer(obj, name=name)
+        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    holder.command(name)(obj)
+    return typer.main.get_command(holder)  # one command: typer returns the command itself
+
+
+class _LazyCommands(MutableMapping):
+    """A group's ``commands``: the registered names at once, a lazy command loaded on first access."""
+
+    def __init__(self, eager: MutableMapping):
+        self._loaded = dict(eager)
+
+    def _names(self) -> list[str]:
+        return list(dict.fromkeys([*LAZY_COMMANDS, *self._loaded, *LAZY_GROUPS]))
+
+    def loaded(self, name: str):
+        """The command if it is defined here or was loaded already, else None (imports nothing)."""
+        return self._loaded.get(name)
+
+    def __getitem__(self, name: str):
+        if name not in self._loaded:
+            if name not in LAZY_COMMANDS and name not in LAZY_GROUPS:
+                raise KeyError(name)
+            self._loaded[name] = load_command(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, cmd) -> None:
+        self._loaded[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("hardneg's commands are registered in hardneg.cli.main, not removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in LAZY_COMMANDS or name in LAZY_GROUPS
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists every command without importing its module, imports it on use.
+
+    The pattern of click's "lazily loading subcommands" (a group whose
+    ``list_commands``/``get_command`` import on demand), with the short help of
+    ``--help`` taken from :data:`LAZY_COMMANDS` / :data:`LAZY_GROUPS`.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.commands = _LazyCommands(self.commands)
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # the names only (typer's own walks the items: imports all)
+
+    def format_commands(self, ctx, formatter) -> None:
+        # typer's TyperGroup.format_commands, with a stand-in carrying the registry's help for
+        # a command not loaded yet: same lines, no import
+        assert isinstance(self.commands, _LazyCommands)
+        commands = []
+        for name in self.list_commands(ctx):
+            cmd = self.commands.loaded(name) or TyperCommand(name=name, help={**LAZY_COMMANDS, **LAZY_GROUPS}[name][2])
+            if not cmd.hidden:
+                commands.append((name, cmd))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
+
 
 app = typer.Typer(
     name="hardneg",
     help="Learn image search and categorization from a few labels and the hard examples in a large pool.",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Plain (click) help: wrapped to the terminal, at most 80 columns, and without importing
-    # rich's markdown and traceback modules (a third of `hardneg --help`'s time).
-    rich_markup_mode=None,
+    cls=LazyGroup,
+    **_APP_SETTINGS,
 )
-app.add_typer(datasets_app, name="datasets")
-app.add_typer(store_app, name="store")
-# Method command groups register below (one line each).
-app.add_typer(concept_app, name="concept")
-app.add_typer(extract_app, name="extract")
-app.add_typer(hash_app, name="hash")
-app.add_typer(similarity_app, name="similarity")
-app.add_typer(zsl_app, name="zsl")
-app.add_typer(esvm_app, name="esvm")
-app.command("knn")(knn_command)
-app.command("serve")(serve_cmd)
-app.command("serve-demo")(serve_demo_cmd)
 
 
 @app.callback()

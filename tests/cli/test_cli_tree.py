@@ -14,7 +14,7 @@ import sys
 import pytest
 import typer
 
-from hardneg.cli.main import app, main
+from hardneg.cli.main import LAZY_COMMANDS, LAZY_GROUPS, app, load_command, main
 
 # commands that print results (rankings or figures)
 RESULT_COMMANDS = {
@@ -36,9 +36,12 @@ SHARED_HELP = {"--json", "--csv", "--html", "--workers", "--scheduler"}
 
 
 def _walk(cmd, path=()):
-    if hasattr(cmd, "commands"):  # a group (typer vendors click: duck typing)
-        for name, sub in cmd.commands.items():
-            yield from _walk(sub, (*path, name))
+    if hasattr(cmd, "list_commands"):  # a group (typer vendors click: duck typing)
+        # click's contract for lazily loaded subcommands: list the names, then get_command
+        # loads each (the root's command groups are imported only here, issue 29)
+        ctx = typer.Context(cmd, info_name=path[-1] if path else "hardneg")
+        for name in cmd.list_commands(ctx):
+            yield from _walk(cmd.get_command(ctx, name), (*path, name))
     else:
         yield " ".join(path), cmd
 
@@ -57,6 +60,31 @@ def test_the_tree_is_walked():
     cmds = _commands()
     assert {"knn", "concept train", "esvm train", "hash search", "store info"} <= set(cmds)
     assert "esvm fit" in cmds and cmds["esvm fit"].hidden  # the deprecated alias
+    tops = {name.split()[0] for name in cmds}
+    assert set(LAZY_COMMANDS) | set(LAZY_GROUPS) | {"demo"} == tops  # every lazily registered group was loaded
+
+
+def test_lazy_help_lines_are_the_modules():
+    """`hardneg --help` lists the registry's help lines: the same text as with every module imported."""
+    for name in [*LAZY_COMMANDS, *LAZY_GROUPS]:
+        own = load_command(name).help
+        assert own.split("\n\n")[0] == {**LAZY_COMMANDS, **LAZY_GROUPS}[name][2], f"hardneg {name}: update its line in hardneg/cli/main.py"
+    root = typer.main.get_command(app)
+    lazy_help = root.get_help(typer.Context(root, info_name="hardneg"))
+    assert all(root.commands.loaded(name) is None for name in LAZY_GROUPS)  # listing loaded nothing
+    for name in root.list_commands(typer.Context(root)):
+        root.commands[name]
+    assert root.get_help(typer.Context(root, info_name="hardneg")) == lazy_help
+    assert "store       Inspect FeatureStores" in lazy_help
+
+
+def test_lazy_group_errors_as_before(capsys):
+    assert main(["stroe"]) == 2
+    assert "No such command 'stroe'. Did you mean 'store'?" in capsys.readouterr().err
+    assert main(["store", "infoo"]) == 2
+    assert "Did you mean 'info'? (see 'hardneg store --help')" in capsys.readouterr().err
+    assert main(["store"]) == 2  # a group run bare shows its help
+    assert "Commands:\n  info " in capsys.readouterr().err
 
 
 def test_one_meaning_per_flag():
