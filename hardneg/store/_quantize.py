@@ -43,10 +43,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import scipy.sparse as sp
 
 from .._typing import ArrayLike
-from .._validation import check_positive_int
+from .._validation import check_positive_int, issparse
 from ._errors import StoreError
 
 __all__ = ["BinGrid", "BinnedStore", "CodeBlock", "quantize_store"]
@@ -259,7 +258,7 @@ def quantize_store(source: Any, out: str | Path, n_bins: int = 100, *, chunk_row
 
     def blocks():
         for lo, block in store.iter_chunks(rows):
-            yield lo, (block.toarray() if sp.issparse(block) else np.asarray(block))
+            yield lo, (block.toarray() if issparse(block) else np.asarray(block))
 
     hi = np.zeros(d, dtype=np.float64)
     for _, block in blocks():
