@@ -26,7 +26,7 @@ rename, so a committed row is never torn. A second writer is refused by the
 lock, and so is ``create(..., overwrite=True)`` while a writer holds it; an
 overwrite builds the new store beside the old one and swaps it in, so a
 failed rebuild leaves the old store as it was. Editing tags, labels or
-splits (:meth:`FeatureStore.edit_items`, :mod:`hardneg.store._edit`)
+splits (:meth:`FeatureStore.edit_items`, :mod:`hardneg.store._item_table`)
 writes the whole new item table as one new part and commits it the same
 way; the old parts are removed only after the commit, and part names are
 never reused.
@@ -88,9 +88,9 @@ from filelock import FileLock, Timeout
 from .._atomic import atomic_path
 from .._typing import ArrayLike, RandomState
 from .._validation import check_matrix, check_positive_int, check_random_state, issparse
-from ._edit import next_part_name
-from ._finite import all_finite
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
+from ._finite import all_finite
+from ._item_table import edit_items, next_part_name, store_summary
 from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
@@ -900,7 +900,7 @@ class FeatureStore:
         _atomic_write_text(self.path / META, json.dumps(meta, indent=1))
         self._meta = meta
 
-    # ------------------------------------------------------------------ editing items (see _edit.py)
+    # ------------------------------------------------------------------ editing items (see _item_table.py)
     def edit_items(
         self,
         *,
@@ -914,7 +914,7 @@ class FeatureStore:
         ``add_tags`` / ``remove_tags``: ``{id: [tag, ...]}``; ``labels``:
         ``{id: label or None}``; ``split``: ``{id: name or None}``. Needs
         ``mode="a"``. The old table stays readable until the new one is
-        committed (see :mod:`hardneg.store._edit`). Returns the number of
+        committed (see :mod:`hardneg.store._item_table`). Returns the number of
         items changed.
 
         Parameters
@@ -944,8 +944,6 @@ class FeatureStore:
         >>> store.select(tags="cat").tolist(), store.select(split="test").tolist()
         ([0, 2], [1])
         """
-        from ._edit import edit_items
-
         return edit_items(self, add_tags=add_tags, remove_tags=remove_tags, labels=labels, split=split)
 
     def summary(self) -> str:
@@ -956,8 +954,6 @@ class FeatureStore:
         str
             The line (see :func:`hardneg.store._edit.store_summary`).
         """
-        from ._edit import store_summary
-
         return store_summary(self)
 
     def _make_items(self, n, start, ids, paths, tags, labels, split) -> pa.Table:

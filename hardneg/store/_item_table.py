@@ -1,0 +1,228 @@
+"""Editing the item table of an open store: tags, labels, splits.
+
+An edit never touches the vectors. It builds the whole new item table in
+memory, writes it as one new Parquet part under a temporary name, renames it
+to a part name no earlier commit has used, and commits by replacing
+``meta.json`` atomically with the new part list and its CRC-32 -- the same
+commit point as an append. Only after that commit are the old parts removed.
+So a writer killed at any point leaves the old table or the new one, never
+a mix: before the commit ``meta.json`` still lists the old parts (the new
+part is an uncommitted leftover, trimmed by the next writer), after it the
+new part. A reader that read the old ``meta.json`` just before the commit
+and only then reads the parts finds them gone; it re-reads ``meta.json``
+and reads the new table (see ``FeatureStore.items``).
+
+The edit holds the store's writer lock (open it with ``mode="a"``), so
+it cannot interleave with an append or another edit.
+
+These functions take an open store and never open one, so
+``_feature_store`` imports this module and this module imports no
+``FeatureStore``; :mod:`hardneg.store._edit` (which opens stores by path:
+removing items, relocating images) re-exports them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .._atomic import atomic_path
+from ._items import check_label, tag_list
+
+if TYPE_CHECKING:
+    from ._feature_store import FeatureStore
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["edit_items", "next_part_name", "replace_items", "store_summary"]
+
+_PART_NUMBER = re.compile(r"^part-(\d+)")
+
+
+def next_part_name(parts: Sequence[str]) -> str:
+    """A part name after every numbered one in ``parts`` (names are never reused:
+    a reader holding an older ``meta.json`` must not find other bytes under a name it knows)."""
+    numbers = [int(m.group(1)) for p in parts if (m := _PART_NUMBER.match(p))]
+    return f"part-{max([len(parts) - 1, *numbers]) + 1:08d}.parquet"
+
+
+def _row_index(store, ids) -> np.ndarray:
+    """Row numbers of ``ids``; a ValueError names the unknown ones."""
+    all_ids = store.ids().tolist()
+    pos = {v: i for i, v in enumerate(all_ids)}
+    ids = [str(i) for i in ids]
+    missing = [i for i in ids if i not in pos]
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise ValueError(f"ids: not in {store.path}: {', '.join(repr(m) for m in missing[:5])}{more}")
+    return np.array([pos[i] for i in ids], dtype=np.int64)
+
+
+def edit_items(
+    store,
+    *,
+    add_tags: Mapping[str, Sequence[str]] | None = None,
+    remove_tags: Mapping[str, Sequence[str]] | None = None,
+    labels: Mapping[str, int | None] | None = None,
+    split: Mapping[str, str | None] | None = None,
+) -> int:
+    """Change tags, labels or splits of items (by id) and commit atomically.
+
+    Parameters
+    ----------
+    store : FeatureStore
+        Open for writing (``mode="a"``).
+    add_tags, remove_tags : mapping id -> list of tags, optional
+        Tags to add to (kept once, in order) or remove from each item.
+    labels : mapping id -> int or None, optional
+        New single label per item (``None`` or ``-1``: unlabeled). The
+        multi-label column is cleared for these items.
+    split : mapping id -> str or None, optional
+        New split name per item (``None``: no split).
+
+    Returns
+    -------
+    int
+        Number of items whose row changed. Nothing is written when no row
+        changes.
+    """
+    store._require_writable()
+    table = store.items
+    n = table.num_rows
+    tags = table.column("tags").to_pylist()
+    label = table.column("label").to_pylist()
+    multi = table.column("labels").to_pylist()
+    splits = table.column("split").to_pylist()
+    changed = np.zeros(n, dtype=bool)
+
+    def rows_of(mapping, name):
+        if mapping is None:
+            return []
+        if not isinstance(mapping, Mapping):
+            raise TypeError(f"{name}: expected a mapping from item id to values, got {type(mapping).__name__}")
+        keys = list(mapping)
+        return list(zip(_row_index(store, keys).tolist(), (mapping[k] for k in keys)))
+
+    for r, new in rows_of(add_tags, "add_tags"):
+        old = tags[r] or []
+        merged = list(dict.fromkeys(old + tag_list(new, r)))
+        if merged != old:
+            tags[r], changed[r] = merged, True
+    for r, drop in rows_of(remove_tags, "remove_tags"):
+        old = tags[r] or []
+        gone = set(tag_list(drop, r, check=False))  # a malformed tag already stored can still be removed
+        kept = [t for t in old if t not in gone]
+        if kept != old:
+            tags[r], changed[r] = kept, True
+    for r, value in rows_of(labels, "labels"):
+        v = None if value is None else check_label(value, "labels", r, multi=False)
+        v = None if v is not None and v < 0 else v
+        if v != label[r] or multi[r]:
+            label[r], multi[r], changed[r] = v, None, True
+    for r, value in rows_of(split, "split"):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"split: row {r} holds {type(value).__name__} {value!r}; split names are strings")
+        value = value or None
+        if value != splits[r]:
+            splits[r], changed[r] = value, True
+    if not changed.any():
+        return 0
+    new_table = pa.table(
+        {
+            "id": table.column("id"),
+            "path": table.column("path"),
+            "tags": pa.array(tags, pa.list_(pa.string())),
+            "label": pa.array(label, pa.int64()),
+            "labels": pa.array(multi, pa.list_(pa.int64())),
+            "split": pa.array(splits, pa.string()),
+        },
+        schema=table.schema,
+    )
+    replace_items(store, new_table)
+    return int(changed.sum())
+
+
+def replace_items(store, table: pa.Table) -> None:
+    """Commit ``table`` as the store's whole item table (same ids, same order)."""
+    store._require_writable()
+    old = store.items
+    if table.schema != old.schema:
+        raise ValueError(f"table: expected the item schema {old.schema.names}, got {table.schema.names}")
+    if table.num_rows != old.num_rows or not table.column("id").equals(old.column("id")):
+        raise ValueError("table: an edit keeps every item, with the same ids in the same order")
+    meta = dict(store._meta)
+    part_name = next_part_name(meta["parts"])
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    part = sink.getvalue()
+    with atomic_path(store.path / "items" / part_name) as tmp:
+        tmp.write_bytes(memoryview(part))
+    old_parts = list(meta["parts"])
+    meta["parts"] = [part_name] if table.num_rows else []
+    sums = meta.get("checksums")
+    if sums is not None:
+        meta["checksums"] = {**sums, "parts": {part_name: zlib.crc32(memoryview(part))} if table.num_rows else {}}
+    store._commit_meta(meta)  # the commit point: before it the old table, after it the new one
+    store._items_cache = table.combine_chunks()
+    for name in old_parts:
+        if name not in meta["parts"]:
+            try:
+                (store.path / "items" / name).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # left for the next writer to trim
+                logger.warning("could not remove the replaced item part %s: %s", name, exc)
+    logger.info("%s: item table rewritten as %s (%d rows)", store.path, part_name, table.num_rows)
+
+
+def store_summary(store: FeatureStore, *, top: int = 12) -> str:
+    """One line saying what a store holds: rows, tags, labels, splits (with counts).
+
+    Used by errors that found no items, so the user sees what to ask for.
+
+    Parameters
+    ----------
+    store : FeatureStore
+        An open store.
+    top : int
+        Most tags (the most frequent) and labels listed.
+
+    Returns
+    -------
+    str
+        ``"<n> rows; tags: ...; labels: ...; splits: ..."``, each part with counts (or "no tags", ...).
+    """
+    items = store.items
+    parts = [f"{len(store):,} rows"]
+    flat = pc.list_flatten(items.column("tags")).to_pylist() if len(store) else []
+    if flat:
+        vals, counts = np.unique(np.array(flat, dtype=object), return_counts=True)
+        order = np.argsort(-counts, kind="stable")[:top]
+        more = f", ... ({len(vals)} tags)" if len(vals) > top else ""
+        parts.append("tags: " + ", ".join(f"{vals[i]} ({counts[i]})" for i in order) + more)
+    else:
+        parts.append("no tags")
+    lab = store.labels()
+    if (lab >= 0).any():
+        names = store.attrs.get("class_names") or []
+        vals, counts = np.unique(lab[lab >= 0], return_counts=True)
+        shown = [f"{names[v] if 0 <= v < len(names) else v} ({c})" for v, c in zip(vals[:top].tolist(), counts[:top].tolist())]
+        more = f", ... ({len(vals)} labels)" if len(vals) > top else ""
+        parts.append("labels: " + ", ".join(shown) + more)
+    else:
+        parts.append("no labels")
+    sp = [s for s in items.column("split").to_pylist() if s is not None]
+    if sp:
+        vals, counts = np.unique(np.array(sp, dtype=object), return_counts=True)
+        parts.append("splits: " + ", ".join(f"{v} ({c})" for v, c in zip(vals, counts)))
+    else:
+        parts.append("no splits")
+    return "; ".join(parts)
