@@ -61,7 +61,7 @@ def extract_partition(batch, *, store: str, config: str, model=None, trust_model
     ext = _extractor(store, config, model, trust_model)
     items = [ImageItem(id=i, path=p, index=k) for k, i, p in batch]
     summary = ExtractionSummary(store_path=store)
-    good, images = _load_batch(items, summary)
+    good, images = _load_batch(items, summary, ext)  # as in-process: a CNN's images come resized to its input
     X = _transform_isolating_failures(ext, good, images, summary) if good else None
     if X is None:
         return [], None, summary.failed
