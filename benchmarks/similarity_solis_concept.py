@@ -28,7 +28,17 @@ many). The λ path (``--path-draws``, default 1 draw): sparsity against mAP for 
 w1 = 0, every solver at its default clock and S-ADA also with the update clock, like the
 paper's Figures 3-6. "train s" is wall time on a shared, loaded machine: not a speed claim.
 
+Held-out selection (``--val-draws V``, the paper's practice of choosing λ from its λ paths, Figures
+3-6, done without the test draws): every concept's images are split once in two halves (seed 0,
+:func:`query_halves`): validation queries come from one half, test queries from the other. On V
+validation draws (seeds ``VAL_SEED + v``, disjoint from the test draws' ``1000 + d``) each SOLIS
+solver with w1 = 0 runs its λ path (``--lambdas``) and OASIS-diag its aggressiveness path (``--cs``);
+the value with the highest mean validation mAP is selected (ties: the larger one, the sparser / more
+cautious model) and trained on the test draws beside the library defaults. The database is the
+protocol's in both (every image but the draw's training images). TF-IDF has nothing to tune.
+
 Usage: nice .venv/bin/python benchmarks/similarity_solis_concept.py --data mnist [--words 1000 10000] [--draws 5] [--quick]
+       nice .venv/bin/python benchmarks/similarity_solis_concept.py --data mnist --words 1000 --val-draws 3 --methods tuned
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -64,6 +75,8 @@ from hardneg.similarity import (  # noqa: E402
 )
 
 LAM_PATH = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
+C_PATH = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)  # OASIS-diag's C (PA-I step cap), 0.1 the default
+TEST_SEED, VAL_SEED = 1000, 5000  # draw d: seed 1000 + d; validation draw v: 5000 + v (needs d < 4000)
 FASHION_PER_CLASS = 500
 
 
@@ -119,9 +132,10 @@ def fashion_bag_of_words(n_words: int, quick: bool, tree: bool = False):
     return X, y, seconds
 
 
-def methods(n_words: int) -> list[tuple[str, float | str, str, object]]:
-    """``(name, w1, clock, factory)``; the factory takes λ (None: the default)."""
-    out = [("TF-IDF", "-", "-", None), ("OASIS-diag", "-", "-", lambda lam: OasisDiagonal())]
+def methods(n_words: int) -> list[tuple[str, float | str, str, Any]]:
+    """``(name, w1, clock, factory)``; the factory takes the tuned parameter, λ for the SOLIS solvers and
+    C for OASIS-diag (None: the library default)."""
+    out: list[tuple[str, float | str, str, Any]] = [("TF-IDF", "-", "-", None), ("OASIS-diag", "-", "-", lambda C: OasisDiagonal() if C is None else OasisDiagonal(C=C))]
     if n_words <= OASIS_FULL_MAX:
         out.append(("OASIS", "-", "-", lambda lam: OasisFull(max_memory_gb=1.0)))
     for w1 in (0.0, 1.0):
@@ -137,6 +151,33 @@ def methods(n_words: int) -> list[tuple[str, float | str, str, object]]:
                     return cls(**kw)
                 out.append((name, w1, clock, make))
     return out
+
+
+def query_halves(y, seed: int = 0) -> np.ndarray:
+    """Boolean mask, True on the validation half of every concept's images (a fixed split, the same
+    for every draw): validation queries come from it, test queries from the rest, so the two never share a query."""
+    y = np.asarray(y)
+    rng = np.random.default_rng(seed)
+    val = np.zeros(y.size, bool)
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        val[rows[: rows.size // 2]] = True
+    return val
+
+
+def concept_split(y, concept, rng, n_pos: int, n_neg: int, n_queries: int, pool=None):
+    """``(triplets, train, db, queries)`` of one concept in one draw ([Gao17] Section 5.3).
+
+    The database ``db`` is every row but the 7 + 500 training rows; the queries are up to ``n_queries``
+    of the concept's database rows, only those where the boolean mask ``pool`` is True if given
+    (with ``pool=None`` the draws are the ones the earlier, unsplit runs made)."""
+    t, train = concept_protocol(y, concept, n_positives=n_pos, n_negatives=n_neg, random_state=rng)
+    db = np.setdiff1d(np.arange(y.size), train)
+    members = db[y[db] == concept]
+    if pool is not None:
+        members = members[pool[members]]
+    queries = np.sort(rng.choice(members, min(n_queries, members.size), replace=False))
+    return t, train, db, queries
 
 
 def concept_map(model, X, y, concept, db, queries) -> float:
@@ -167,12 +208,24 @@ HEADLINE = {"TF-IDF", "OASIS-diag", "S-ADA|0.0|triplets", "S-ADA|1.0|triplets"} 
 PARTIAL = CACHE / "concept-draws"  # one JSON per (data, words, queries, draw): the run resumes from these
 
 
+TUNED_DEFAULTS = {"TF-IDF", "OASIS-diag", "S-ADA|1.0|triplets"} | {f"{n}|0.0|{c}" for n, c in PATH_METHODS}  # --methods tuned
+
+
 def _key(name, w1, clock) -> str:
     return name if w1 == "-" else f"{name}|{float(w1)}|{clock}"
 
 
-def draw_file(data: str, n_words: int, quick: bool, n_queries: int, d: int) -> Path:
-    return PARTIAL / f"{data}{'-quick' if quick else ''}-{n_words}w-q{n_queries}-draw{d}.json"
+def grid(name, w1, clock, lam_path=LAM_PATH, c_path=C_PATH) -> tuple:
+    """The values held-out selection tries for a method: λ for the SOLIS solvers with w1 = 0, C for OASIS-diag."""
+    if name == "OASIS-diag":
+        return tuple(c_path)
+    return tuple(lam_path) if w1 == 0.0 and (name, clock) in PATH_METHODS else ()
+
+
+def draw_file(data: str, n_words: int, quick: bool, n_queries: int, d: int, split: str = "") -> Path:
+    """``split``: "" (the unsplit protocol), "test" or "val" (held-out selection: query halves)."""
+    tag = {"": "", "test": "-halves", "val": "-halves-val"}[split]
+    return PARTIAL / f"{data}{'-quick' if quick else ''}-{n_words}w-q{n_queries}{tag}-draw{d}.json"
 
 
 def _load_draw(path: Path) -> dict:
@@ -190,17 +243,31 @@ def _save_draw(path: Path, rec: dict) -> None:
     os.replace(tmp, path)
 
 
-def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams) -> tuple[dict, dict]:
-    """Per-concept results of draw ``d`` for the methods in ``want`` (keys) and the λ in ``path_lams``."""
+def _add(acc: dict, key: str, model, secs: float, m: float) -> None:
+    a = acc.setdefault(key, {"map": [], "sparsity": [], "seconds": [], "updates": []})
+    a["map"].append(m)
+    a["sparsity"].append(100 * model.sparsity_)
+    a["seconds"].append(secs)
+    a["updates"].append(int(getattr(model, "n_updates_", 0)))
+
+
+def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams, pool=None, tuned=None) -> tuple[dict, dict]:
+    """Per-concept results of draw ``d`` for the methods in ``want`` (keys) and the λ in ``path_lams``.
+
+    ``tuned``: ``{method key: selected value}``; the key ``f"{key}@{value:g}"`` in ``want`` fits that
+    method at that value. ``pool``: the rows queries may come from (:func:`concept_split`)."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
-    rng = np.random.default_rng(1000 + d)  # the same draws whatever methods are asked for
-    acc, pacc = {}, {}
+    rng = np.random.default_rng(TEST_SEED + d)  # the same draws whatever methods are asked for
+    acc: dict[str, dict] = {}
+    pacc: dict[str, dict] = {}
     for c in np.unique(y):
-        t, train = concept_protocol(y, c, n_positives=n_pos, n_negatives=n_neg, random_state=rng)
-        db = np.setdiff1d(np.arange(y.size), train)
-        members = db[y[db] == c]
-        queries = np.sort(rng.choice(members, min(n_queries, members.size), replace=False))
+        t, _, db, queries = concept_split(y, c, rng, n_pos, n_neg, n_queries, pool)
         for name, w1, clock, f in listed:
+            k = _key(name, w1, clock)
+            p = (tuned or {}).get(k)
+            if p is not None and f"{k}@{p:g}" in want:
+                model, secs = fit_one(f, p, X, t, n_words)
+                _add(acc, f"{k}@{p:g}", model, secs, concept_map(model, X, y, c, db, queries))
             k = _key(name, w1, clock)
             lams = [lam for lam in path_lams if w1 == 0.0 and (name, clock) in PATH_METHODS]
             if k not in want and not lams:
@@ -209,11 +276,7 @@ def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams) -> tup
                 model, secs = fit_one(f, None, X, t, n_words)
                 m = concept_map(model, X, y, c, db, queries)
                 if k in want:
-                    a = acc.setdefault(k, {"map": [], "sparsity": [], "seconds": [], "updates": []})
-                    a["map"].append(m)
-                    a["sparsity"].append(100 * model.sparsity_)
-                    a["seconds"].append(secs)
-                    a["updates"].append(int(getattr(model, "n_updates_", 0)))
+                    _add(acc, k, model, secs, m)
                 if 1e-4 in lams:  # λ = 1e-4, the default: this fit
                     b = pacc.setdefault(f"{name}|{clock}|{1e-4}", {"map": [], "sparsity": []})
                     b["map"].append(m)
@@ -228,6 +291,51 @@ def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams) -> tup
     return acc, pacc
 
 
+def run_validation_draw(X, y, n_words, quick, n_queries, v, listed, todo, pool) -> dict:
+    """Validation draw ``v``: ``{f"{key}@{value:g}": per-concept mAP and sparsity}`` for every value in
+    ``todo[key]``; the draw's seed (``VAL_SEED + v``) and its query half ``pool`` are disjoint from the test draws'."""
+    n_pos, n_neg = (7, 500) if not quick else (5, 50)
+    rng = np.random.default_rng(VAL_SEED + v)
+    acc: dict = {}
+    for c in np.unique(y):
+        t, _, db, queries = concept_split(y, c, rng, n_pos, n_neg, n_queries, pool)
+        for name, w1, clock, f in listed:
+            k = _key(name, w1, clock)
+            for p in todo.get(k, ()):
+                model, _ = fit_one(f, p, X, t, n_words)
+                a = acc.setdefault(f"{k}@{p:g}", {"map": [], "sparsity": []})
+                a["map"].append(concept_map(model, X, y, c, db, queries))
+                a["sparsity"].append(100 * model.sparsity_)
+    return acc
+
+
+def select(vrecs: list[dict], grids: dict, data: str = "", n_words: int = 0) -> tuple[dict, list]:
+    """The value of each method's grid with the highest mean validation mAP (mean over the validation
+    draws of the mean over concepts); ties go to the larger value (the sparser or more cautious model).
+    Returns ``({method key: value}, validation rows)``."""
+    selected, rows = {}, []
+    for k, ps in grids.items():
+        scores = []
+        for p in ps:
+            per = [r[f"{k}@{p:g}"] for r in vrecs]
+            maps = [100 * float(np.mean(a["map"])) for a in per]
+            spars = [float(np.mean(a["sparsity"])) for a in per]
+            scores.append((float(np.mean(maps)), p))
+            name, *rest = k.split("|")
+            rows.append({"data": data, "words": n_words, "method": name, "w1": float(rest[0]) if rest else "-",
+                         "clock": rest[1] if rest else "-", "param": _param_name(name) + f"={p:g}", "value": p,
+                         "draws": len(per), "val mAP %": f"{np.mean(maps):.2f}", "sparsity %": f"{np.mean(spars):.1f}",
+                         "map_values": maps, "sparsity_values": spars})
+        selected[k] = max(scores)[1]
+        for r in rows[-len(ps):]:
+            r["selected"] = r["value"] == selected[k]
+    return selected, rows
+
+
+def _param_name(name: str) -> str:
+    return "C" if name.startswith("OASIS") else "λ"
+
+
 def matched_map(prows: list[dict], targets) -> list[dict]:
     """Sparsity each solver reaches at a matched mAP (the paper's Figures 3-6 read the same way).
 
@@ -235,7 +343,7 @@ def matched_map(prows: list[dict], targets) -> list[dict]:
     interpolated linearly between consecutive λ; ``None`` when the path never reaches the target.
     """
     out = []
-    by = {}
+    by: dict[tuple, list] = {}
     for r in prows:
         by.setdefault((r["words"], r["method"], r["clock"]), []).append(r)
     for (words, name, clock), rs in sorted(by.items()):
@@ -258,62 +366,105 @@ def matched_map(prows: list[dict], targets) -> list[dict]:
 
 
 def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_draws: int, full_draws: int = 1,
-        methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False, all_draws: int | None = None) -> tuple[list, list]:
+        methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False, all_draws: int | None = None,
+        val_draws: int = 0, c_path=C_PATH) -> tuple[list, list, dict]:
     """Resumable: each draw's per-concept results are saved under ``PARTIAL`` as soon as it ends and
-    reused by a later call with the same (data, words, queries); only what is missing is fitted."""
+    reused by a later call with the same (data, words, queries); only what is missing is fitted.
+
+    ``val_draws > 0``: held-out selection (module docstring); the test draws' queries then come from
+    the other half of each concept's images. Returns ``(rows, λ-path rows, selection)``, the last
+    ``{"selected": {method key: value}, "validation_rows": [...]}`` (empty without validation draws)."""
     X, y, feat_s = bag_of_words(n_words, quick, tree=tree) if data == "mnist" else fashion_bag_of_words(n_words, quick, tree=tree)
     data = f"{data}-tree" if tree else data
     print(f"# {data} {n_words} words: {X.shape[0]} images, {X.nnz / X.shape[0]:.0f} words per image, features {feat_s:.0f} s", flush=True)
     listed = methods(n_words)
     warmed = False
-    recs = [_load_draw(draw_file(data, n_words, quick, n_queries, d)) for d in range(draws)]  # saved draws count at once
+
+    def warm_up():
+        nonlocal warmed
+        if not warmed:
+            warm, _ = concept_protocol(y, np.unique(y)[0], n_positives=2, n_negatives=2, random_state=0)
+            for _, _, _, f in listed:  # compile every Numba kernel before timing
+                if f is not None:
+                    f(None).fit(X, triplets=warm)
+            warmed = True
+
+    split, pool = "", None
+    tuned: dict[str, float] = {}
+    sel: dict[str, Any] = {}
+    if val_draws > 0:
+        split, val = "test", query_halves(y)
+        pool = ~val
+        grids = {_key(n, w, c): grid(n, w, c, lam_path, c_path) for n, w, c, _ in listed}
+        grids = {k: g for k, g in grids.items() if g}
+        vrecs = []
+        for v in range(val_draws):
+            path = draw_file(data, n_words, quick, n_queries, v, "val")
+            rec = _load_draw(path)
+            todo = {k: [p for p in g if f"{k}@{p:g}" not in rec["methods"]] for k, g in grids.items()}
+            if any(todo.values()):
+                warm_up()
+                t0 = time.perf_counter()
+                rec["methods"].update(run_validation_draw(X, y, n_words, quick, n_queries, v, listed, todo, val))
+                _save_draw(path, rec)
+                print(f"  validation draw {v}: {sum(map(len, todo.values()))} fits per concept in {time.perf_counter() - t0:.0f} s", flush=True)
+            vrecs.append(rec["methods"])
+        tuned, vrows = select(vrecs, grids, data, n_words)
+        sel = {"selected": tuned, "validation_rows": vrows}
+        print(f"  selected on {val_draws} validation draws: {tuned}", flush=True)
+    recs = [_load_draw(draw_file(data, n_words, quick, n_queries, d, split)) for d in range(draws)]  # saved draws count at once
     for d in range(draws):
-        path = draw_file(data, n_words, quick, n_queries, d)
+        path = draw_file(data, n_words, quick, n_queries, d, split)
         rec = recs[d]
         every = methods_set == "all" and (all_draws is None or d < all_draws)
-        want = {_key(n, w, c) for n, w, c, _ in listed if every or _key(n, w, c) in HEADLINE}
+        base = TUNED_DEFAULTS if methods_set == "tuned" else HEADLINE
+        want = {_key(n, w, c) for n, w, c, _ in listed if every or _key(n, w, c) in base}
+        want |= {f"{k}@{p:g}" for k, p in tuned.items()}
         if d >= full_draws:
             want.discard("OASIS")
         want -= set(rec["methods"])
         lams = [lam for lam in lam_path if d < path_draws and methods_set == "all"
                 and not any(k.endswith(f"|{lam}") for k in rec["path"])]
         if want or lams:
-            if not warmed:
-                warm, _ = concept_protocol(y, np.unique(y)[0], n_positives=2, n_negatives=2, random_state=0)
-                for _, _, _, f in listed:  # compile every Numba kernel before timing
-                    if f is not None:
-                        f(None).fit(X, triplets=warm)
-                warmed = True
+            warm_up()
             t0 = time.perf_counter()
-            acc, pacc = run_draw(X, y, n_words, quick, n_queries, d, listed, want, lams)
+            acc, pacc = run_draw(X, y, n_words, quick, n_queries, d, listed, want, lams, pool=pool, tuned=tuned)
             rec["methods"].update(acc)
             rec["path"].update(pacc)
             _save_draw(path, rec)
             print(f"  draw {d}: {len(acc)} methods, {len(pacc)} path points in {time.perf_counter() - t0:.0f} s", flush=True)
         if on_draw is not None:
-            on_draw(*summarise(data, n_words, quick, recs))
-    return summarise(data, n_words, quick, recs)
+            on_draw(*summarise(data, n_words, quick, recs, tuned), sel)
+    return (*summarise(data, n_words, quick, recs, tuned), sel)
 
 
-def summarise(data, n_words, quick, recs) -> tuple[list, list]:
+def summarise(data, n_words, quick, recs, tuned=None) -> tuple[list, list]:
+    """Rows (the default, then the held-out value of ``tuned``) and λ-path rows over the saved draws."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
     rows = []
-    for name, w1, clock, _ in methods(n_words):
-        per = [rec["methods"][_key(name, w1, clock)] for rec in recs if _key(name, w1, clock) in rec["methods"]]
-        if not per:
-            continue
-        maps = [100 * np.mean(a["map"]) for a in per]
-        spars = [float(np.mean(a["sparsity"])) for a in per]
-        rows.append({
-            "data": data, "words": n_words, "method": name, "w1": w1, "clock": clock, "draws": len(per),
-            "mAP %": f"{np.mean(maps):.2f} ± {np.std(maps):.2f}",
-            "sparsity %": f"{np.mean(spars):.1f} ± {np.std(spars):.1f}",
-            "violated / 21k": f"{np.mean([np.mean(a['updates']) for a in per]):.0f}" if name != "TF-IDF" else "-",
-            "train s": f"{np.mean([np.mean(a['seconds']) for a in per]):.3f}",
-            "map_values": maps, "sparsity_values": spars, "per_concept_map": [[100 * v for v in a["map"]] for a in per],
-            "n_triplets_per_concept": n_pos * (n_pos - 1) * n_neg,
-        })
-    path = {}
+    for name, w1, clock, f in methods(n_words):
+        k = _key(name, w1, clock)
+        default = None if f is None or name == "OASIS" else f(None)
+        default = getattr(default, "lam", getattr(default, "C", None))
+        for key in [k] + ([f"{k}@{tuned[k]:g}"] if k in (tuned or {}) else []):
+            per = [rec["methods"][key] for rec in recs if key in rec["methods"]]
+            if not per:
+                continue
+            value = float(key.split("@")[1]) if "@" in key else default
+            maps = [100 * np.mean(a["map"]) for a in per]
+            spars = [float(np.mean(a["sparsity"])) for a in per]
+            rows.append({
+                "data": data, "words": n_words, "method": name, "w1": w1, "clock": clock, "draws": len(per),
+                "setting": "validation" if "@" in key else "default",
+                "param": "-" if value is None else f"{_param_name(name)}={value:g}",
+                "mAP %": f"{np.mean(maps):.2f} ± {np.std(maps):.2f}",
+                "sparsity %": f"{np.mean(spars):.1f} ± {np.std(spars):.1f}",
+                "violated / 21k": f"{np.mean([np.mean(a['updates']) for a in per]):.0f}" if name != "TF-IDF" else "-",
+                "train s": f"{np.mean([np.mean(a['seconds']) for a in per]):.3f}",
+                "map_values": maps, "sparsity_values": spars, "per_concept_map": [[100 * v for v in a["map"]] for a in per],
+                "n_triplets_per_concept": n_pos * (n_pos - 1) * n_neg,
+            })
+    path: dict[str, dict] = {}
     for rec in recs:
         for k, a in rec["path"].items():
             r = path.setdefault(k, {"map": [], "sparsity": []})
@@ -340,17 +491,33 @@ def main(argv=None):
     ap.add_argument("--matched-map", type=float, nargs="*", default=[], help="mAP %% levels at which solvers' sparsity is compared")
     ap.add_argument("--full-draws", type=int, default=1, help="draws on which the full-matrix OASIS is trained (minutes per concept)")
     ap.add_argument("--all-draws", type=int, default=None, help="with --methods all: the non-headline methods on the first N draws only")
-    ap.add_argument("--methods", choices=["all", "headline"], default="all",
-                    help="headline: TF-IDF, OASIS-diag and S-ADA (w1 = 0 and 1) only; 'all' fills in the rest later")
+    ap.add_argument("--methods", choices=["all", "headline", "tuned"], default="all",
+                    help="headline: TF-IDF, OASIS-diag and S-ADA (w1 = 0 and 1) only; 'all' fills in the rest later; "
+                    "tuned: TF-IDF, OASIS-diag, the w1 = 0 solvers of the λ path and S-ADA w1 = 1 (with --val-draws)")
+    ap.add_argument("--val-draws", type=int, default=0, help="held-out selection of λ and OASIS-diag's C on this many "
+                    "validation draws (module docstring); 0: library defaults only, the earlier protocol")
+    ap.add_argument("--cs", type=float, nargs="+", default=list(C_PATH), help="OASIS-diag's C grid for --val-draws")
     ap.add_argument("--tree", action="store_true", help="the codebook is a vocabulary tree (branching 10, "
                     "FAISS k-means per node) learned from 400,000 descriptors, instead of flat k-means")
     ap.add_argument("--quick", action="store_true", help="1,000 images, 5 positives x 50 negatives: a smoke run")
     ap.add_argument("--name", default=None)
     args = ap.parse_args(argv)
-    rows, prows = [], []
+    if args.draws > VAL_SEED - TEST_SEED:
+        ap.error(f"--draws must be at most {VAL_SEED - TEST_SEED}: the test seeds would reach the validation seeds")
+    rows, prows, vrows, selected = [], [], [], {}
+    columns = COLUMNS if not args.val_draws else COLUMNS[:4] + ["setting", "param"] + COLUMNS[4:]
+    if args.val_draws:
+        how = (f"λ of every SOLIS solver (w1 = 0) and OASIS-diag's C selected by the highest mean mAP on {args.val_draws} "
+               f"validation draws (seeds {VAL_SEED}+v, disjoint from the test draws' {TEST_SEED}+d) over λ in {args.lambdas} "
+               f"and C in {args.cs} (ties: the larger); validation queries from one half of each concept's images, "
+               "test queries from the other (a fixed split, seed 0); the database is the protocol's in both; "
+               "rows 'default': library defaults (λ = 1e-4, C = 0.1), rows 'validation': the selected values; TF-IDF untuned")
+    else:
+        how = "library default parameters"
 
-    def write(r, p, final=False):
-        table = markdown_table(rows + r, COLUMNS)
+    def write(r, p, sel=None, final=False):
+        sel_now = {**selected, **({r[0]["words"]: sel["selected"]} if sel and r else {})}
+        table = markdown_table(rows + r, columns)
         allp = prows + p
         ptable = markdown_table(allp, ["words", "method", "clock", "lambda", "mAP %", "sparsity %", "draws"])
         matched = matched_map(allp, args.matched_map) if args.matched_map else []
@@ -358,21 +525,29 @@ def main(argv=None):
             write_results(args.name or f"similarity_solis_concept_{args.data}", {
                 "protocol": "[Gao17] Section 5.3, one model per concept: 7 positives x 6 x 500 negatives = 21,000 triplets per concept, "
                             "its 507 training images removed from the database, per-concept mAP averaged over the 10 concepts; "
-                            f"up to {args.queries} queries per concept (its held-out images); library default parameters",
+                            f"up to {args.queries} queries per concept (its held-out images); {how}",
                 "data": args.data, "codebook": "vocabulary tree, branching 10" if args.tree else "flat k-means (FAISS)",
                 "words": args.words, "draws": args.draws, "complete": final,
                 "lambda_path": args.lambdas, "path_draws": args.path_draws, "oasis_full_draws": args.full_draws,
                 "rows": rows + r, "lambda_path_rows": allp, "matched_map_rows": matched,
                 "table": table, "lambda_path_table": ptable,
+                **({"val_draws": args.val_draws, "c_path": args.cs, "selected": {str(w): v for w, v in sel_now.items()},
+                    "validation_rows": vrows + (sel or {}).get("validation_rows", [])} if args.val_draws else {}),
             })
         return table, ptable, matched
 
     for n_words in args.words:
-        r, p = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws,
-                   args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree, all_draws=args.all_draws)
+        r, p, sel = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws,
+                        args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree, all_draws=args.all_draws,
+                        val_draws=args.val_draws, c_path=tuple(args.cs))
+        if sel:
+            selected[n_words] = sel["selected"]
+            vrows += sel["validation_rows"]
         rows += r
         prows += p
-        print(markdown_table(r, COLUMNS), flush=True)
+        print(markdown_table(r, columns), flush=True)
+        if sel:
+            print(markdown_table(sel["validation_rows"], ["words", "method", "clock", "param", "val mAP %", "sparsity %", "draws", "selected"]))
     table, ptable, matched = write([], [], final=True)
     print(table)
     print(ptable)

@@ -1,4 +1,10 @@
-"""benchmarks/similarity_solis_concept.py: resumable per draw, matched-mAP reading of the λ path."""
+"""benchmarks/similarity_solis_concept.py on tiny data: [Gao17] Section 5.3 per concept (the database
+leaves out the concept's training images), held-out selection (validation and test draws share
+neither seeds nor queries), resumable per draw, matched-mAP reading of the λ path.
+
+The learners are replaced by a NumPy stand-in: these tests check the protocol, not the solvers
+(tests/similarity/ covers those), and need no Numba compilation.
+"""
 
 import json
 
@@ -18,27 +24,139 @@ def _data(n_words=40, per_class=30, seed=0):
     return X, y
 
 
-def test_run_resumes_from_saved_draws(tmp_path, monkeypatch):
+class _Stub:
+    """Fits nothing: a weight vector that depends on the parameter, so values rank differently."""
+
+    def __init__(self, p=None):
+        self.p = 1e-4 if p is None else p
+
+    def fit(self, X, triplets):
+        self.triplets_ = np.asarray(triplets)
+        self.w_ = 1.0 + self.p * np.arange(X.shape[1])
+        self.sparsity_, self.n_updates_ = 0.0, len(triplets)
+        return self
+
+    def similarity(self, A, B):
+        return np.asarray((A.multiply(self.w_) @ B.T).todense())
+
+
+def _stub_methods(n_words):
+    return [("TF-IDF", "-", "-", None), ("OASIS-diag", "-", "-", _Stub), ("S-TG", 0.0, "updates", _Stub),
+            ("S-ADA", 0.0, "triplets", _Stub), ("S-ADA", 1.0, "triplets", _Stub)]
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
     X, y = _data()
     monkeypatch.setattr(bench, "PARTIAL", tmp_path)
     monkeypatch.setattr(bench, "bag_of_words", lambda n_words, quick, tree=False: (X, y, 0.0))
+    monkeypatch.setattr(bench, "methods", _stub_methods)
+    return X, y
+
+
+def test_concept_split_leaves_the_training_images_out_of_the_database():
+    y = np.repeat(np.arange(4), 25)
+    pool = bench.query_halves(y)
+    for c in range(4):
+        t, train, db, queries = bench.concept_split(y, c, np.random.default_rng(c), 5, 20, 8, pool)
+        assert t.shape == (5 * 4 * 20, 3)
+        assert np.array_equal(np.union1d(train, t.ravel()), train)  # every triplet row is a training row
+        assert np.all(y[t[:, :2]] == c) and np.all(y[t[:, 2]] != c)
+        assert np.intersect1d(train, db).size == 0 and np.union1d(train, db).size == y.size
+        assert queries.size == 8 and np.all(np.isin(queries, db)) and np.all(y[queries] == c) and np.all(pool[queries])
+    # without a pool the draws are the unsplit protocol's: concept_protocol, then the queries, from one generator
+    rng, ref = np.random.default_rng(7), np.random.default_rng(7)
+    t, train, db, queries = bench.concept_split(y, 1, rng, 5, 20, 8)
+    t0, train0 = bench.concept_protocol(y, 1, n_positives=5, n_negatives=20, random_state=ref)
+    members = np.setdiff1d(np.flatnonzero(y == 1), train0)
+    assert np.array_equal(t, t0) and np.array_equal(queries, np.sort(ref.choice(members, 8, replace=False)))
+
+
+def test_query_halves_split_every_concept_in_two():
+    y = np.repeat(np.arange(3), [10, 11, 4])
+    val = bench.query_halves(y)
+    assert [int(val[y == c].sum()) for c in range(3)] == [5, 5, 2]
+    assert np.array_equal(val, bench.query_halves(y))  # fixed: the same for every draw and run
+
+
+def test_validation_and_test_draws_share_no_queries_and_no_seeds(tiny, monkeypatch):
+    X, y = tiny
+    seen = {"val": [], "test": []}
+    real_split = bench.concept_split
+
+    def spy(y_, c, rng, *a):
+        out = real_split(y_, c, rng, *a)
+        seen["val" if phase[0] == "val" else "test"].append(out)
+        return out
+
+    phase = ["val"]
+    real_val = bench.run_validation_draw
+    monkeypatch.setattr(bench, "concept_split", spy)
+    monkeypatch.setattr(bench, "run_validation_draw", lambda *a: (phase.__setitem__(0, "val"), real_val(*a))[1])
+    real_draw = bench.run_draw
+    monkeypatch.setattr(bench, "run_draw", lambda *a, **k: (phase.__setitem__(0, "test"), real_draw(*a, **k))[1])
+    rows, prows, sel = bench.run("mnist", 40, 2, True, 6, 0, 0, methods_set="tuned", lam_path=(1e-4, 1e-2),
+                                 val_draws=2, c_path=(0.1, 1.0))
+    assert len(seen["val"]) == len(seen["test"]) == 2 * 3  # 2 draws x 3 concepts each
+    vq = np.concatenate([s[3] for s in seen["val"]])
+    tq = np.concatenate([s[3] for s in seen["test"]])
+    assert np.intersect1d(vq, tq).size == 0
+    val = bench.query_halves(y)
+    assert val[vq].all() and not val[tq].any()
+    # different seeds: no validation draw repeats a test draw's training images
+    vtrain = {tuple(s[1]) for s in seen["val"]}
+    assert not vtrain & {tuple(s[1]) for s in seen["test"]}
+    for s in seen["val"] + seen["test"]:  # the database is the protocol's in both phases
+        assert np.intersect1d(s[1], s[2]).size == 0 and s[1].size + s[2].size == y.size
+    # selection covers OASIS-diag's C and the w1 = 0 solvers' λ, never TF-IDF or w1 = 1
+    assert set(sel["selected"]) == {"OASIS-diag", "S-TG|0.0|updates", "S-ADA|0.0|triplets"}
+    assert sel["selected"]["OASIS-diag"] in (0.1, 1.0) and sel["selected"]["S-ADA|0.0|triplets"] in (1e-4, 1e-2)
+    assert {r["param"] for r in sel["validation_rows"] if r["method"] == "OASIS-diag"} == {"C=0.1", "C=1"}
+    got = {(r["method"], r["w1"], r["setting"]) for r in rows}
+    assert ("S-ADA", 0.0, "validation") in got and ("S-ADA", 0.0, "default") in got and ("S-ADA", 1.0, "validation") not in got
+    assert ("OASIS-diag", "-", "validation") in got and ("TF-IDF", "-", "validation") not in got
+    # the default rows and the validation rows are scored on the same test draws and queries
+    assert all(r["draws"] == 2 for r in rows)
+
+
+def test_select_takes_the_best_mean_and_breaks_ties_upwards():
+    recs = [{"A@0.1": {"map": [0.5, 0.7], "sparsity": [10.0]}, "A@1": {"map": [0.6], "sparsity": [20.0]},
+             "B|0.0|c@0.1": {"map": [0.4], "sparsity": [0.0]}, "B|0.0|c@1": {"map": [0.4], "sparsity": [0.0]}},
+            {"A@0.1": {"map": [0.8], "sparsity": [10.0]}, "A@1": {"map": [0.6], "sparsity": [20.0]},
+             "B|0.0|c@0.1": {"map": [0.5], "sparsity": [0.0]}, "B|0.0|c@1": {"map": [0.5], "sparsity": [0.0]}}]
+    selected, rows = bench.select(recs, {"A": (0.1, 1.0), "B|0.0|c": (0.1, 1.0)})
+    assert selected == {"A": 0.1, "B|0.0|c": 1.0}  # A: 0.7 vs 0.6; B: a tie, the larger value
+    assert [r["selected"] for r in rows] == [True, False, False, True]
+    assert rows[0]["val mAP %"] == "70.00" and rows[0]["draws"] == 2
+
+
+def test_run_resumes_from_saved_draws(tiny, monkeypatch):
     calls = []
     real = bench.run_draw
-    monkeypatch.setattr(bench, "run_draw", lambda *a: calls.append(a[5]) or real(*a))
+    monkeypatch.setattr(bench, "run_draw", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
     kw = dict(quick=True, n_queries=5, path_draws=1, full_draws=0, lam_path=(1e-4, 1e-2))
-    rows, prows = bench.run("mnist", 40, 1, methods_set="headline", **kw)
-    assert {r["method"] for r in rows} == {"TF-IDF", "OASIS-diag", "S-ADA"} and all(r["draws"] == 1 for r in rows)
+    rows, prows, sel = bench.run("mnist", 40, 1, methods_set="headline", **kw)
+    assert sel == {} and {r["method"] for r in rows} == {"TF-IDF", "OASIS-diag", "S-ADA"} and all(r["draws"] == 1 for r in rows)
     assert prows == []  # the λ path runs with --methods all only
     saved = json.loads(bench.draw_file("mnist", 40, True, 5, 0).read_text())
     assert set(saved["methods"]) == bench.HEADLINE
-    rows2, _ = bench.run("mnist", 40, 1, methods_set="headline", **kw)
+    rows2, _, _ = bench.run("mnist", 40, 1, methods_set="headline", **kw)
     assert len(calls) == 1  # nothing left to fit: the saved draw is reused
     assert [r["map_values"] for r in rows2] == [r["map_values"] for r in rows]
-    rows3, prows3 = bench.run("mnist", 40, 2, methods_set="all", **kw)
+    rows3, prows3, _ = bench.run("mnist", 40, 2, methods_set="all", **kw)
     assert len(calls) == 3  # draw 0: the missing solvers and the path; draw 1: everything
     ada = next(r for r in rows3 if r["method"] == "S-ADA" and r["w1"] == 0.0 and r["clock"] == "triplets")
     assert ada["draws"] == 2 and ada["map_values"][0] == rows[2]["map_values"][0]  # draw 0 kept, not refitted
     assert {(r["method"], r["lambda"]) for r in prows3} >= {("S-ADA", 1e-4), ("S-ADA", 1e-2), ("S-TG", 1e-2)}
+    # held-out selection saves its draws apart: the unsplit draws above are neither reused nor overwritten
+    bench.run("mnist", 40, 1, methods_set="tuned", val_draws=1, c_path=(0.1,), **kw)
+    assert bench.draw_file("mnist", 40, True, 5, 0, "val").is_file() and bench.draw_file("mnist", 40, True, 5, 0, "test").is_file()
+    assert json.loads(bench.draw_file("mnist", 40, True, 5, 0).read_text())["methods"].keys() == saved["methods"].keys() | {"S-TG|0.0|updates"}
+
+
+def test_grid_tunes_oasis_diag_and_the_w1_0_solvers_only():
+    tuned = {bench._key(n, w, c) for n, w, c, _ in bench.methods(1000) if bench.grid(n, w, c)}
+    assert tuned == {"OASIS-diag"} | {f"{n}|0.0|{c}" for n, c in bench.PATH_METHODS}
 
 
 def test_matched_map_interpolates_along_the_path():
