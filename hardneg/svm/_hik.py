@@ -192,8 +192,21 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def fit(self, X, y):
-        """Fit on non-negative ``X`` of shape (n_samples, n_features) and binary labels ``y``."""
+    def fit(self, X: ArrayLike, y: ArrayLike) -> HIKSVC:
+        """Fit on non-negative ``X`` of shape (n_samples, n_features) and binary labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative training rows (histograms), at least 2.
+        y : array-like of shape (n_samples,)
+            Binary labels; ``classes_[1]`` (the larger) is the positive class.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         validate_params(self)
         X = validate_X(self, X, reset=True, min_rows=2)
         y, classes = check_binary_target(self, y, X.shape[0])
@@ -210,11 +223,34 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         self.intercept_ = b
         return self
 
-    def decision_function(self, X) -> np.ndarray:
-        """Exact kernel expansion ``b + sum_j alpha_j y_j K(x, x_j)``, [Li13] Eq. (4)."""
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
+        """Exact kernel expansion ``b + sum_j alpha_j y_j K(x, x_j)``, [Li13] Eq. (4).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative rows to score.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), dtype float64
+            Scores; positive means ``classes_[1]``.
+        """
         X = validate_X(self, X, reset=False, non_negative=True, min_rows=0)
         return hik_gram(X, self.support_vectors_, check=False).astype(np.float64) @ self.dual_coef_ + self.intercept_
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """The class of every row: ``classes_[1]`` where :meth:`decision_function` is positive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative rows to classify.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Predicted labels, from ``classes_``.
+        """
         scores = self.decision_function(X)  # first: it raises NotFittedError on an unfitted model
         return self.classes_[(scores > 0).astype(np.int64)]

@@ -319,23 +319,65 @@ class HIKExactTable:
             raise ValueError(f"exact HIK table: inconsistent shapes {self.values.shape}, {self.prefix.shape}, {self.suffix.shape}")
 
     @classmethod
-    def from_support_vectors(cls, support_vectors, dual_coef, intercept) -> HIKExactTable:
+    def from_support_vectors(cls, support_vectors: ArrayLike, dual_coef: ArrayLike, intercept: float) -> HIKExactTable:
+        """Sort a kernel expansion's support values per dimension and tabulate its prefix/suffix sums.
+
+        Parameters
+        ----------
+        support_vectors : array-like of shape (M, d)
+            Non-negative support vectors x̄_j.
+        dual_coef : array-like of shape (M,)
+            Their coefficients a_j (``alpha_j * y_j``).
+        intercept : float
+            b0 of [Li13] Eq. (13).
+
+        Returns
+        -------
+        HIKExactTable
+            The exact table of ``f(x) = Σ_j a_j HIK(x, x̄_j) + b0``.
+        """
         sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
         V, A, B = _sorted_tables(sv, coef)
         return cls(V, A, B, b)
 
     @property
     def n_features(self) -> int:
+        """Number of input dimensions d."""
         return self.values.shape[0]
 
-    def H(self, Z) -> np.ndarray:
-        """H_i evaluated at points ``Z[i, :]`` per dimension, [Li13] Eq. (14)."""
+    def H(self, Z: ArrayLike) -> np.ndarray:
+        """H_i evaluated at points ``Z[i, :]`` per dimension, [Li13] Eq. (14).
+
+        Parameters
+        ----------
+        Z : array-like of shape (d, m)
+            Row ``i`` holds the m points at which to evaluate dimension i's H_i.
+
+        Returns
+        -------
+        ndarray of shape (d, m), dtype float64
+            ``H_i(Z[i, k])``.
+        """
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         out = np.empty_like(Z)
         _eval_sorted(self.values, self.prefix, self.suffix, Z, out)
         return out
 
-    def decision_function(self, X, *, check: bool = True) -> np.ndarray:
+    def decision_function(self, X: ArrayLike, *, check: bool = True) -> np.ndarray:
+        """Exact scores of the rows of ``X``, [Li13] Eq. (13) with H_i by binary search ([Li13] Eq. (15)).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, d)
+            Non-negative rows to score.
+        check : bool, default=True
+            Validate ``X``; False skips it for a float64 C-contiguous array already checked.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), dtype float64
+            ``Σ_j a_j HIK(x, x̄_j) + b0`` for every row.
+        """
         if check:
             X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
         out = np.empty(X.shape[0], dtype=np.float64)
@@ -343,11 +385,24 @@ class HIKExactTable:
             _score_exact(X, self.values, self.prefix, self.suffix, self.intercept, out)
         return out
 
-    def to_bins(self, n_bins: int = 100, lo=None, hi=None) -> HIKBinTable:
+    def to_bins(self, n_bins: int = 100, lo: ArrayLike | None = None, hi: ArrayLike | None = None) -> HIKBinTable:
         """Approximate with q uniform bins per dimension, [Li13] Eq. (16).
 
         The grid spans [x̄_(1)(i), x̄_(M)(i)] unless ``lo``/``hi`` (per-dimension
         arrays) fix it, which lets tables of different models be added.
+
+        Parameters
+        ----------
+        n_bins : int, default=100
+            q, the number of bins per dimension (at least 1).
+        lo, hi : array-like of shape (d,), optional
+            Grid range per dimension (``lo <= hi``); default the smallest and
+            largest support value of each dimension.
+
+        Returns
+        -------
+        HIKBinTable
+            The tabulated model, with the bound on its error in ``error_bound``.
         """
         if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
             raise ValueError(f"n_bins: expected an integer >= 1, got {n_bins!r}")
@@ -428,12 +483,31 @@ class HIKBinTable:
         self._packed = None
 
     @classmethod
-    def on_grid(cls, support_vectors, dual_coef, intercept, lo, hi, n_bins: int) -> HIKBinTable:
+    def on_grid(cls, support_vectors: ArrayLike, dual_coef: ArrayLike, intercept: float, lo: ArrayLike, hi: ArrayLike,
+                n_bins: int) -> HIKBinTable:
         """Tabulate a kernel expansion on a given grid directly (no sorting).
 
         Tables on one grid add up, so an ensemble's table is the weighted
         sum of its members' tables ([Li13] Eq. (9)). Used to score candidates
         during Negative Bootstrap training. ``error_bound`` is not computed.
+
+        Parameters
+        ----------
+        support_vectors : array-like of shape (M, d)
+            Non-negative support vectors x̄_j.
+        dual_coef : array-like of shape (M,)
+            Their coefficients a_j.
+        intercept : float
+            b0 of [Li13] Eq. (13).
+        lo, hi : array-like of shape (d,)
+            Grid range per dimension (``lo <= hi``).
+        n_bins : int
+            q, the number of bins per dimension.
+
+        Returns
+        -------
+        HIKBinTable
+            The table on that grid (``error_bound`` NaN).
         """
         sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
         d = sv.shape[1]
@@ -450,10 +524,12 @@ class HIKBinTable:
 
     @property
     def n_features(self) -> int:
+        """Number of input dimensions d."""
         return self.values.shape[0]
 
     @property
     def n_bins(self) -> int:
+        """Number of bins q per dimension (the table has q + 1 nodes)."""
         return self.values.shape[1] - 1
 
     def _pack(self):
@@ -481,8 +557,22 @@ class HIKBinTable:
             self._packed = (self.lo.astype(np.float32), (1.0 / delta).astype(np.float32), V.astype(np.float32))
         return self._packed
 
-    def decision_function(self, X, *, check: bool = True) -> np.ndarray:
-        """Score rows of ``X`` in O(d) each, [Li13] Eq. (13) with tabulated H_i ([Li13] Eq. (16))."""
+    def decision_function(self, X: ArrayLike, *, check: bool = True) -> np.ndarray:
+        """Score rows of ``X`` in O(d) each, [Li13] Eq. (13) with tabulated H_i ([Li13] Eq. (16)).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, d)
+            Non-negative rows to score.
+        check : bool, default=True
+            Validate ``X``; False skips it for an array already checked.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), dtype float64
+            The approximate score of every row (linear interpolation between
+            grid nodes, exact outside the grid).
+        """
         if check:
             X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
         out = np.empty(X.shape[0], dtype=np.float64)
@@ -492,11 +582,26 @@ class HIKBinTable:
             out += self.intercept
         return out
 
-    def H(self, Z) -> np.ndarray:
+    def H(self, Z: ArrayLike) -> np.ndarray:
         """H_i at points ``Z[i, :]`` per dimension, with the arithmetic of :meth:`decision_function`.
 
         Float32 terms: summing ``H(Z)`` over dimensions in the kernel's order
         gives the kernel's score bit for bit (what the uint8 scan relies on).
+
+        Parameters
+        ----------
+        Z : array-like of shape (d, m)
+            Row ``i`` holds the m points at which to evaluate dimension i's H_i.
+
+        Returns
+        -------
+        ndarray of shape (d, m), dtype float32
+            ``H_i(Z[i, k])`` from the table.
+
+        Raises
+        ------
+        ValueError
+            If ``Z`` is not 2-D with d rows.
         """
         Z = np.ascontiguousarray(Z, dtype=np.float32)
         if Z.ndim != 2 or Z.shape[0] != self.n_features:
@@ -507,12 +612,44 @@ class HIKBinTable:
         return out
 
     def same_grid(self, other: HIKBinTable) -> bool:
+        """Whether ``other`` is tabulated on the same grid (so the two can be combined).
+
+        Parameters
+        ----------
+        other : HIKBinTable
+            Another table.
+
+        Returns
+        -------
+        bool
+            True when both have the same shape and the same ``lo`` and ``hi``.
+        """
         return (self.values.shape == other.values.shape and np.array_equal(self.lo, other.lo)
                 and np.array_equal(self.hi, other.hi))
 
     @staticmethod
-    def combine(tables, weights=None) -> HIKBinTable:
-        """Weighted average of tables on one grid, [Li13] Eq. (9)/(10): H_i is linear in the a_j."""
+    def combine(tables, weights: ArrayLike | None = None) -> HIKBinTable:
+        """Weighted average of tables on one grid, [Li13] Eq. (9)/(10): H_i is linear in the a_j.
+
+        Parameters
+        ----------
+        tables : iterable of HIKBinTable
+            At least one table, all on the same grid.
+        weights : array-like of shape (n_tables,), optional
+            Non-negative weights with a positive sum (normalized to sum 1);
+            default equal weights.
+
+        Returns
+        -------
+        HIKBinTable
+            The table of the weighted average of the models; its ``error_bound``
+            is the weighted mean of theirs.
+
+        Raises
+        ------
+        ValueError
+            If ``tables`` is empty, the weights are invalid, or the grids differ.
+        """
         tables = list(tables)
         if not tables:
             raise ValueError("tables: need at least one table")

@@ -242,7 +242,23 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> LinearSVM:
+        """Fit the hyperplane with liblinear on ``X`` and binary labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows, at least 2.
+        y : array-like of shape (n_samples,)
+            Binary labels; ``classes_[1]`` (the larger) is the positive class.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative per-sample multipliers of ``C``; not all zero.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         validate_params(self)
         X = validate_X(self, X, reset=True, min_rows=2)
         y, classes = check_binary_target(self, y, X.shape[0])

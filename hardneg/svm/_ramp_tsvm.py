@@ -557,7 +557,25 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y, X_unlabeled=None, sample_weight=None):
-        """Fit on labeled ``(X, y)`` and optional unlabeled ``X_unlabeled``."""
+        """Fit on labeled ``(X, y)`` and optional unlabeled ``X_unlabeled``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Labeled training rows, at least 2.
+        y : array-like of shape (n_samples,)
+            Binary labels; ``classes_[1]`` (the larger) is the positive class.
+        X_unlabeled : array-like of shape (n_unlabeled, n_features), optional
+            Unlabeled rows (the transductive part, weighted by ``C_star``);
+            None fits the supervised ramp-loss SVM only.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative per-sample multipliers of ``C`` for the labeled rows.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         validate_params(self)
         XL = validate_X(self, X, reset=True, min_rows=2)
         y, classes = check_binary_target(self, y, XL.shape[0])

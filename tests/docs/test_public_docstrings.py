@@ -262,23 +262,6 @@ KNOWN_METHOD_GAPS: set[str] = {
     "hardneg.similarity.TfidfCosine.fit",
     "hardneg.similarity.TfidfCosine.idf_",
     "hardneg.similarity.TfidfCosine.w_",
-    "hardneg.svm.HIKBinTable.H",
-    "hardneg.svm.HIKBinTable.combine",
-    "hardneg.svm.HIKBinTable.decision_function",
-    "hardneg.svm.HIKBinTable.n_bins",
-    "hardneg.svm.HIKBinTable.n_features",
-    "hardneg.svm.HIKBinTable.on_grid",
-    "hardneg.svm.HIKBinTable.same_grid",
-    "hardneg.svm.HIKExactTable.H",
-    "hardneg.svm.HIKExactTable.decision_function",
-    "hardneg.svm.HIKExactTable.from_support_vectors",
-    "hardneg.svm.HIKExactTable.n_features",
-    "hardneg.svm.HIKExactTable.to_bins",
-    "hardneg.svm.HIKSVC.decision_function",
-    "hardneg.svm.HIKSVC.fit",
-    "hardneg.svm.HIKSVC.predict",
-    "hardneg.svm.LinearSVM.fit",
-    "hardneg.svm.RampTSVM.fit",
 }
 
 
