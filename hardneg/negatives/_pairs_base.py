@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
+
 __all__ = ["BasePairSampler"]
 
 _CHUNK = 512  # image rows per block of the distance matrix (512 x K float64)
@@ -34,7 +36,20 @@ class BasePairSampler:
     name = "base"
 
     def prepare(self, vectors: np.ndarray, labels: np.ndarray) -> "BasePairSampler":
-        """Precompute what depends on the candidates only. ``vectors`` (K, a); ``labels`` (K,) class codes."""
+        """Precompute what depends on the candidates only. ``vectors`` (K, a); ``labels`` (K,) class codes.
+
+        Parameters
+        ----------
+        vectors : ndarray of shape (K, a)
+            The candidates' attribute vectors.
+        labels : ndarray of shape (K,)
+            The candidates' class codes (at least 2 classes).
+
+        Returns
+        -------
+        BasePairSampler
+            ``self``, with ``vectors_`` (float32) and ``labels_`` set.
+        """
         self.vectors_ = np.asarray(vectors, dtype=np.float32)
         self.labels_ = np.asarray(labels)
         if np.unique(self.labels_).size < 2:
@@ -42,18 +57,59 @@ class BasePairSampler:
         return self
 
     def uses_scores(self, epoch: int) -> bool:
-        """Whether epoch ``epoch`` (1-based) needs the current distances S_t."""
+        """Whether epoch ``epoch`` (1-based) needs the current distances S_t.
+
+        Parameters
+        ----------
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        bool
+            False here: the base draws without the model's distances.
+        """
         return False
 
-    def log_weights(self, S, s_pos, epoch: int):
+    def log_weights(self, S: np.ndarray | None, s_pos: ArrayLike, epoch: int) -> np.ndarray | None:
         """Unnormalized log-probabilities (rows, K), or None for uniform; ``S`` the distances
-        of a block of images to every candidate, ``s_pos`` their distance to their own Y*."""
+        of a block of images to every candidate, ``s_pos`` their distance to their own Y*.
+
+        Parameters
+        ----------
+        S : ndarray of shape (rows, K), or None
+            Distances ([Bucher16] Eq. (1)) of a block of images to every candidate; None when
+            :meth:`uses_scores` is False for this epoch.
+        s_pos : ndarray of shape (rows,), or None
+            Distance of each image to its own candidate Y*; None with ``S``.
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        ndarray of shape (rows, K) or broadcastable to it, or None
+            Log-weights of the candidates (same-class ones are zeroed later), or None
+            for uniform draws.
+        """
         raise NotImplementedError
 
     # ------------------------------------------------------------------ shared machinery
     @staticmethod
-    def distances(E, P) -> np.ndarray:
-        """S ([Bucher16] Eq. (1)) between projected images ``E = Â_X(X) W_A`` (r, m) and projected candidates ``P = Y W_A`` (K, m)."""
+    def distances(E: ArrayLike, P: ArrayLike) -> np.ndarray:
+        """S ([Bucher16] Eq. (1)) between projected images ``E = Â_X(X) W_A`` (r, m) and projected candidates ``P = Y W_A`` (K, m).
+
+        Parameters
+        ----------
+        E : array-like of shape (r, m)
+            Projected images.
+        P : array-like of shape (K, m)
+            Projected candidates.
+
+        Returns
+        -------
+        ndarray of float64, shape (r, K)
+            Euclidean distance of every image to every candidate.
+        """
         E = np.asarray(E, dtype=np.float64)
         P = np.asarray(P, dtype=np.float64)
         s2 = (E**2).sum(1)[:, None] + (P**2).sum(1)[None, :] - 2.0 * (E @ P.T)
@@ -78,8 +134,27 @@ class BasePairSampler:
         w = np.exp(logw)
         return w / w.sum(axis=1, keepdims=True)
 
-    def probabilities(self, E, P, pos, y, epoch: int) -> np.ndarray:
-        """The full (n, K) matrix of sampling probabilities (for tests and small data)."""
+    def probabilities(self, E: ArrayLike | None, P: ArrayLike | None, pos: ArrayLike, y: ArrayLike, epoch: int) -> np.ndarray:
+        """The full (n, K) matrix of sampling probabilities (for tests and small data).
+
+        Parameters
+        ----------
+        E : ndarray of shape (n, m), or None
+            Projected images (None when :meth:`uses_scores` is False).
+        P : ndarray of shape (K, m), or None
+            Projected candidates.
+        pos : array-like of int, shape (n,)
+            Index of each image's own candidate Y*.
+        y : array-like of shape (n,)
+            Class code of each image.
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        ndarray of float64, shape (n, K)
+            Row-normalized probabilities; 0 for candidates of the image's own class.
+        """
         pos, y = np.asarray(pos), np.asarray(y)
         n = y.shape[0]
         return np.vstack([self._block(E, P, pos, y, np.arange(s, min(s + _CHUNK, n)), epoch) for s in range(0, n, _CHUNK)])
@@ -99,9 +174,16 @@ class BasePairSampler:
         y : ndarray (n,)
             Class code of each image (compared with the candidates' codes).
         n_negatives : int
+            Negatives drawn per image, with replacement.
         epoch : int
             1-based epoch number.
         rng : numpy Generator
+            Source of the draws.
+
+        Returns
+        -------
+        ndarray of int64, shape (n, n_negatives)
+            Candidate indices, each of a class other than the image's.
         """
         pos, y = np.asarray(pos), np.asarray(y)
         n = y.shape[0]

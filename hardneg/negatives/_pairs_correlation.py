@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ._pairs_base import BasePairSampler
 
 __all__ = ["CorrelationPairSampler"]
@@ -39,7 +40,26 @@ class CorrelationPairSampler(BasePairSampler):
 
     name = "correlation"
 
-    def prepare(self, vectors, labels):
+    def prepare(self, vectors: np.ndarray, labels: np.ndarray) -> CorrelationPairSampler:
+        """Precompute ``q(Y)`` of [Bucher16] Eq. (9) for every candidate.
+
+        Parameters
+        ----------
+        vectors : ndarray of shape (K, a)
+            The candidates' attribute vectors (per image: they must vary within a class).
+        labels : ndarray of shape (K,)
+            The candidates' class codes.
+
+        Returns
+        -------
+        CorrelationPairSampler
+            ``self``, with ``q_`` and ``log_q_`` of shape (K,) set.
+
+        Raises
+        ------
+        ValueError
+            If every class has one shared vector (``q`` would be constant).
+        """
         super().prepare(vectors, labels)
         V = self.vectors_.astype(np.float64)
         mean_dist = np.empty(V.shape[0])
@@ -59,10 +79,38 @@ class CorrelationPairSampler(BasePairSampler):
         self.q_ = np.exp(self.log_q_)
         return self
 
-    def uses_scores(self, epoch):
+    def uses_scores(self, epoch: int) -> bool:
+        """Whether epoch ``epoch`` needs the model's distances: from epoch 2 on.
+
+        Parameters
+        ----------
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        bool
+            ``epoch >= 2``.
+        """
         return epoch >= 2
 
-    def log_weights(self, S, s_pos, epoch):
+    def log_weights(self, S: np.ndarray | None, s_pos: ArrayLike, epoch: int) -> np.ndarray | None:
+        """``log u_t + log q`` ([Bucher16] Eq. (8)-(10)); None (uniform) in epoch 1.
+
+        Parameters
+        ----------
+        S : ndarray of shape (rows, K), or None
+            Distances of a block of images to every candidate (None in epoch 1).
+        s_pos : ndarray of shape (rows,), or None
+            Distance of each image to its own candidate Y*.
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        ndarray of shape (rows, K), or None
+            ``-(S - s_pos) + log q``, or None when ``S`` is None.
+        """
         if S is None:  # epoch 1: random negatives
             return None
         return -(S - s_pos[:, None]) + self.log_q_[None, :]

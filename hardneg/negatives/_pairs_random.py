@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._typing import ArrayLike
 from ._pairs_base import BasePairSampler
 
 __all__ = ["RandomPairSampler"]
@@ -26,5 +29,21 @@ class RandomPairSampler(BasePairSampler):
 
     name = "random"
 
-    def log_weights(self, S, s_pos, epoch):
+    def log_weights(self, S: np.ndarray | None, s_pos: ArrayLike, epoch: int) -> None:
+        """Uniform draws in every epoch.
+
+        Parameters
+        ----------
+        S : ndarray of shape (rows, K), or None
+            Unused.
+        s_pos : ndarray of shape (rows,), or None
+            Unused.
+        epoch : int
+            Unused.
+
+        Returns
+        -------
+        None
+            Always: uniform over the other classes' candidates.
+        """
         return None

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._typing import ArrayLike
 from ._pairs_base import BasePairSampler
 
 __all__ = ["UncertaintyPairSampler"]
@@ -30,10 +33,38 @@ class UncertaintyPairSampler(BasePairSampler):
 
     name = "uncertainty"
 
-    def uses_scores(self, epoch):
+    def uses_scores(self, epoch: int) -> bool:
+        """Whether epoch ``epoch`` needs the model's distances: from epoch 2 on.
+
+        Parameters
+        ----------
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        bool
+            ``epoch >= 2``.
+        """
         return epoch >= 2
 
-    def log_weights(self, S, s_pos, epoch):
+    def log_weights(self, S: np.ndarray | None, s_pos: ArrayLike, epoch: int) -> np.ndarray | None:
+        """``log u_t(Y | X_i) = -(S_t(X_i, Y) - S_t(X_i, Y*))`` ([Bucher16] Eq. (8)); None (uniform) in epoch 1.
+
+        Parameters
+        ----------
+        S : ndarray of shape (rows, K), or None
+            Distances of a block of images to every candidate (None in epoch 1).
+        s_pos : ndarray of shape (rows,), or None
+            Distance of each image to its own candidate Y*.
+        epoch : int
+            1-based epoch number.
+
+        Returns
+        -------
+        ndarray of shape (rows, K), or None
+            ``-(S - s_pos)``, or None when ``S`` is None.
+        """
         if S is None:
             return None
         return -(S - s_pos[:, None])

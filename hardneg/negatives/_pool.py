@@ -9,7 +9,7 @@ concept are likely positives).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -94,7 +94,7 @@ class NegativePool:
         wanted = set(tags)
         return np.fromiter((bool(wanted.intersection(t)) for t in self._tags), dtype=bool, count=self.n_rows)
 
-    def exclude_near_duplicates(self, references, min_cosine: float, chunk_rows: int = 8192) -> np.ndarray:
+    def exclude_near_duplicates(self, references: ArrayLike, min_cosine: float, chunk_rows: int = 8192) -> np.ndarray:
         """Drop allowed rows whose cosine similarity to some reference row is >= ``min_cosine``.
 
         Extra, not in Li et al. (2013): a learner passes its positives (B+ and the
@@ -103,6 +103,20 @@ class NegativePool:
         filed under another tag, and as a negative it only contradicts the
         positive. Returns the dropped rows (also kept in ``near_duplicates``);
         they never become negatives. Refuses to drop every allowed row.
+
+        Parameters
+        ----------
+        references : array-like of shape (n_references, d)
+            The positive rows to compare with.
+        min_cosine : float
+            Cosine similarity in (0, 1] from which a pool row counts as a near-duplicate.
+        chunk_rows : int, default=8192
+            Allowed rows read and compared per block.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_dropped,)
+            The pool rows dropped from :attr:`allowed`.
         """
         if not 0 < float(min_cosine) <= 1:
             raise ValueError(f"min_cosine: expected a cosine in (0, 1], got {min_cosine!r}")
@@ -125,10 +139,23 @@ class NegativePool:
 
     @property
     def n_allowed(self) -> int:
+        """Number of rows that may still be sampled (``allowed.size``)."""
         return int(self.allowed.size)
 
-    def take(self, rows) -> np.ndarray:
-        """Dense float32 rows (sparse store rows are densified: the kernel needs them dense)."""
+    def take(self, rows: ArrayLike) -> np.ndarray:
+        """Dense float32 rows (sparse store rows are densified: the kernel needs them dense).
+
+        Parameters
+        ----------
+        rows : array-like of int, shape (n,)
+            Pool rows.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            Those rows, in order: float32 for a store pool, the checked array's dtype
+            for an array pool.
+        """
         rows = np.asarray(rows, dtype=np.int64)
         if not self.is_store:
             return self._array[rows]
@@ -137,7 +164,19 @@ class NegativePool:
             block = block.toarray()
         return check_matrix(block, "pool rows", non_negative=True, min_rows=0)
 
-    def tags_of(self, rows) -> list[list[str]]:
+    def tags_of(self, rows: ArrayLike) -> list[list[str]]:
+        """Tags of the given rows.
+
+        Parameters
+        ----------
+        rows : array-like of int, shape (n,)
+            Pool rows.
+
+        Returns
+        -------
+        list of list of str
+            The tags of each row, in order (empty lists for an array pool without tags).
+        """
         rows = np.asarray(rows, dtype=np.int64)
         if self.is_store:
             col = self._store.items.column("tags")
@@ -148,14 +187,40 @@ class NegativePool:
             return [[] for _ in rows]
         return [list(self._tags[int(r)]) for r in rows]
 
-    def ids_of(self, rows) -> list[str]:
+    def ids_of(self, rows: ArrayLike) -> list[str]:
+        """Item ids of the given rows.
+
+        Parameters
+        ----------
+        rows : array-like of int, shape (n,)
+            Pool rows.
+
+        Returns
+        -------
+        list of str
+            The store's ids, or the row numbers as strings for an array pool.
+        """
         rows = np.asarray(rows, dtype=np.int64)
         if self.is_store:
             col = self._store.items.column("id")
             return [col[int(r)].as_py() for r in rows]
         return [str(int(r)) for r in rows]
 
-    def iter_chunks(self, rows: int = 65536):
+    def iter_chunks(self, rows: int = 65536) -> Iterator[tuple[int, np.ndarray]]:
+        """Every pool row (allowed or not), in dense blocks.
+
+        Parameters
+        ----------
+        rows : int, default=65536
+            Rows per block.
+
+        Yields
+        ------
+        first_row : int
+            Pool row of the block's first row.
+        block : ndarray of shape (n_rows, d)
+            The block's rows (sparse store blocks densified).
+        """
         if self.is_store:
             for lo, block in self._store.iter_chunks(rows):
                 yield lo, (block.toarray() if sp.issparse(block) else np.asarray(block))
@@ -164,7 +229,13 @@ class NegativePool:
                 yield lo, self._array[lo : lo + rows]
 
     def feature_max(self) -> np.ndarray:
-        """Per-dimension maximum over the whole pool (one chunked pass for a store)."""
+        """Per-dimension maximum over the whole pool (one chunked pass for a store).
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            The maximum of every dimension over all pool rows (float32 for a store).
+        """
         if not self.is_store:
             return self._array.max(axis=0)
         out = np.zeros(self.dim, dtype=np.float32)

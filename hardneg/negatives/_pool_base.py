@@ -6,10 +6,12 @@ request and the pool, then calls the subclass's one method, ``select``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from hardneg._typing import RandomState
 from hardneg._validation import check_positive_int, check_random_state
 
 from ._pool import NegativePool
@@ -47,7 +49,33 @@ class BasePoolSampler:
 
     needs_scorer = False
 
-    def sample(self, pool: NegativePool, n: int, random_state=None, scorer=None) -> NegativeSample:
+    def sample(self, pool: NegativePool, n: int, random_state: RandomState = None,
+               scorer: Callable[[np.ndarray], np.ndarray] | None = None) -> NegativeSample:
+        """Check the request and the pool, then choose ``n`` negatives with :meth:`select`.
+
+        Parameters
+        ----------
+        pool : NegativePool
+            The pool to choose from.
+        n : int
+            Negatives to choose, at most ``pool.n_allowed``.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed or generator of the draws.
+        scorer : callable or None, default=None
+            Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
+            under the current ensemble; required by samplers with ``needs_scorer``.
+
+        Returns
+        -------
+        NegativeSample
+            ``n`` distinct allowed pool rows (``rows`` of shape ``(n,)``), with their
+            scores when the sampler scored them.
+
+        Raises
+        ------
+        ValueError
+            If ``n`` exceeds the allowed rows, or a scorer is needed and missing.
+        """
         if not isinstance(pool, NegativePool):
             raise TypeError(f"pool: expected a NegativePool, got {type(pool).__name__}")
         n = check_positive_int(n, "n")
@@ -61,5 +89,25 @@ class BasePoolSampler:
             raise RuntimeError(f"{type(self).__name__}.select returned {result.rows.shape} rows, expected ({n},)")
         return result
 
-    def select(self, pool: NegativePool, n: int, rng: np.random.Generator, scorer) -> NegativeSample:
+    def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
+               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+        """The strategy: choose ``n`` distinct allowed rows (subclasses implement it).
+
+        Parameters
+        ----------
+        pool : NegativePool
+            The pool; only its allowed rows (``pool.allowed``) may be chosen.
+        n : int
+            Negatives to choose, at most ``pool.n_allowed`` (checked by :meth:`sample`).
+        rng : numpy.random.Generator
+            Source of the random draws.
+        scorer : callable or None
+            Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
+            under the current ensemble; None for samplers that do not score.
+
+        Returns
+        -------
+        NegativeSample
+            The chosen rows, shape ``(n,)``.
+        """
         raise NotImplementedError

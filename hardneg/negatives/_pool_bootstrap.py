@@ -16,12 +16,14 @@ selection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Real
 
 import numpy as np
 
 from hardneg._validation import check_positive_int
 
+from ._pool import NegativePool
 from ._pool_base import BasePoolSampler, NegativeSample
 
 __all__ = ["BootstrapPoolSampler", "check_skip_top"]
@@ -85,7 +87,8 @@ class BootstrapPoolSampler(BasePoolSampler):
             scores[lo : lo + chunk] = np.asarray(scorer(block), dtype=np.float64).ravel()
         return scores
 
-    def n_skip(self, pool, scores: np.ndarray, n: int, rng: np.random.Generator, scorer) -> int:
+    def n_skip(self, pool: NegativePool, scores: np.ndarray, n: int, rng: np.random.Generator,
+               scorer: Callable[[np.ndarray], np.ndarray] | None) -> int:
         """How many top-ranked candidates to skip (0 for the paper's selection).
 
         ``"auto"``: the pool items carrying the concept's tag (``pool.tagged``,
@@ -98,6 +101,25 @@ class BootstrapPoolSampler(BasePoolSampler):
         >= tau. A true negative scoring above a typical positive is counted
         too, which errs on the side of skipping: such a candidate is as
         likely to be a positive the tags missed.
+
+        Parameters
+        ----------
+        pool : NegativePool
+            The pool; ``"auto"`` scores its tagged rows (``pool.tagged``).
+        scores : ndarray of float64, shape (m,)
+            Ensemble scores of the m candidates.
+        n : int
+            Negatives to take after the skipped ones.
+        rng : numpy.random.Generator
+            Draws the subsample of tagged rows when there are more than m.
+        scorer : callable or None
+            Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
+            (used by ``"auto"`` only).
+
+        Returns
+        -------
+        int
+            Top-ranked candidates to skip, in ``[0, m - n]``.
         """
         m = scores.size
         skip = check_skip_top(self.skip_top)
@@ -113,7 +135,28 @@ class BootstrapPoolSampler(BasePoolSampler):
             k = 2 * int(np.count_nonzero(scores >= tau))
         return max(0, min(k, m - n))
 
-    def select(self, pool, n, rng: np.random.Generator, scorer) -> NegativeSample:
+    def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
+               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+        """Draw m candidates, score them, skip the top :meth:`n_skip`, keep the next ``n``.
+
+        Parameters
+        ----------
+        pool : NegativePool
+            The pool; only its allowed rows (``pool.allowed``) may be chosen.
+        n : int
+            Negatives to choose, at most ``pool.n_allowed`` (checked by :meth:`sample`).
+        rng : numpy.random.Generator
+            Source of the random draws.
+        scorer : callable or None
+            Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
+            under the current ensemble; required (:meth:`sample` refuses None).
+
+        Returns
+        -------
+        NegativeSample
+            The kept rows, shape ``(n,)``, highest score first, with their scores,
+            ``n_candidates`` (m) and ``n_skipped``.
+        """
         m = 10 * n if self.n_candidates is None else check_positive_int(self.n_candidates, "n_candidates")
         m = min(max(m, n), pool.n_allowed)
         candidates = rng.choice(pool.allowed, size=m, replace=False).astype(np.int64)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from ._pool import NegativePool
 from ._pool_base import BasePoolSampler, NegativeSample
 
 __all__ = ["RandomPoolSampler"]
@@ -23,5 +26,25 @@ class RandomPoolSampler(BasePoolSampler):
     (3,)
     """
 
-    def select(self, pool, n, rng: np.random.Generator, scorer) -> NegativeSample:
+    def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
+               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+        """``n`` distinct allowed rows drawn uniformly, without replacement.
+
+        Parameters
+        ----------
+        pool : NegativePool
+            The pool; only its allowed rows (``pool.allowed``) may be chosen.
+        n : int
+            Negatives to choose, at most ``pool.n_allowed`` (checked by :meth:`sample`).
+        rng : numpy.random.Generator
+            Source of the random draws.
+        scorer : callable or None
+            Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
+            under the current ensemble; unused here.
+
+        Returns
+        -------
+        NegativeSample
+            The drawn rows (int64, shape ``(n,)``), without scores.
+        """
         return NegativeSample(rows=rng.choice(pool.allowed, size=n, replace=False).astype(np.int64))

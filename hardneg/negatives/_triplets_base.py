@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike, RandomState
+
 __all__ = ["BaseTripletSampler"]
 
 
@@ -28,7 +30,23 @@ class BaseTripletSampler:
     "preprocessor" shape), so ``X`` may live in an on-disk store.
     """
 
-    def sample(self, y, *, rows=None, random_state=None) -> np.ndarray:
+    def sample(self, y: ArrayLike, *, rows: ArrayLike | None = None, random_state: RandomState = None) -> np.ndarray:
+        """Draw triplets of rows (subclasses implement it).
+
+        Parameters
+        ----------
+        y : array-like of int, shape (n_samples,)
+            Class labels (``-1``: unlabeled, never drawn).
+        rows : array-like of int, or None, default=None
+            Rows to draw from; None draws from all.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_triplets, 3)
+            Row triplets ``(anchor, positive, negative)``, in random order.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:

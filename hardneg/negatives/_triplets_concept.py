@@ -179,6 +179,22 @@ class ConceptTripletSampler(BaseTripletSampler):
         self.n_negatives = n_negatives
         self.classes = classes
 
-    def sample(self, y, *, rows=None, random_state=None) -> np.ndarray:
+    def sample(self, y: ArrayLike, *, rows: ArrayLike | None = None, random_state: RandomState = None) -> np.ndarray:
+        """:func:`concept_triplets` with this sampler's parameters.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (n_samples,)
+            Class labels (``-1``: unlabeled, never drawn).
+        rows : array-like of int, or None, default=None
+            Rows to draw from; None draws from all.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed of the draws and of the final shuffle.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_classes * n_positives * (n_positives - 1) * n_negatives, 3)
+            Row triplets ``(anchor, positive, negative)``, in random order.
+        """
         return concept_triplets(y, n_positives=self.n_positives, n_negatives=self.n_negatives, rows=rows,
                                 classes=self.classes, random_state=random_state)

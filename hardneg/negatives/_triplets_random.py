@@ -90,5 +90,21 @@ class RandomTripletSampler(BaseTripletSampler):
     def __init__(self, n_triplets: int):
         self.n_triplets = n_triplets
 
-    def sample(self, y, *, rows=None, random_state=None) -> np.ndarray:
+    def sample(self, y: ArrayLike, *, rows: ArrayLike | None = None, random_state: RandomState = None) -> np.ndarray:
+        """:func:`random_triplets` with this sampler's ``n_triplets``.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (n_samples,)
+            Class labels (``-1``: unlabeled, never drawn).
+        rows : array-like of int, or None, default=None
+            Rows to draw from; None draws from all.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_triplets, 3)
+            Row triplets ``(anchor, positive, negative)``.
+        """
         return random_triplets(y, self.n_triplets, rows=rows, random_state=random_state)
