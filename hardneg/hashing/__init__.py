@@ -19,7 +19,10 @@ Examples
 (1, 5)
 """
 
-from hardneg.hashing._base import BaseHasher, load_hasher
+import os
+
+from hardneg._persist import ModelFileError, model_kind
+from hardneg.hashing._base import BaseHasher
 from hardneg.hashing._hierarchy import build_hierarchy, class_similarity, convex_hull_distances, normalized_cut
 from hardneg.hashing._itq import PCAITQHasher
 from hardneg.hashing._lsh import LSHHasher
@@ -37,6 +40,42 @@ HASHERS: dict[str, type[BaseHasher]] = {
     "sklsh": SKLSHHasher,
     "pq": PQHasher,
 }
+
+
+def load_hasher(path: str | os.PathLike) -> BaseHasher:
+    """Load any hasher model file, whatever its kind.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file saved by a hasher's ``save``.
+
+    Returns
+    -------
+    BaseHasher
+        The fitted hasher of the kind the file records.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is not a hasher model (or is damaged).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from hardneg.hashing import LSHHasher, load_hasher
+    >>> X = np.random.default_rng(0).normal(size=(50, 8))
+    >>> path = os.path.join(tempfile.mkdtemp(), "lsh.npz")
+    >>> _ = LSHHasher(n_bits=16, random_state=0).fit(X).save(path)
+    >>> type(load_hasher(path)).__name__
+    'LSHHasher'
+    """
+    kind = model_kind(path)
+    for cls in HASHERS.values():
+        if cls._kind == kind:
+            return cls.load(path)
+    raise ModelFileError(f"{path}: holds a {kind!r} model, not a hasher")
+
 
 __all__ = [
     "HASHERS",

@@ -11,16 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
-import os
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from hardneg._persist import ModelFileError, array_digest, load_model, model_kind, save_model
+from hardneg._persist import ModelFileError, array_digest, load_model, save_model
 from hardneg._validation import Interval, check_memory, validate_params, validate_X
 
-__all__ = ["MAX_BITS", "BaseHasher", "faiss_bits_to_packed", "load_hasher"]
+__all__ = ["MAX_BITS", "BaseHasher", "faiss_bits_to_packed"]
 
 _FORMAT_VERSION = 1
 
@@ -194,40 +193,3 @@ def check_finite_array(array, name: str, shape=None) -> np.ndarray:
     if not np.isfinite(out).all():
         raise ValueError(f"{name} holds NaN or infinite values")
     return out
-
-
-def load_hasher(path: str | os.PathLike) -> BaseHasher:
-    """Load any hasher model file, whatever its kind.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A model file saved by a hasher's ``save``.
-
-    Returns
-    -------
-    BaseHasher
-        The fitted hasher of the kind the file records.
-
-    Raises
-    ------
-    ModelFileError
-        If the file is not a hasher model (or is damaged).
-
-    Examples
-    --------
-    >>> import numpy as np, tempfile, os
-    >>> from hardneg.hashing import LSHHasher, load_hasher
-    >>> X = np.random.default_rng(0).normal(size=(50, 8))
-    >>> path = os.path.join(tempfile.mkdtemp(), "lsh.npz")
-    >>> _ = LSHHasher(n_bits=16, random_state=0).fit(X).save(path)
-    >>> type(load_hasher(path)).__name__
-    'LSHHasher'
-    """
-    from hardneg.hashing import HASHERS
-
-    kind = model_kind(path)
-    for cls in HASHERS.values():
-        if cls._kind == kind:
-            return cls.load(path)
-    raise ModelFileError(f"{path}: holds a {kind!r} model, not a hasher")
