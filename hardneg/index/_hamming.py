@@ -24,7 +24,9 @@ exhaustive scan and the speed-up are measured in ``benchmarks/hamming_ann.py``.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
@@ -39,7 +41,11 @@ from hardneg._persist import (
     model_kind,
     save_model,
 )
+from hardneg._typing import ArrayLike, RandomState
 from hardneg._validation import check_k, check_positive_int
+
+if TYPE_CHECKING:
+    from hardneg.hashing import BaseHasher
 
 __all__ = ["HammingIndex"]
 
@@ -124,9 +130,15 @@ class HammingIndex:
         """True for the inverted-file (IVF) mode."""
         return self.nlist is not None
 
-    def train(self, codes) -> None:
+    def train(self, codes: ArrayLike) -> None:
         """Cluster a sample of codes into the ``nlist`` inverted lists
-        (approximate mode only; the exact mode needs no training)."""
+        (approximate mode only; the exact mode needs no training).
+
+        Parameters
+        ----------
+        codes : ndarray of uint8, shape (n_codes, n_bytes)
+            Packed codes, at least ``nlist`` of them.
+        """
         if not self.approximate:
             raise ValueError("train: only an approximate index (nlist given) is trained")
         if len(self):
@@ -141,12 +153,22 @@ class HammingIndex:
 
     @property
     def ids(self) -> np.ndarray:
+        """Item ids of the indexed codes, in the order added (str array of shape (n_codes,))."""
         if len(self._ids) > 1:
             self._ids = [np.concatenate(self._ids)]
         return self._ids[0] if self._ids else np.zeros(0, dtype=str)
 
-    def add(self, codes, ids=None) -> None:
-        """Append codes; ``ids`` default to their row numbers as strings."""
+    def add(self, codes: ArrayLike, ids: ArrayLike | None = None) -> None:
+        """Append codes; ``ids`` default to their row numbers as strings.
+
+        Parameters
+        ----------
+        codes : ndarray of uint8, shape (n_codes, n_bytes)
+            Packed codes (``np.packbits`` of ``n_bits``-bit codes). An untrained approximate
+            index trains its lists on them first.
+        ids : array-like of str, shape (n_codes,), or None, default=None
+            Their item ids; None numbers them on from the codes already held.
+        """
         codes = _check_codes(codes, self.n_bytes, "codes")
         if ids is None:
             ids = np.arange(len(self), len(self) + codes.shape[0]).astype(str)
@@ -166,12 +188,28 @@ class HammingIndex:
             self._index.add(codes)
             self._ids.append(ids)
 
-    def rank(self, query_codes, k: int, *, nprobe: int | None = None):
+    def rank(self, query_codes: ArrayLike, k: int, *, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` rows: ``(rows int64 (n, k), distances int32 (n, k))``, nearest first.
 
         Approximate mode: ``nprobe`` overrides the index's for this call; when
         the probed lists hold fewer than ``k`` codes the missing places have
         row -1 and distance ``n_bits + 1``.
+
+        Parameters
+        ----------
+        query_codes : ndarray of uint8, shape (n, n_bytes)
+            Packed query codes.
+        k : int
+            Neighbours per query, at most the number of codes held.
+        nprobe : int or None, default=None
+            Lists scanned per query (approximate mode); None uses the index's ``nprobe``.
+
+        Returns
+        -------
+        rows : ndarray of int64, shape (n, k)
+            Index rows of the neighbours, nearest first.
+        distances : ndarray of int32, shape (n, k)
+            Their Hamming distances.
         """
         if len(self) == 0:
             raise ValueError("the index is empty; add codes first")
@@ -191,7 +229,7 @@ class HammingIndex:
         dist, rows = self._index.search(q, k)
         return rows.astype(np.int64, copy=False), dist
 
-    def search(self, query_codes, k: int, *, nprobe: int | None = None):
+    def search(self, query_codes: ArrayLike, k: int, *, nprobe: int | None = None):
         """Top-``k`` items of each query: a :class:`~hardneg.TopK` with ``ids``, ``rows`` and
         ``distances`` (int32 Hamming distances, ``metric="hamming"``), shape (n, k), nearest
         first; ``result[q]`` is query ``q``'s, iterable as ``(id, distance)`` pairs.
@@ -199,14 +237,35 @@ class HammingIndex:
         Before hardneg 0.2 this returned the tuple ``(ids, distances)`` (the reverse of FAISS's
         ``(D, I)``); read ``result.ids`` / ``result.distances`` instead, unpacking raises.
         An approximate search that found fewer than ``k`` codes gives row -1, id ``""``
-        and distance ``n_bits + 1`` in the missing places."""
+        and distance ``n_bits + 1`` in the missing places.
+
+        Parameters
+        ----------
+        query_codes : ndarray of uint8, shape (n, n_bytes)
+            Packed query codes.
+        k : int
+            Neighbours per query, at most the number of codes held.
+        nprobe : int or None, default=None
+            Lists scanned per query (approximate mode); None uses the index's ``nprobe``.
+
+        Returns
+        -------
+        TopK
+            ``ids``, ``rows`` and ``distances`` of shape (n, k), ``metric="hamming"``.
+        """
         from hardneg._topk import TopK
 
         rows, dist = self.rank(query_codes, k, nprobe=nprobe)
         return TopK(rows, dist, rows.shape[1], len(self), metric="hamming").with_ids(self.ids)
 
     def codes(self) -> np.ndarray:
-        """All stored codes in the order added, shape (n, n_bytes)."""
+        """All stored codes in the order added, shape (n, n_bytes).
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_codes, n_bytes)
+            The packed codes.
+        """
         if self.approximate:
             if len(self) == 0:
                 return np.zeros((0, self.n_bytes), dtype=np.uint8)
@@ -214,10 +273,25 @@ class HammingIndex:
             return self._index.reconstruct_n(0, len(self)).reshape(len(self), self.n_bytes)
         return faiss.vector_to_array(self._index.xb).reshape(len(self), self.n_bytes)
 
-    def to_approximate(self, nlist: int, nprobe: int = 16, *, random_state=0) -> HammingIndex:
+    def to_approximate(self, nlist: int, nprobe: int = 16, *, random_state: RandomState = 0) -> HammingIndex:
         """A copy in the approximate (IVF) mode, with the same codes, ids and
         metadata; its lists are trained on up to 40 * ``nlist`` codes drawn
-        at random (``random_state``)."""
+        at random (``random_state``).
+
+        Parameters
+        ----------
+        nlist : int
+            Number of inverted lists, at most the number of codes held.
+        nprobe : int, default=16
+            Lists scanned per query.
+        random_state : int, numpy.random.Generator or None, default=0
+            Seed of the training sample.
+
+        Returns
+        -------
+        HammingIndex
+            The approximate copy (this index is unchanged).
+        """
         out = HammingIndex(self.n_bits, self.meta, nlist=nlist, nprobe=nprobe)
         if len(self) < out.nlist:
             raise ValueError(f"nlist={out.nlist}: the index holds only {len(self)} codes")
@@ -229,8 +303,19 @@ class HammingIndex:
         return out
 
     # persistence ---------------------------------------------------------
-    def save(self, path) -> Path:
-        """Write the index file and its ``<path>.ids.npz`` sidecar (atomically, index last)."""
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the index file and its ``<path>.ids.npz`` sidecar (atomically, index last).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The index file; the sidecar is written beside it.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         path = Path(path)
         with atomic_path(path) as tmp:
             faiss.write_index_binary(self._index, str(tmp))
@@ -244,9 +329,20 @@ class HammingIndex:
         return path
 
     @classmethod
-    def load(cls, path) -> HammingIndex:
+    def load(cls, path: str | os.PathLike) -> HammingIndex:
         """Read an index written by :meth:`save`; :class:`ModelFileError` (one line)
-        if either file is missing, damaged, or does not belong to the other."""
+        if either file is missing, damaged, or does not belong to the other.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The index file (its ``.ids.npz`` sidecar must lie beside it).
+
+        Returns
+        -------
+        HammingIndex
+            The index, in the mode (exact or approximate) it was saved in.
+        """
         path = Path(path)
         if not path.is_file():
             raise ModelFileError(f"index file {str(path)!r} does not exist")
@@ -302,13 +398,18 @@ class HammingIndex:
         out._ids = [arrays["ids"].astype(str)]
         return out
 
-    def check_hasher(self, hasher) -> None:
+    def check_hasher(self, hasher: BaseHasher) -> None:
         """Raise ``ValueError`` unless ``hasher`` is the one the index was built with.
 
         Compares code lengths, and the fingerprints when the index recorded
         one (indexes built by :meth:`from_store`); without one (an index built
         by hand, or by an older hardneg) only the code length can be checked,
         and a warning is logged.
+
+        Parameters
+        ----------
+        hasher : BaseHasher
+            A fitted hasher (``n_bits_`` and :meth:`~hardneg.hashing.BaseHasher.fingerprint`).
         """
         n_bits = int(hasher.n_bits_)
         if n_bits != self.n_bits:
@@ -338,6 +439,31 @@ class HammingIndex:
         With ``nlist`` the index is approximate and its lists are trained first on
         the codes of up to 40 * ``nlist`` rows drawn evenly from the store.
         :func:`hardneg.distributed.hamming_index` is this method.
+
+        Parameters
+        ----------
+        store : FeatureStore or str
+            The store, or its path or URL.
+        hasher : BaseHasher or str
+            A fitted hasher, or the path of its model file.
+        chunk_rows : int, default=8192
+            Rows encoded per block.
+        progress : callable or None, default=None
+            Called with the number of rows of each partition when it is done.
+        nlist : int or None, default=None
+            Inverted lists of an approximate index; None builds an exact one.
+        nprobe : int, default=16
+            Lists scanned per query (approximate mode).
+        runner : Runner or None, default=None
+            Where partitions are encoded (:func:`hardneg.distributed.get_runner`);
+            None runs them in this process.
+        partition_rows : int or None, default=None
+            Rows per partition, rounded up to whole store chunks; None picks about 64 MiB of rows.
+
+        Returns
+        -------
+        HammingIndex
+            The index of every store row, with the store's ids, in row order.
         """
         import functools
 

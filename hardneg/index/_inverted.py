@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import logging
 import numbers
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -105,6 +108,7 @@ class InvertedIndex:
 
     @property
     def n_words(self) -> int:
+        """Vocabulary size (length of ``weights``)."""
         return int(self.weights.shape[0])
 
     def __len__(self) -> int:
@@ -127,17 +131,40 @@ class InvertedIndex:
 
     @property
     def ids(self) -> np.ndarray:
+        """Item ids of the indexed rows, in the order added (str array of shape (n_items,))."""
         if len(self._ids) > 1:
             self._ids = [np.concatenate(self._ids)]
         return self._ids[0] if self._ids else np.zeros(0, dtype=str)
 
     @classmethod
-    def from_model(cls, model, meta: dict | None = None) -> InvertedIndex:
-        """An empty index with a fitted diagonal model's weights and input transform."""
+    def from_model(cls, model: Any, meta: dict | None = None) -> InvertedIndex:
+        """An empty index with a fitted diagonal model's weights and input transform.
+
+        Parameters
+        ----------
+        model : DiagonalSimilarity
+            A fitted diagonal model (``index_weights()``; ``input_idf_`` and ``input_l2_``
+            when it has an input transform).
+        meta : dict or None, default=None
+            Free metadata saved with the index.
+
+        Returns
+        -------
+        InvertedIndex
+            An index holding no rows yet.
+        """
         return cls(model.index_weights(), idf=getattr(model, "input_idf_", None), l2=getattr(model, "input_l2_", False), meta=meta)
 
-    def add(self, X, ids=None) -> None:
-        """Append rows (raw bag-of-words; the input transform is applied here)."""
+    def add(self, X: ArrayLike, ids: ArrayLike | None = None) -> None:
+        """Append rows (raw bag-of-words; the input transform is applied here).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_rows, n_words)
+            Non-negative bag-of-words rows.
+        ids : array-like of str, shape (n_rows,), or None, default=None
+            Their item ids; None numbers them on from the rows already held.
+        """
         X = _transform(X, self.n_words, self.idf, self.l2, "X")
         if ids is None:
             start = self._n_pending()
@@ -155,13 +182,39 @@ class InvertedIndex:
     def _n_pending(self) -> int:
         return int(self._postings.shape[0]) + sum(b.shape[0] for b in self._blocks)
 
-    def scores(self, Q) -> np.ndarray:
-        """Dense ``(n_queries, n_items)`` scores (for small collections and tests)."""
+    def scores(self, Q: ArrayLike) -> np.ndarray:
+        """Dense ``(n_queries, n_items)`` scores (for small collections and tests).
+
+        Parameters
+        ----------
+        Q : {array-like, sparse matrix} of shape (n_queries, n_words)
+            Raw bag-of-words queries.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_queries, n_items)
+            Score of every item for every query.
+        """
         Q = _transform(Q, self.n_words, self.idf, self.l2, "queries")
         return np.asarray((Q[:, self.active] @ self.postings.T).todense(), np.float64)
 
-    def rank(self, Q, k: int):
-        """Top-``k`` rows ``(int64 (n, k), float64 scores (n, k))``, best first; ties by row."""
+    def rank(self, Q: ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` rows ``(int64 (n, k), float64 scores (n, k))``, best first; ties by row.
+
+        Parameters
+        ----------
+        Q : {array-like, sparse matrix} of shape (n, n_words)
+            Raw bag-of-words queries.
+        k : int
+            Items per query, at most the number of items held.
+
+        Returns
+        -------
+        rows : ndarray of int64, shape (n, k)
+            Index rows, best first.
+        scores : ndarray of float64, shape (n, k)
+            Their scores.
+        """
         n = len(self)
         if n == 0:
             raise ValueError("the index is empty; add rows first")
@@ -185,17 +238,42 @@ class InvertedIndex:
             rows[r], out[r] = cand[order], s[cand[order]]
         return rows, out
 
-    def search(self, Q, k: int):
+    def search(self, Q: ArrayLike, k: int):
         """Top-``k`` items of each query: a :class:`~hardneg.TopK` with ``ids``, ``rows`` and
         ``scores`` (``metric="similarity"``), shape (n, k), best first, ties by row
-        (before hardneg 0.2: the tuple ``(ids, scores)``; unpacking now raises)."""
+        (before hardneg 0.2: the tuple ``(ids, scores)``; unpacking now raises).
+
+        Parameters
+        ----------
+        Q : {array-like, sparse matrix} of shape (n, n_words)
+            Raw bag-of-words queries.
+        k : int
+            Items per query, at most the number of items held.
+
+        Returns
+        -------
+        TopK
+            ``ids``, ``rows`` and ``scores`` of shape (n, k), ``metric="similarity"``.
+        """
         from hardneg._topk import TopK
 
         rows, scores = self.rank(Q, k)
         return TopK(rows, scores, rows.shape[1], len(self), metric="similarity").with_ids(self.ids)
 
     # persistence ---------------------------------------------------------
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the index to one ``.npz`` model file (atomically, with checksums).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write.
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         P = self.postings
         arrays = {"indptr": P.indptr.astype(np.int64), "indices": P.indices.astype(np.int32), "data": P.data,
                   "weights": self.weights, "ids": self.ids}
@@ -205,7 +283,7 @@ class InvertedIndex:
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
-    def load(cls, path) -> InvertedIndex:
+    def load(cls, path: str | os.PathLike) -> InvertedIndex:
         """Read an index written by :meth:`save`.
 
         Beyond the file checks of :func:`hardneg._persist.load_model`, the
@@ -215,6 +293,16 @@ class InvertedIndex:
         (``indptr`` starts at 0, never decreases and ends at ``nnz``; every
         row index lies in ``[0, n_items)``); one id per item. Anything wrong
         is a one-line :class:`ModelFileError`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        InvertedIndex
+            The index.
         """
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
@@ -257,9 +345,27 @@ class InvertedIndex:
         return out
 
     @classmethod
-    def from_store(cls, store, model, *, chunk_rows: int = 8192, progress=None) -> InvertedIndex:
+    def from_store(cls, store: Any, model: Any, *, chunk_rows: int = 8192,
+                   progress: Callable[[int], object] | None = None) -> InvertedIndex:
         """Index every row of a sparse FeatureStore with a fitted diagonal model,
-        reading it in chunks (``progress(n_rows)`` after each)."""
+        reading it in chunks (``progress(n_rows)`` after each).
+
+        Parameters
+        ----------
+        store : FeatureStore
+            A sparse (CSR) store with as many words as the model.
+        model : DiagonalSimilarity
+            A fitted diagonal model (see :meth:`from_model`).
+        chunk_rows : int, default=8192
+            Rows read and indexed per block.
+        progress : callable or None, default=None
+            Called with the number of rows of each block when it is indexed.
+
+        Returns
+        -------
+        InvertedIndex
+            The index of every store row, with the store's ids, in row order.
+        """
         if not store.is_sparse:
             raise TypeError(f"store: {str(store.path)!r} is in the dense layout; the inverted index needs a sparse (CSR) store")
         if store.dim != model.n_features_in_:
