@@ -199,6 +199,11 @@ class DiagonalSimilarity(BaseEstimator):
         X : sparse or dense matrix (n_samples, n_words)
         y : array-like (n_samples,)
             Class labels (any values; equal labels are relevant to each other).
+
+        Returns
+        -------
+        float
+            The mean average precision, in [0, 1].
         """
         self._check_fitted()
         S = self.similarity(X)
@@ -226,6 +231,7 @@ class DiagonalSimilarity(BaseEstimator):
 
     @property
     def n_features_in_(self) -> int:
+        """Number of words (the length of ``w_``) the model was fitted on."""
         self._check_fitted()
         return int(self.w_.shape[0])
 
@@ -242,29 +248,84 @@ class DiagonalSimilarity(BaseEstimator):
         ``input_idf_`` / ``input_l2_`` are set (TF-IDF, or a learner trained
         on TF-IDF vectors by ``hardneg similarity train``) weights each word
         by its idf and l2-normalizes each row first.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_samples, n_words)
+            Non-negative bag-of-words vectors.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_samples, n_words), dtype float32
+            The vectors the model scores, with sorted indices.
         """
         X = check_bow(X, "X", n_features=self.n_features_in_, estimator=self)
         return tfidf_transform(X, getattr(self, "input_idf_", None), getattr(self, "input_l2_", False))
 
-    def set_input_transform(self, idf=None, l2: bool = False):
-        """Declare that the model was fitted on ``l2norm(X * idf)`` rather than ``X``."""
+    def set_input_transform(self, idf: np.ndarray | None = None, l2: bool = False) -> DiagonalSimilarity:
+        """Declare that the model was fitted on ``l2norm(X * idf)`` rather than ``X``.
+
+        Parameters
+        ----------
+        idf : ndarray of shape (n_words,), optional
+            Per-word weights applied by :meth:`prepare`; None for none.
+        l2 : bool, default=False
+            :meth:`prepare` scales each row to unit l2 norm.
+
+        Returns
+        -------
+        self : object
+            The model, with ``input_idf_`` and ``input_l2_`` set.
+        """
         self.input_idf_ = None if idf is None else np.asarray(idf, np.float32)
         self.input_l2_ = bool(l2)
         return self
 
     def index_weights(self) -> np.ndarray:
-        """The diagonal that an inverted index multiplies the postings by."""
+        """The diagonal that an inverted index multiplies the postings by.
+
+        Returns
+        -------
+        ndarray of shape (n_words,), dtype float64
+            ``w_``.
+        """
         return np.asarray(self.w_, np.float64)
 
     def similarity(self, X, Y=None) -> np.ndarray:
-        """Dense ``(n_x, n_y)`` matrix ``S(x_i, y_j) = x_iᵀ diag(w) y_j``."""
+        """Dense ``(n_x, n_y)`` matrix ``S(x_i, y_j) = x_iᵀ diag(w) y_j``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_x, n_words)
+            Non-negative bag-of-words vectors (prepared by :meth:`prepare`).
+        Y : sparse or dense matrix of shape (n_y, n_words), optional
+            The other side; default ``X`` itself.
+
+        Returns
+        -------
+        ndarray of shape (n_x, n_y), dtype float64
+            ``S(x_i, y_j)`` for every pair of rows; larger is more similar.
+        """
         self._check_fitted()
         A = self.prepare(X)
         B = A if Y is None else self.prepare(Y)
         return np.asarray(((A @ sp.diags(self.index_weights())) @ B.T).todense(), dtype=np.float64)
 
     def score_pairs(self, X, pairs) -> np.ndarray:
-        """Similarity of each pair ``(i, j)`` of rows of ``X``: shape ``(n_pairs,)``."""
+        """Similarity of each pair ``(i, j)`` of rows of ``X``: shape ``(n_pairs,)``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_samples, n_words)
+            Non-negative bag-of-words vectors.
+        pairs : array-like of shape (n_pairs, 2), dtype int
+            Row indices ``(i, j)`` into ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,), dtype float64
+            ``S(x_i, x_j)`` for each pair.
+        """
         self._check_fitted()
         A = self.prepare(X)
         pairs = np.asarray(pairs)
@@ -284,8 +345,19 @@ class DiagonalSimilarity(BaseEstimator):
     def _restore(self, arrays: dict, meta: dict) -> None:
         self._w = np.asarray(arrays["w"], np.float64)
 
-    def save(self, path) -> Path:
-        """Write the model to a portable ``.npz`` file (no pickle)."""
+    def save(self, path: str | Path) -> Path:
+        """Write the model to a portable ``.npz`` file (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically: a temporary file, then renamed).
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         self._check_fitted()
         params = {k: (None if v is None else v) for k, v in self.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))}
         meta = {"class": type(self).__name__, "params": params, "n_features": self.n_features_in_}
@@ -300,7 +372,24 @@ class DiagonalSimilarity(BaseEstimator):
         return {}
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | Path) -> DiagonalSimilarity:
+        """Read a model of this class written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+            A model file written by :meth:`save`.
+
+        Returns
+        -------
+        DiagonalSimilarity
+            The fitted model, an instance of ``cls``.
+
+        Raises
+        ------
+        ModelFileError
+            If the file is not a valid similarity model, or holds another class.
+        """
         model = load_similarity(path)
         if not isinstance(model, cls):
             raise ModelFileError(f"{path}: holds a {type(model).__name__}, expected {cls.__name__}")

@@ -177,7 +177,8 @@ class OasisDiagonal(_OasisBase):
         self.random_state = random_state
 
     @property
-    def w_(self):
+    def w_(self) -> np.ndarray:
+        """The learned diagonal ``w`` (one weight per word), float64."""
         self._check_fitted()
         return self._w
 
@@ -228,6 +229,7 @@ class OasisFull(_OasisBase):
 
     @property
     def n_features_in_(self) -> int:
+        """Number of words (the side of ``W_``) the model was fitted on."""
         self._check_fitted()
         return self._n_words()
 
@@ -249,6 +251,23 @@ class OasisFull(_OasisBase):
                                np.zeros(m, np.float64), np.zeros(m, np.uint8), np.empty(width, np.int64)))
 
     def fit(self, X, y=None, *, triplets=None):
+        """One passive-aggressive pass from the identity matrix, over triplets drawn from ``y`` or given.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_samples, n_words), or FeatureStore
+            Non-negative bag-of-words vectors (a sparse store is read only at the
+            triplets' rows).
+        y : array-like of shape (n_samples,), optional
+            Class labels, from which ``n_triplets`` triplets are drawn; or None with ``triplets``.
+        triplets : array-like of shape (n_triplets, 3) or iterable of them, optional
+            Row indices ``(query, more similar, less similar)`` into ``X``.
+
+        Returns
+        -------
+        self : object
+            Fitted model.
+        """
         self.W_ = None
         return super().fit(X, y, triplets=triplets)
 
@@ -260,12 +279,34 @@ class OasisFull(_OasisBase):
 
     @property
     def sparsity_(self) -> float:
+        """Fraction of exactly-zero entries of ``W_``."""
         return float(np.mean(self.W_ == 0.0))
 
-    def index_weights(self):
+    def index_weights(self) -> np.ndarray:
+        """Refused: a full matrix has no diagonal an inverted index could use.
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
         raise TypeError("OasisFull: a full-matrix similarity cannot use the diagonal inverted index")
 
     def similarity(self, X, Y=None) -> np.ndarray:
+        """Dense ``(n_x, n_y)`` matrix ``S(x_i, y_j) = x_iᵀ W y_j``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_x, n_words)
+            Non-negative bag-of-words vectors (prepared by :meth:`prepare`).
+        Y : sparse or dense matrix of shape (n_y, n_words), optional
+            The other side; default ``X`` itself.
+
+        Returns
+        -------
+        ndarray of shape (n_x, n_y), dtype float64
+            ``S(x_i, y_j)`` for every pair of rows; larger is more similar.
+        """
         self._check_fitted()
         A = self.prepare(X)
         B = A if Y is None else self.prepare(Y)
@@ -273,6 +314,20 @@ class OasisFull(_OasisBase):
         return np.asarray(B @ left.T).T
 
     def score_pairs(self, X, pairs) -> np.ndarray:
+        """Similarity ``x_iᵀ W x_j`` of each pair ``(i, j)`` of rows of ``X``.
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_samples, n_words)
+            Non-negative bag-of-words vectors.
+        pairs : array-like of shape (n_pairs, 2), dtype int
+            Row indices ``(i, j)`` into ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,), dtype float64
+            ``S(x_i, x_j)`` for each pair.
+        """
         self._check_fitted()
         A = self.prepare(X)
         pairs = np.asarray(pairs)

@@ -45,6 +45,22 @@ class TfidfCosine(DiagonalSimilarity):
         self.random_state = random_state
 
     def fit(self, X, y=None, *, triplets=None):
+        """Count document frequencies over ``X`` and set ``idf_`` (``w_`` is all ones).
+
+        Parameters
+        ----------
+        X : sparse or dense matrix of shape (n_samples, n_words), or FeatureStore
+            Non-negative bag-of-words vectors; a store must be sparse (read in chunks).
+        y : array-like of shape (n_samples,), optional
+            Ignored (accepted so TF-IDF fits the learners' harness).
+        triplets : array-like, optional
+            Ignored, as ``y``.
+
+        Returns
+        -------
+        self : object
+            Fitted model.
+        """
         self._validate_params()
         if is_store(X):
             if not X.is_sparse:
@@ -68,9 +84,11 @@ class TfidfCosine(DiagonalSimilarity):
 
     @property
     def w_(self) -> np.ndarray:
+        """The diagonal ``w``: all ones (TF-IDF learns no per-word weight)."""
         self._check_fitted()
         return self._w
 
     @property
     def idf_(self) -> np.ndarray:
+        """Per-word ``idf_j = log((1 + N) / (1 + df_j)) + 1``, float32, shape (n_words,)."""
         return self.input_idf_
