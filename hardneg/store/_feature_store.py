@@ -78,12 +78,12 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from filelock import FileLock, Timeout
 
 from .._atomic import atomic_path
 from .._typing import ArrayLike, RandomState
@@ -95,6 +95,9 @@ from ._items import check_label, per_row, tag_list
 from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
 from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 logger = logging.getLogger(__name__)
 
@@ -490,6 +493,8 @@ class FeatureStore:
 
     @staticmethod
     def _lock_for_overwrite(path: Path) -> FileLock:
+        from filelock import FileLock, Timeout  # writers only: a reader never locks
+
         lock = FileLock(str(path / ".lock"))
         try:
             lock.acquire(timeout=0)
@@ -560,6 +565,8 @@ class FeatureStore:
         return cls(path, _mode=mode, _timeout=timeout)
 
     def _acquire_lock(self) -> None:
+        from filelock import FileLock, Timeout  # writers only: a reader never locks
+
         lock = FileLock(str(self.path / ".lock"))
         try:
             lock.acquire(timeout=0)
