@@ -1,7 +1,9 @@
 """Job: extract features of an image collection into a FeatureStore (resumable).
 
-Partition function: read and transform one batch of images on a worker, with
-the extractor rebuilt from the output store's own settings
+Partition function (``extract_partition``, defined in
+``hardneg.features._extract`` beside the plan it serves, re-exported here):
+read and transform one batch of images on a worker, with the extractor
+rebuilt from the output store's own settings
 (:func:`hardneg.features.extractor_from_store`: same network, input size,
 codebook), so nothing but image paths travels to the workers; merge: the
 client appends each batch to the store in input order, one atomic commit per
@@ -21,51 +23,22 @@ compared in the tests at ``rtol=1e-5``).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._validation import check_positive_int
+from ..features._extract import ExtractionSummary, _Extraction, _extractor, extract_partition  # noqa: F401  (_extractor: the worker cache, re-exported)
 from ._runner import Runner
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..features._extract import ExtractionSummary
-
 __all__ = ["extract_images", "extract_partition"]
 
 logger = logging.getLogger(__name__)
-
-
-@functools.lru_cache(maxsize=2)
-def _extractor(store: str, config: str, model, trust_model: bool):
-    from ..features._extract import extractor_from_store
-    from ..store import FeatureStore
-
-    return extractor_from_store(FeatureStore.open(store), model=model, trust_model=trust_model, num_threads=1)
-
-
-def extract_partition(batch, *, store: str, config: str, model=None, trust_model: bool = False):
-    """``(kept, X, failed)`` for a batch of ``(index, id, path)``: input positions kept, their
-    features, and ``(id, reason)`` of unreadable ones."""
-    from ..features._extract import (
-        ExtractionSummary,
-        _load_batch,
-        _transform_isolating_failures,
-    )
-    from ..features._images import ImageItem
-
-    ext = _extractor(store, config, model, trust_model)
-    items = [ImageItem(id=i, path=p, index=k) for k, i, p in batch]
-    summary = ExtractionSummary(store_path=store)
-    good, images = _load_batch(items, summary, ext)  # as in-process: a CNN's images come resized to its input
-    X = _transform_isolating_failures(ext, good, images, summary) if good else None
-    if X is None:
-        return [], None, summary.failed
-    return [it.index for it in X[0]], X[1], summary.failed
 
 
 def extract_images(paths: Sequence[Any], out: str | os.PathLike, extractor: Any, *, ids: Sequence[str] | None = None,
@@ -107,9 +80,6 @@ def extract_images(paths: Sequence[Any], out: str | os.PathLike, extractor: Any,
     ValueError
         If ``ids`` do not match ``paths``, or as :func:`hardneg.features.extract_to_store` raises.
     """
-    from .._validation import check_positive_int
-    from ..features._extract import _Extraction
-
     t0 = time.perf_counter()
     runner = runner or Runner()
     batch_size = check_positive_int(batch_size, "batch_size")

@@ -27,6 +27,7 @@ their learned state (the codebook) is saved inside the store folder.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -82,6 +83,7 @@ class ExtractionSummary:
 
     @property
     def n_failed(self) -> int:
+        """Number of images that could not be read (the length of ``failed``)."""
         return len(self.failed)
 
     def __str__(self) -> str:
@@ -620,7 +622,6 @@ class _Extraction:
         rest = batches[done:]
         if not rest:
             return
-        from ..distributed._extract import extract_partition
         from ..distributed._partition import store_url
 
         config = json.dumps(self.store.attrs.get("extractor"), sort_keys=True)
@@ -770,3 +771,28 @@ def _transform_isolating_failures(extractor, good, images, summary):
     if not kept:
         return None
     return kept, (sp.vstack(rows, format="csr") if sp.issparse(rows[0]) else np.concatenate(rows))
+
+
+# ------------------------------------------------------------------ one batch on a Dask worker
+@functools.lru_cache(maxsize=2)
+def _extractor(store: str, config: str, model, trust_model: bool):
+    # built once per worker process and store; ``config`` (the store's settings) is part of the key
+    return extractor_from_store(FeatureStore.open(store), model=model, trust_model=trust_model, num_threads=1)
+
+
+def extract_partition(batch, *, store: str, config: str, model=None, trust_model: bool = False):
+    """``(kept, X, failed)`` for a batch of ``(index, id, path)``: input positions kept, their
+    features, and ``(id, reason)`` of unreadable ones.
+
+    The partition function of :meth:`_Extraction.run` on a cluster (and of
+    :func:`hardneg.distributed.extract_images`): the extractor is rebuilt from
+    the store at ``store`` (a path or URL), so only image paths travel.
+    """
+    ext = _extractor(store, config, model, trust_model)
+    items = [ImageItem(id=i, path=p, index=k) for k, i, p in batch]
+    summary = ExtractionSummary(store_path=store)
+    good, images = _load_batch(items, summary, ext)  # as in-process: a CNN's images come resized to its input
+    X = _transform_isolating_failures(ext, good, images, summary) if good else None
+    if X is None:
+        return [], None, summary.failed
+    return [it.index for it in X[0]], X[1], summary.failed
