@@ -1,4 +1,5 @@
-"""`hardneg --help` and `hardneg store info` must not import the heavy libraries (issue 29).
+"""`hardneg --help` and `hardneg store info` must not import the heavy libraries, nor
+--help any command module (issue 29).
 
 A module-set assertion, not a timing: each command runs in a fresh interpreter
 and reports ``sys.modules``. What the start-up time is, is measured by
@@ -18,6 +19,11 @@ NEVER = ("torch", "onnxruntime", "sklearn", "fastapi", "uvicorn", "dask", "distr
          "sentence_transformers", "zarr")
 # --help also stays clear of the store layer's libraries.
 NOT_FOR_HELP = (*NEVER, "numpy", "scipy", "pyarrow", "pandas", "pydantic")
+# store info reads the item table with pyarrow (meta.json holds no split/label/tag counts),
+# but neither SciPy (sparse stores only) nor pandas (pyarrow's conversions to and from Python).
+NOT_FOR_STORE_INFO = (*NEVER, "scipy", "pandas")
+# the modules of hardneg.cli that are not a command's (main.py imports these at start-up)
+CLI_CORE = {"hardneg.cli", "hardneg.cli.main", "hardneg.cli._common"}
 
 _WRAPPER = """
 import contextlib, io, json, sys
@@ -27,16 +33,21 @@ with contextlib.redirect_stdout(io.StringIO()):
         code = main(sys.argv[1:])
     except SystemExit as exc:
         code = exc.code
-print(json.dumps({"code": code or 0, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+print(json.dumps({"code": code or 0, "modules": sorted({m.split(".")[0] for m in sys.modules}),
+                  "cli": sorted(m for m in sys.modules if m.startswith("hardneg.cli"))}))
 """
 
 
-def _modules(*args) -> set[str]:
+def _run(*args) -> dict:
     proc = subprocess.run([sys.executable, "-c", _WRAPPER, *map(str, args)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["code"] == 0, proc.stderr[-2000:]
-    return set(out["modules"])
+    return out
+
+
+def _modules(*args) -> set[str]:
+    return set(_run(*args)["modules"])
 
 
 def test_help_imports_no_heavy_library():
@@ -45,15 +56,27 @@ def test_help_imports_no_heavy_library():
     assert not mods & set(NOT_FOR_HELP), sorted(mods & set(NOT_FOR_HELP))
 
 
+def test_help_imports_no_command_module():
+    """`hardneg --help` lists every command group from main.py's registry, importing none of them."""
+    from hardneg.cli.main import LAZY_COMMANDS, LAZY_GROUPS
+
+    assert set(_run("--help")["cli"]) == CLI_CORE
+    # a group's own help imports that group's module only
+    assert set(_run("store", "--help")["cli"]) == CLI_CORE | {"hardneg.cli.store"}
+    assert {module for module, _, _ in [*LAZY_COMMANDS.values(), *LAZY_GROUPS.values()]} >= {"store", "concept", "knn"}
+
+
 def test_store_info_imports_no_heavy_library(tmp_path):
     from hardneg.store import FeatureStore
 
     store = FeatureStore.create(tmp_path / "s", 8)
     store.append(np.random.default_rng(0).random((5, 8), dtype=np.float32), ids=[f"i{k}" for k in range(5)], labels=[0, 1, -1, 0, 1])
     store.close()
-    mods = _modules("store", "info", tmp_path / "s")
+    out = _run("store", "info", tmp_path / "s")
+    mods = set(out["modules"])
     assert "pyarrow" in mods  # the item table is read: the wrapper did run the command
-    assert not mods & set(NEVER), sorted(mods & set(NEVER))
+    assert not mods & set(NOT_FOR_STORE_INFO), sorted(mods & set(NOT_FOR_STORE_INFO))
+    assert set(out["cli"]) == CLI_CORE | {"hardneg.cli.store"}  # no other command group
 
 
 def test_the_check_can_fail():
