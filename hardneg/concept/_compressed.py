@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._typing import ArrayLike
 from hardneg._validation import check_matrix
 from hardneg.svm import HIKBinTable, HIKExactTable
+
+if TYPE_CHECKING:
+    from hardneg.store import BinGrid
 
 __all__ = ["CompressedConcept", "load_concept"]
 
@@ -65,21 +71,34 @@ class CompressedConcept:
 
     @property
     def n_features_in_(self) -> int:
+        """Number of features the model scores."""
         return self.table.n_features
 
     @property
     def exact(self) -> bool:
+        """True for the exact table (binary search), False for the q-bin table."""
         return isinstance(self.table, HIKExactTable)
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Scores G(x), [Li13] Eq. (13). A uint8 block of codes with a grid (a block of a
-        :class:`~hardneg.store.BinnedStore`) is scored by look-up: :meth:`decision_function_bins`."""
+        :class:`~hardneg.store.BinnedStore`) is scored by look-up: :meth:`decision_function_bins`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative features, or a uint8 :class:`~hardneg.store.CodeBlock`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The score of every row.
+        """
         if isinstance(X, np.ndarray) and X.dtype == np.uint8:
             return self.decision_function_bins(X)
         X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features_in_)
         return self.table.decision_function(X, check=False)
 
-    def decision_function_bins(self, codes, grid=None) -> np.ndarray:
+    def decision_function_bins(self, codes: ArrayLike, grid: BinGrid | None = None) -> np.ndarray:
         """Score uint8 codes on a grid (a binned store's block) by look-up + sum, no float conversion.
 
         The model's H_i ([Li13] Eq. (14), tabulated as in [Li13] Eq. (16)) is evaluated once at
@@ -95,6 +114,11 @@ class CompressedConcept:
             Node indices 0..q; a :class:`~hardneg.store.CodeBlock` carries its grid.
         grid : BinGrid, optional
             The codes' grid, when ``codes`` is a plain array.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
+            The score of every row.
         """
         from hardneg.svm._hik_tables import score_codes
 
@@ -121,7 +145,7 @@ class CompressedConcept:
         self._bins_cache = (key, table)
         return table
 
-    def bins_error_bound(self, grid) -> float:
+    def bins_error_bound(self, grid: BinGrid) -> float:
         """Bound on |score of codes - score of the original features| for features inside the grid.
 
         Rounding to the nearest node moves a value by at most half a bin
@@ -129,6 +153,16 @@ class CompressedConcept:
         slope of its piecewise-linear table, [Li13] Eq. (15)), so the bound is
         sum_i delta_i / 2 * max|H_i'|. Add the table's own ``error_bound``
         for the distance to the exact ensemble.
+
+        Parameters
+        ----------
+        grid : BinGrid
+            The grid the codes were quantized on.
+
+        Returns
+        -------
+        float
+            The bound, for any row whose features lie in ``[grid.lo, grid.hi]``.
         """
         t = self.table
         if self.exact:
@@ -147,7 +181,19 @@ class CompressedConcept:
         return f"CompressedConcept(d={self.n_features_in_}, {kind}, concept={self.meta.get('concept')!r})"
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path):
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model to a portable ``.npz`` + JSON file (no pickle), atomically.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write.
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         t = self.table
         if self.exact:
             arrays = {"values": t.values, "prefix": t.prefix, "suffix": t.suffix}
@@ -159,9 +205,20 @@ class CompressedConcept:
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
-    def load(cls, path) -> CompressedConcept:
+    def load(cls, path: str | os.PathLike) -> CompressedConcept:
         """Read a model written by :meth:`save`; :class:`ModelFileError` (one line) if it is damaged,
-        edited or impossible (NaN or infinite values, unsorted support values, inconsistent shapes)."""
+        edited or impossible (NaN or infinite values, unsorted support values, inconsistent shapes).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        CompressedConcept
+            The model.
+        """
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         kind = meta.pop("table", None)
         intercept = meta.pop("intercept", None)

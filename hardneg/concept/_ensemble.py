@@ -12,8 +12,11 @@ compression / persistence of the result.
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
+from collections.abc import Iterator
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +25,7 @@ from sklearn.metrics import average_precision_score
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d, validate_data
 
+from hardneg._typing import ArrayLike
 from hardneg._validation import Interval, StrOptions, check_positive_int, check_random_state, is_store
 from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
@@ -494,16 +498,37 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         _check_non_negative(X, "X")
         return X
 
-    def decision_function(self, X) -> np.ndarray:
-        """Exact ensemble decision value G_T(x), [Li13] Eq. (9)/(10) with the kernel of [Li13] Eq. (1)."""
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
+        """Exact ensemble decision value G_T(x), [Li13] Eq. (9)/(10) with the kernel of [Li13] Eq. (1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative features.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+            G_T of every row.
+        """
         X = self._check_X(X)
         used = np.flatnonzero(self.dual_coef_)
         return hik_gram(X, self.support_vectors_[used], check=False).astype(np.float64) @ self.dual_coef_[used] + self.intercept_
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """``classes_[1]`` (the positive label) where G_T(x) > 0, else ``classes_[0]``.
 
         The sign of the SVM ensemble; for ranking use :meth:`decision_function`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative features.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            A label of ``classes_`` for every row.
         """
         positive = self.decision_function(X) > 0  # first: raises NotFittedError before fit
         return self.classes_[positive.astype(np.intp)]
@@ -535,8 +560,19 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                              f"(classes {self.classes_.tolist()!r})")
         return float(average_precision_score(y == self.classes_[1], scores, sample_weight=sample_weight))
 
-    def staged_decision_function(self, X):
-        """Yield G_1(X), ..., G_T(X) (exact): the mAP-vs-iteration curve, Fig. 2."""
+    def staged_decision_function(self, X: ArrayLike) -> Iterator[np.ndarray]:
+        """Yield G_1(X), ..., G_T(X) (exact): the mAP-vs-iteration curve, Fig. 2.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Non-negative features.
+
+        Yields
+        ------
+        ndarray of float64, shape (n_samples,)
+            G_t of every row, for t = 1, ..., T.
+        """
         X = self._check_X(X)
         K = hik_gram(X, self.support_vectors_, check=False).astype(np.float64)
         for t in range(1, len(self.member_support_) + 1):
@@ -549,6 +585,20 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         ``n_bins`` defaults to the estimator's ``n_bins`` (q); ``None`` gives
         the exact table (binary search per dimension). ``n_members=t``
         compresses G_t instead of the final G_T (for curves over t).
+
+        Parameters
+        ----------
+        n_bins : int, None or "default", default="default"
+            Bins q per dimension of the table; None for the exact table; ``"default"``
+            takes the estimator's ``n_bins``.
+        n_members : int or None, default=None
+            Compress G_t of the first t meta classifiers; None compresses G_T (and keeps
+            the result as ``compressed_``).
+
+        Returns
+        -------
+        CompressedConcept
+            The compressed scorer.
         """
         check_is_fitted(self, "dual_coef_")
         q = self._param("n_bins", 100) if (isinstance(n_bins, str) and n_bins == "default") else n_bins
@@ -574,20 +624,55 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             self.compressed_ = model
         return model
 
-    def save(self, path, n_bins: int | None = "default"):
-        """Save the compressed model (a portable ``.npz`` + JSON file, no pickle)."""
+    def save(self, path: str | os.PathLike, n_bins: int | None = "default") -> Path:
+        """Save the compressed model (a portable ``.npz`` + JSON file, no pickle).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write.
+        n_bins : int, None or "default", default="default"
+            As for :meth:`compress`; ``"default"`` reuses ``compressed_`` when there is one.
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         model = self.compressed_ if (self.compressed_ is not None and n_bins == "default") else self.compress(n_bins)
         return model.save(path)
 
     @staticmethod
-    def load(path) -> CompressedConcept:
+    def load(path: str | os.PathLike) -> CompressedConcept:
         """Load a model written by :meth:`save`: a :class:`CompressedConcept`, since
         :meth:`save` writes the compressed scorer, not the ensemble (``hardneg.load(path)``
-        gives the same); a file of another kind is a :class:`~hardneg.exceptions.ModelFileError` naming both kinds."""
+        gives the same); a file of another kind is a :class:`~hardneg.exceptions.ModelFileError` naming both kinds.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        CompressedConcept
+            The compressed scorer.
+        """
         return CompressedConcept.load(path)
 
     def negative_tag_counts(self, top: int | None = None) -> list[list[tuple[str, int]]]:
-        """Per iteration, the tags of the selected negatives and how often (Fig. 7's tag clouds)."""
+        """Per iteration, the tags of the selected negatives and how often (Fig. 7's tag clouds).
+
+        Parameters
+        ----------
+        top : int or None, default=None
+            Most frequent tags kept per iteration; None keeps all.
+
+        Returns
+        -------
+        list of list of (str, int)
+            Per iteration, ``(tag, count)`` pairs, most frequent first.
+        """
         check_is_fitted(self, "iterations_")
         out = []
         for rec in self.iterations_:

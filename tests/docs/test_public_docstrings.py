@@ -121,20 +121,6 @@ KNOWN_GAPS: set[str] = set()
 #: public methods that had no numpydoc Parameters/Returns when methods were first walked
 #: (issue 25: 247 of 270); an entry here must still fail, so the list can only shrink
 KNOWN_METHOD_GAPS: set[str] = {
-    "hardneg.concept.CompressedConcept.bins_error_bound",
-    "hardneg.concept.CompressedConcept.decision_function",
-    "hardneg.concept.CompressedConcept.decision_function_bins",
-    "hardneg.concept.CompressedConcept.exact",
-    "hardneg.concept.CompressedConcept.load",
-    "hardneg.concept.CompressedConcept.n_features_in_",
-    "hardneg.concept.CompressedConcept.save",
-    "hardneg.concept.HIKEnsembleConcept.compress",
-    "hardneg.concept.HIKEnsembleConcept.decision_function",
-    "hardneg.concept.HIKEnsembleConcept.load",
-    "hardneg.concept.HIKEnsembleConcept.negative_tag_counts",
-    "hardneg.concept.HIKEnsembleConcept.predict",
-    "hardneg.concept.HIKEnsembleConcept.save",
-    "hardneg.concept.HIKEnsembleConcept.staged_decision_function",
     "hardneg.features.BagOfWords.config",
     "hardneg.features.BagOfWords.dim",
     "hardneg.features.BagOfWords.fit_images",
