@@ -273,7 +273,14 @@ class TorchExtractor:
         return self._dim
 
     def config(self) -> dict:
-        """JSON description of the settings, saved in the store's ``attrs``."""
+        """JSON description of the settings, saved in the store's ``attrs``.
+
+        Returns
+        -------
+        dict
+            ``extractor`` (``"cnn"``), ``model``, ``input_size``, ``mean``, ``std``,
+            ``resize`` and ``l2_normalize``.
+        """
         return {
             "extractor": "cnn",
             "model": self.name,
@@ -286,7 +293,18 @@ class TorchExtractor:
 
     # ------------------------------------------------------------------ preprocessing
     def preprocess(self, images) -> np.ndarray:
-        """Resize, crop and normalize images into a float32 batch ``(N, 3, S, S)``."""
+        """Resize, crop and normalize images into a float32 batch ``(N, 3, S, S)``.
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        ndarray of shape (N, 3, input_size, input_size), dtype float32
+            ``(x / 255 - mean) / std`` per channel, after fitting each image to the square.
+        """
         from PIL import Image
 
         self._check_params()
@@ -323,7 +341,18 @@ class TorchExtractor:
         return outs
 
     def feature_maps(self, images) -> np.ndarray:
-        """The local descriptors: feature maps ``(N, h, w, C)`` float32 (e.g. 7x7x1280 at 224)."""
+        """The local descriptors: feature maps ``(N, h, w, C)`` float32 (e.g. 7x7x1280 at 224).
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        ndarray of shape (N, h, w, C), dtype float32
+            The network's last feature map of each image, channels last.
+        """
         def fn(x):
             f = self._forward(x)
             if f.ndim != 4:
@@ -336,12 +365,34 @@ class TorchExtractor:
         return np.concatenate(self._run(images, fn))
 
     def describe(self, images) -> list[np.ndarray]:
-        """Local descriptors per image: ``h * w`` rows of ``C`` (the grid), for visual words."""
+        """Local descriptors per image: ``h * w`` rows of ``C`` (the grid), for visual words.
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        list of ndarray of shape (h * w, C), dtype float32
+            One array per image: its feature map's cells as rows.
+        """
         maps = self.feature_maps(images)
         return [m.reshape(-1, m.shape[-1]) for m in maps]
 
     def transform(self, images) -> np.ndarray:
-        """Globally average-pooled features ``(N, C)`` float32 (l2-normalized if asked)."""
+        """Globally average-pooled features ``(N, C)`` float32 (l2-normalized if asked).
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        ndarray of shape (N, C), dtype float32
+            One feature vector per image, of unit l2 norm when ``l2_normalize``.
+        """
         def fn(x):
             f = self._forward(x)
             if f.ndim == 4:
@@ -462,6 +513,7 @@ class EfficientNetLite0(TorchExtractor):
 
     @property
     def dim(self) -> int:
+        """Length of a pooled feature vector: 1280."""
         return 1280
 
     def _forward(self, batch):
@@ -469,7 +521,14 @@ class EfficientNetLite0(TorchExtractor):
 
     # ------------------------------------------------------------------ ONNX Runtime
     def onnx_model_path(self) -> Path:
-        """The cached ONNX file for these weights and export settings (it may not exist yet)."""
+        """The cached ONNX file for these weights and export settings (it may not exist yet).
+
+        Returns
+        -------
+        Path
+            A file in the models cache, named by a digest of the weights, the
+            torch and efficientnet-lite-pytorch versions and the export settings.
+        """
         key = {
             "weights_sha256": _file_sha256(self._weights_path()),
             "torch": _package_version("torch"),
@@ -623,7 +682,18 @@ class EfficientNetLite0(TorchExtractor):
     transform.__doc__ = TorchExtractor.transform.__doc__
 
     def predict_imagenet(self, images) -> np.ndarray:
-        """ImageNet-1k logits ``(N, 1000)`` from the network's own classifier head."""
+        """ImageNet-1k logits ``(N, 1000)`` from the network's own classifier head.
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        ndarray of shape (N, 1000), dtype float32
+            The logits of each image (PyTorch runtime).
+        """
         def fn(x):
             pooled = self.net.extract_features(x).mean(dim=(2, 3))
             return self.net._fc(pooled).numpy().astype(np.float32)

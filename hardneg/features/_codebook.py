@@ -133,6 +133,20 @@ class Codebook(BaseEstimator):
 
         A list also gives document frequencies for TF-IDF. ``y`` is ignored.
         ``random_state`` here is deprecated: set it in the constructor.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_descriptors, d), or list of arrays of shape (m_i, d)
+            The descriptors (at least ``n_words`` of them); a list gives one array per image.
+        y : None
+            Ignored.
+        random_state : int, Generator or None, optional
+            Deprecated (FutureWarning): pass ``random_state`` to the constructor.
+
+        Returns
+        -------
+        self : object
+            Fitted codebook (``centroids_``, ``idf_``).
         """
         self._check_params()
         if random_state is not None:
@@ -219,7 +233,19 @@ class Codebook(BaseEstimator):
         return self._index
 
     def predict(self, X) -> np.ndarray:
-        """Nearest word of each descriptor in ``X`` (n, d), int64 ``(n,)``."""
+        """Nearest word of each descriptor in ``X`` (n, d), int64 ``(n,)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Descriptors of the codebook's dimension.
+
+        Returns
+        -------
+        ndarray of shape (n,), dtype int64
+            The word (row of ``centroids_``) of each descriptor: the nearest
+            centroid, or the leaf reached by the vocabulary tree's greedy descent.
+        """
         self._check_fitted()
         if hasattr(self, "n_features_in_"):
             X = validate_X(self, X, reset=False, min_rows=0)
@@ -233,7 +259,18 @@ class Codebook(BaseEstimator):
         return idx[:, 0].astype(np.int64)
 
     def counts(self, descriptor_sets) -> sp.csr_matrix:
-        """Word counts per image: CSR ``(n_images, n_words)`` float32 (one batched search)."""
+        """Word counts per image: CSR ``(n_images, n_words)`` float32 (one batched search).
+
+        Parameters
+        ----------
+        descriptor_sets : iterable of array-like of shape (m_i, d)
+            Each image's descriptors (``m_i`` may be 0).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_images, n_words), dtype float32
+            How many of each image's descriptors fall in each word.
+        """
         self._check_fitted()
         sets = list(descriptor_sets)
         sets = [np.asarray(s, np.float32) for s in sets]
@@ -250,12 +287,19 @@ class Codebook(BaseEstimator):
 
         Parameters
         ----------
+        descriptor_sets : iterable of array-like of shape (m_i, d)
+            Each image's descriptors (``m_i`` may be 0).
         weighting : {"tf", "tfidf"}
             Raw counts, or counts times ``idf_``.
         normalize : {"l1", "l2", None}
             Row normalization; an image without descriptors stays all-zero.
         sparse : bool
             Return CSR (for 10K+ words) instead of a dense float32 array.
+
+        Returns
+        -------
+        ndarray or scipy.sparse.csr_matrix of shape (n_images, n_words), dtype float32
+            One bag-of-words vector per image.
         """
         if weighting not in ("tf", "tfidf"):
             raise ValueError(f"weighting: expected 'tf' or 'tfidf', got {weighting!r}")
@@ -274,8 +318,19 @@ class Codebook(BaseEstimator):
         return H if sparse else np.ascontiguousarray(H.toarray(), np.float32)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path) -> Path:
-        """Write the codebook to a portable ``.npz`` file (no pickle)."""
+    def save(self, path: str | Path) -> Path:
+        """Write the codebook to a portable ``.npz`` file (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically: a temporary file, then renamed).
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         self._check_fitted()
         meta = {"n_words": int(self.n_words), "n_iter": int(self.n_iter), "max_descriptors": self.max_descriptors, "assign": self.assign}
         arrays = {"centroids": self.centroids_, "idf": self.idf_}
@@ -285,8 +340,24 @@ class Codebook(BaseEstimator):
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
-    def load(cls, path) -> Codebook:
-        """Read a codebook written by :meth:`save`."""
+    def load(cls, path: str | Path) -> Codebook:
+        """Read a codebook written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+            A codebook file written by :meth:`save`.
+
+        Returns
+        -------
+        Codebook
+            The fitted codebook.
+
+        Raises
+        ------
+        ModelFileError
+            If the file is damaged or its parameters or arrays are inconsistent.
+        """
         arrays, meta = load_model(path, _KIND, {_VERSION}, schema={
             "centroids": ArraySpec("f", 2), "idf": ArraySpec("f", 1), "tree_inner": ArraySpec("f", 2, optional=True)})
         try:
@@ -365,14 +436,24 @@ class BagOfWords:
         self.codebook = codebook
 
     @property
-    def sift(self):
+    def sift(self) -> Any:
+        """The local descriptor (an alias of ``descriptor``, from when it was always dense SIFT)."""
         return self.descriptor
 
     @property
     def dim(self) -> int:
+        """Length of a histogram: ``n_words``."""
         return int(self.n_words)
 
     def config(self) -> dict:
+        """JSON description of the settings, saved in the store's ``attrs``.
+
+        Returns
+        -------
+        dict
+            The extractor kind, the descriptor's own config, ``n_words``,
+            ``weighting``, ``normalize``, ``sparse`` (and ``tree_branching`` for a tree).
+        """
         cfg = {
             "extractor": "bow",
             "descriptor": self.descriptor.config(),
@@ -386,10 +467,32 @@ class BagOfWords:
         return cfg
 
     def is_fitted(self) -> bool:
+        """Whether a fitted codebook is set.
+
+        Returns
+        -------
+        bool
+            True once :meth:`fit_images` ran, a fitted ``codebook`` was given, or
+            :meth:`load_state` read one.
+        """
         return self.codebook is not None and hasattr(self.codebook, "centroids_")
 
-    def fit_images(self, images, random_state=None) -> BagOfWords:
-        """Learn the codebook (and document frequencies) from these images' descriptors."""
+    def fit_images(self, images, random_state: RandomState = None) -> BagOfWords:
+        """Learn the codebook (and document frequencies) from these images' descriptors.
+
+        Parameters
+        ----------
+        images : sequence
+            The training images, in the form the descriptor's ``describe`` takes
+            (e.g. arrays for :class:`DenseSift`).
+        random_state : int, Generator or None, optional
+            The codebook's seed when the constructor's ``random_state`` is None.
+
+        Returns
+        -------
+        self : object
+            The extractor, with a fitted ``codebook``.
+        """
         sets = self.descriptor.describe(images)
         seed = self.random_state if self.random_state is not None else random_state
         cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign,
@@ -408,13 +511,37 @@ class BagOfWords:
         return self.codebook
 
     def transform(self, images):
-        """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``."""
+        """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``.
+
+        Parameters
+        ----------
+        images : sequence
+            The images, in the form the descriptor's ``describe`` takes.
+
+        Returns
+        -------
+        ndarray or scipy.sparse.csr_matrix of shape (n, n_words), dtype float32
+            One histogram per image, weighted and normalized as set.
+        """
         return self._fitted_codebook().histograms(self.descriptor.describe(images), weighting=self.weighting, normalize=self.normalize,
                                                   sparse=self.sparse)
 
-    def save_state(self, folder) -> None:
-        """Save the codebook inside the store folder, next to the vectors."""
+    def save_state(self, folder: str | Path) -> None:
+        """Save the codebook inside the store folder, next to the vectors.
+
+        Parameters
+        ----------
+        folder : str or Path
+            The store folder; the codebook is written to its ``codebook.npz``.
+        """
         self.codebook.save(Path(folder) / CODEBOOK_FILE)
 
-    def load_state(self, folder) -> None:
+    def load_state(self, folder: str | Path) -> None:
+        """Read the codebook saved by :meth:`save_state` from the store folder.
+
+        Parameters
+        ----------
+        folder : str or Path
+            The store folder.
+        """
         self.codebook = Codebook.load(Path(folder) / CODEBOOK_FILE)

@@ -89,6 +89,14 @@ class DenseSift:
     dim = 128
 
     def check_params(self) -> None:
+        """Check the settings (done before the first image is described).
+
+        Raises
+        ------
+        ValueError
+            If ``step``, a bin size, ``max_side`` or ``resize_to`` is not a positive
+            integer, ``bin_sizes`` is empty, or ``resize_to`` leaves no room for a descriptor.
+        """
         check_positive_int(self.step, "step")
         if len(tuple(self.bin_sizes)) == 0:
             raise ValueError("bin_sizes: needs at least one size")
@@ -105,6 +113,14 @@ class DenseSift:
             )
 
     def config(self) -> dict:
+        """JSON description of the settings, saved in the store's ``attrs``.
+
+        Returns
+        -------
+        dict
+            ``descriptor`` (``"dense-sift"``), ``step``, ``bin_sizes``, ``max_side``,
+            ``resize_to``, ``drop_flat`` and ``root_sift``.
+        """
         return {
             "descriptor": "dense-sift",
             "step": int(self.step),
@@ -129,7 +145,19 @@ class DenseSift:
         return g
 
     def grid(self, height: int, width: int) -> np.ndarray:
-        """Keypoints ``(m, 3)`` as ``x, y, size`` for an image of this size."""
+        """Keypoints ``(m, 3)`` as ``x, y, size`` for an image of this size.
+
+        Parameters
+        ----------
+        height, width : int
+            The (prepared) image's size in pixels.
+
+        Returns
+        -------
+        ndarray of shape (m, 3), dtype float32
+            One keypoint per row, every ``step`` pixels for each bin size, keeping
+            the 4-bin window inside the image; ``m`` may be 0.
+        """
         pts = []
         for b in self.bin_sizes:
             half = 2 * int(b)  # the 4-bin window must fit inside the image
@@ -142,7 +170,19 @@ class DenseSift:
         return np.concatenate(pts) if pts else np.empty((0, 3), np.float32)
 
     def describe_one(self, image) -> np.ndarray:
-        """Descriptors ``(m, 128)`` float32 of one image (``m`` may be 0)."""
+        """Descriptors ``(m, 128)`` float32 of one image (``m`` may be 0).
+
+        Parameters
+        ----------
+        image : array-like
+            One image (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA),
+            converted to grey and resized as set.
+
+        Returns
+        -------
+        ndarray of shape (m, 128), dtype float32
+            Upright SIFT descriptors on the dense grid (RootSIFT if ``root_sift``).
+        """
         cv2 = _require_cv2()
         if self._sift is None:
             self.check_params()
@@ -164,5 +204,16 @@ class DenseSift:
         return np.ascontiguousarray(desc)
 
     def describe(self, images) -> list[np.ndarray]:
-        """Descriptors of each image: a list of ``(m_i, 128)`` float32 arrays."""
+        """Descriptors of each image: a list of ``(m_i, 128)`` float32 arrays.
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images as arrays (``(H, W)`` grey, ``(H, W, 3)`` RGB or ``(H, W, 4)`` RGBA).
+
+        Returns
+        -------
+        list of ndarray of shape (m_i, 128), dtype float32
+            One array per image, as :meth:`describe_one` gives.
+        """
         return [self.describe_one(img) for img in images]

@@ -283,6 +283,13 @@ class ImageItem:
     _array: object = None
 
     def load(self) -> np.ndarray:
+        """The image's pixels: the in-memory array, or the file decoded.
+
+        Returns
+        -------
+        ndarray of shape (H, W, 3), dtype uint8
+            RGB pixels.
+        """
         if self._array is not None:
             return to_rgb(self._array)
         return read_image(self.path)

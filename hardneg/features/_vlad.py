@@ -141,12 +141,31 @@ class VLAD(BagOfWords):
 
     @property
     def dim(self) -> int:
+        """Length of a VLAD vector: ``n_words * d``."""
         return int(self.n_words) * int(self.descriptor.dim)
 
     def config(self) -> dict:
+        """JSON description of the settings, saved in the store's ``attrs``.
+
+        Returns
+        -------
+        dict
+            ``extractor`` (``"vlad"``), the descriptor's config, ``n_words``, ``power`` and ``intra``.
+        """
         return {"extractor": "vlad", "descriptor": self.descriptor.config(), "n_words": int(self.n_words), "power": self.power,
                 "intra": self.intra}
 
     def transform(self, images):
-        """VLAD vectors ``(n, n_words * d)``, float32, unit l2 norm (zero for an image without descriptors)."""
+        """VLAD vectors ``(n, n_words * d)``, float32, unit l2 norm (zero for an image without descriptors).
+
+        Parameters
+        ----------
+        images : sequence
+            The images, in the form the descriptor's ``describe`` takes.
+
+        Returns
+        -------
+        ndarray of shape (n, n_words * d), dtype float32
+            One VLAD vector per image.
+        """
         return vlad(self.descriptor.describe(images), self._fitted_codebook(), power=self.power, intra=self.intra)

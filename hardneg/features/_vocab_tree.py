@@ -137,6 +137,20 @@ class VocabularyTree(BaseEstimator):
 
         ``progress(1)`` is called after each level is learned (unit: tree levels; the calls add
         up to ``depth``; the protocol of :mod:`hardneg._progress`). ``y`` is ignored.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Descriptors, at least ``branching`` of them.
+        y : None
+            Ignored.
+        progress : callable, optional
+            Called as ``progress(1)`` after each level.
+
+        Returns
+        -------
+        self : object
+            Fitted tree (``centers_``, ``offsets_``, ``n_words_``).
         """
         validate_params(self)
         import faiss
@@ -191,7 +205,18 @@ class VocabularyTree(BaseEstimator):
         return self.centers_[self.offsets_[-2] :]
 
     def predict(self, X) -> np.ndarray:
-        """Word (leaf reached by greedy descent) of each row of ``X``: int64 ``(n,)``."""
+        """Word (leaf reached by greedy descent) of each row of ``X``: int64 ``(n,)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Descriptors of the tree's dimension.
+
+        Returns
+        -------
+        ndarray of shape (n,), dtype int64
+            The word of each row, in ``0 .. n_words_ - 1``.
+        """
         check_is_fitted(self, "centers_")
         if hasattr(self, "n_features_in_"):
             X = validate_X(self, X, reset=False, min_rows=0)
@@ -204,14 +229,40 @@ class VocabularyTree(BaseEstimator):
         return nodes
 
     def quantization_error(self, X) -> float:
-        """Mean squared distance of the rows of ``X`` to their word's centre."""
+        """Mean squared distance of the rows of ``X`` to their word's centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Descriptors of the tree's dimension.
+
+        Returns
+        -------
+        float
+            The mean over rows of ``||x - word centre||²``.
+        """
         X = np.asarray(X, np.float32)
         words = self.predict(X)
         return float(np.mean(np.sum((X - self.words_[words]) ** 2, axis=1)))
 
     @classmethod
-    def from_centers(cls, branching: int, depth: int, centers) -> VocabularyTree:
-        """A fitted tree from its stored centres (what a codebook file holds); ValueError if they do not fit."""
+    def from_centers(cls, branching: int, depth: int, centers: np.ndarray) -> VocabularyTree:
+        """A fitted tree from its stored centres (what a codebook file holds); ValueError if they do not fit.
+
+        Parameters
+        ----------
+        branching : int
+            Children per node ``b``.
+        depth : int
+            Levels ``L``.
+        centers : array-like of shape (b + b² + ... + b^L, d)
+            Centres of every node, level by level (as ``centers_``).
+
+        Returns
+        -------
+        VocabularyTree
+            The fitted tree.
+        """
         tree = cls(branching=branching, depth=depth)
         validate_params(tree)
         offsets = tree._offsets()
