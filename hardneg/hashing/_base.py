@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
+import os
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from hardneg._persist import ModelFileError, array_digest, load_model, save_model
+from hardneg._typing import ArrayLike
 from hardneg._validation import Interval, check_memory, validate_params, validate_X
 
 __all__ = ["MAX_BITS", "BaseHasher", "faiss_bits_to_packed"]
@@ -90,19 +93,57 @@ class BaseHasher(TransformerMixin, BaseEstimator):
             hint="lower n_bits or train on fewer rows",
         )
 
-    def embed(self, X) -> np.ndarray:
-        """Real-valued projections whose signs are the bits, shape (n, n_bits)."""
+    def embed(self, X: ArrayLike) -> np.ndarray:
+        """Real-valued projections whose signs are the bits, shape (n, n_bits).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_bits)
+            The projections (a hasher without them raises ``NotImplementedError``).
+        """
         raise NotImplementedError(f"{type(self).__name__} has no real-valued embedding")
 
     def _bits(self, X) -> np.ndarray:
         return self.embed(X) > 0
 
-    def transform(self, X) -> np.ndarray:
-        """Packed binary codes, uint8 of shape (n_samples, ceil(n_bits / 8))."""
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Packed binary codes, uint8 of shape (n_samples, ceil(n_bits / 8)).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_samples, ceil(n_bits / 8))
+            The codes, ``np.packbits`` order.
+        """
         X = self._check_X(X)
         return np.packbits(self._bits(X), axis=1)
 
-    def fit_transform(self, X, y=None, **fit_params):
+    def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params) -> np.ndarray:
+        """Fit on ``X`` (and ``y``), then encode ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows.
+        y : array-like or None, default=None
+            Labels, for the supervised hashers.
+        **fit_params : dict
+            Further arguments of ``fit`` (e.g. ``X_unlabeled``).
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_samples, n_bytes)
+            The codes of ``X``, as :meth:`transform` gives them.
+        """
         return self.fit(X, y, **fit_params).transform(X)
 
     # persistence ---------------------------------------------------------
@@ -112,8 +153,19 @@ class BaseHasher(TransformerMixin, BaseEstimator):
     def _from_arrays(self, arrays: dict, meta: dict) -> None:
         raise NotImplementedError
 
-    def save(self, path):
-        """Write the fitted model to ``path`` (portable .npz + JSON, no pickle)."""
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the fitted model to ``path`` (portable .npz + JSON, no pickle).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write.
+
+        Returns
+        -------
+        Path
+            The path written.
+        """
         check_is_fitted(self, self._fitted_attr)
         meta = {
             "params": _json_params(self.get_params()),
@@ -132,12 +184,22 @@ class BaseHasher(TransformerMixin, BaseEstimator):
     _schema: dict = {}
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike):
         """Read a model written by :meth:`save`.
 
         Raises :class:`~hardneg._persist.ModelFileError` (one line) for a file
         that is damaged, edited, of another kind, or whose values cannot be
         what ``fit`` made (non-finite weights, impossible sizes).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by this class's :meth:`save`.
+
+        Returns
+        -------
+        BaseHasher
+            The fitted hasher, of this class.
         """
         arrays, meta = load_model(path, cls._kind, (_FORMAT_VERSION,), schema=cls._schema or None)
         try:
@@ -167,6 +229,11 @@ class BaseHasher(TransformerMixin, BaseEstimator):
         A hasher loaded from a file has the fingerprint of the one that was
         saved; a Hamming index records it, so a search can refuse codes from
         another hasher.
+
+        Returns
+        -------
+        str
+            32 hex digits.
         """
         check_is_fitted(self, self._fitted_attr)
         h = hashlib.blake2b(digest_size=16)

@@ -15,6 +15,7 @@ import faiss
 import numpy as np
 
 from hardneg._persist import ArraySpec, deserialize_faiss
+from hardneg._typing import ArrayLike
 from hardneg._validation import RANDOM_STATE, Interval, check_k, check_random_state
 from hardneg.hashing._base import N_BITS, BaseHasher
 
@@ -81,7 +82,23 @@ class PQHasher(BaseHasher):
         out[:, : X.shape[1]] = X
         return out
 
-    def fit(self, X, y=None, X_unlabeled=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None, X_unlabeled: ArrayLike | None = None) -> PQHasher:
+        """Train the sub-quantizers' k-means (FAISS ``IndexPQ``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (at least 2).
+        y : Ignored
+            Not used (unsupervised), present for API consistency.
+        X_unlabeled : Ignored
+            Not used, present for the API of the semi-supervised hashers.
+
+        Returns
+        -------
+        PQHasher
+            Fitted hasher (``index_`` and ``n_centroids_`` set).
+        """
         n_bits = self._check_n_bits()
         b = int(self.subquantizer_bits)
         if n_bits % b:
@@ -122,14 +139,44 @@ class PQHasher(BaseHasher):
         self.n_bits_ = n_bits
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """PQ codes of the rows (FAISS ``sa_encode``): not Hamming codes, see :meth:`search`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_samples, code_size)
+            One byte per sub-quantizer with 8 bits each; ``ceil(n_bits / 8)`` bit-packed
+            bytes otherwise.
+        """
         X = self._check_X(X)
         if X.shape[0] == 0:
             return np.zeros((0, self.index_.code_size), dtype=np.uint8)
         return self.index_.sa_encode(self._pad(X))
 
     def search(self, X_query, db_codes, k):
-        """ADC top-``k`` of raw queries against PQ codes: (indices, squared distances)."""
+        """ADC top-``k`` of raw queries against PQ codes: (indices, squared distances).
+
+        Parameters
+        ----------
+        X_query : array-like of shape (n_queries, n_features)
+            Raw query rows.
+        db_codes : ndarray of uint8, shape (n_codes, code_size)
+            PQ codes of the database (:meth:`transform`).
+        k : int
+            Neighbours per query, at most ``n_codes``.
+
+        Returns
+        -------
+        indices : ndarray of int64, shape (n_queries, k)
+            Rows of ``db_codes``, nearest first.
+        distances : ndarray of float32, shape (n_queries, k)
+            Their squared asymmetric (ADC) distances.
+        """
         X_query = self._pad(self._check_X(X_query, "X_query"))
         db_codes = np.ascontiguousarray(db_codes, dtype=np.uint8)
         code_size = self.index_.code_size

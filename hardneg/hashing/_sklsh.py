@@ -8,6 +8,7 @@ from numbers import Real
 import numpy as np
 
 from hardneg._persist import ArraySpec
+from hardneg._typing import ArrayLike
 from hardneg._validation import RANDOM_STATE, Interval, check_random_state
 from hardneg.hashing._base import N_BITS, BaseHasher, check_finite_array
 
@@ -49,7 +50,23 @@ class SKLSHHasher(BaseHasher):
         self.gamma = gamma
         self.random_state = random_state
 
-    def fit(self, X, y=None, X_unlabeled=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None, X_unlabeled: ArrayLike | None = None) -> SKLSHHasher:
+        """Draw the random Fourier features (and ``gamma`` from the data when it is None).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (at least 2).
+        y : Ignored
+            Not used (unsupervised), present for API consistency.
+        X_unlabeled : Ignored
+            Not used, present for the API of the semi-supervised hashers.
+
+        Returns
+        -------
+        SKLSHHasher
+            Fitted hasher (``projections_``, ``phases_``, ``thresholds_``, ``gamma_`` set).
+        """
         n_bits = self._check_n_bits()
         X = self._check_X(X, fitting=True)
         self._check_fit_memory(X, n_bits)
@@ -69,7 +86,19 @@ class SKLSHHasher(BaseHasher):
         self.n_bits_ = n_bits
         return self
 
-    def embed(self, X):
+    def embed(self, X: ArrayLike) -> np.ndarray:
+        """``cos(w_k . x + b_k) + t_k``: the real values whose signs are the bits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of float32, shape (n_samples, n_bits)
+            The embedding.
+        """
         X = self._check_X(X)
         return np.cos(X @ self.projections_ + self.phases_) + self.thresholds_
 

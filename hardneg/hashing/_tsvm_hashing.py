@@ -32,6 +32,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
 from hardneg._persist import ArraySpec
+from hardneg._typing import ArrayLike
 from hardneg._validation import (
     RANDOM_STATE,
     Interval,
@@ -255,6 +256,22 @@ class TSVMHashing(BaseHasher):
 
         ``y`` holds one label per row, or a multi-hot (n_samples, n_classes)
         matrix for multi-label data. ``progress(n)`` is called after every node.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Labeled training rows.
+        y : array-like of shape (n_samples,) or (n_samples, n_classes)
+            Class labels, or a multi-hot matrix (at least 2 classes).
+        X_unlabeled : array-like of shape (n_unlabeled, n_features), or None, default=None
+            Unlabeled rows for the transductive SVMs of the nodes.
+        progress : callable or None, default=None
+            Called with 1 after every node trained.
+
+        Returns
+        -------
+        TSVMHashing
+            Fitted hasher.
         """
         self._check_n_bits()
         X = self._check_X(X, fitting=True)
@@ -392,15 +409,39 @@ class TSVMHashing(BaseHasher):
     def _project(self, X):
         return X @ self.coef_.T + self.intercept_
 
-    def embed(self, X):
+    def embed(self, X: ArrayLike) -> np.ndarray:
         """Real-valued projections: the hyperplanes' outputs (``mode="bits"``,
-        the first ``n_bits`` of them) or the ITQ-rotated embedding (``mode="itq"``)."""
+        the first ``n_bits`` of them) or the ITQ-rotated embedding (``mode="itq"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_bits)
+            The projections; their signs are the bits.
+        """
         X = self._check_X(X)
         if self.mode == "itq":
             return self.itq_.embed(self._project(X))
         return X @ self.coef_[: self.n_bits_].T + self.intercept_[: self.n_bits_]
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Packed binary codes: the signs of the hyperplanes (``mode="bits"``) or of the
+        ITQ-rotated embedding (``mode="itq"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to encode.
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_samples, ceil(n_bits / 8))
+            The codes, ``np.packbits`` order.
+        """
         X = self._check_X(X)
         if self.mode == "itq":
             return self.itq_.transform(self._project(X))

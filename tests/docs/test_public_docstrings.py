@@ -121,20 +121,6 @@ KNOWN_GAPS: set[str] = set()
 #: public methods that had no numpydoc Parameters/Returns when methods were first walked
 #: (issue 25: 247 of 270); an entry here must still fail, so the list can only shrink
 KNOWN_METHOD_GAPS: set[str] = {
-    "hardneg.hashing.BaseHasher.embed",
-    "hardneg.hashing.BaseHasher.fingerprint",
-    "hardneg.hashing.BaseHasher.fit_transform",
-    "hardneg.hashing.BaseHasher.load",
-    "hardneg.hashing.BaseHasher.save",
-    "hardneg.hashing.BaseHasher.transform",
-    "hardneg.hashing.PQHasher.fit",
-    "hardneg.hashing.PQHasher.search",
-    "hardneg.hashing.PQHasher.transform",
-    "hardneg.hashing.SKLSHHasher.embed",
-    "hardneg.hashing.SKLSHHasher.fit",
-    "hardneg.hashing.TSVMHashing.embed",
-    "hardneg.hashing.TSVMHashing.fit",
-    "hardneg.hashing.TSVMHashing.transform",
     "hardneg.report.HTMLReport.figure",
     "hardneg.report.HTMLReport.heading",
     "hardneg.report.HTMLReport.image_grid",
