@@ -9,7 +9,10 @@ descriptions come from ``--descriptions CSV`` (class -> attribute vector or
 class -> text), else from the CSV an import recorded beside the store
 (``hardneg datasets import xlsa17``), else from WordNet glosses of the class
 names embedded by MiniLM (:mod:`hardneg.zeroshot._descriptions`). The model
-records the descriptions of every class it was trained with, seen and unseen.
+records the descriptions of every class it was trained with, seen and unseen,
+and, when trained with ``--tags``, those tags (in ``history_["class_tags"]``,
+the training record saved with it): ``zsl eval`` then takes the classes from
+the same tags unless ``--tags`` or ``--labels`` says otherwise.
 
 An xlsa17 folder (``res101.mat`` + ``att_splits.mat``) is still accepted
 wherever a store is: it is read in memory exactly as ``hardneg datasets
@@ -108,7 +111,19 @@ def _names(option: str, value: str | None) -> list[str] | None:
     return names
 
 
-def _class_space(data, path: str, tags: list[str] | None):
+# the key of ZeroShotClassifier.history_ (saved with the model) that records the --tags of `zsl train`
+_CLASS_TAGS = "class_tags"
+
+
+def _trained_tags(clf) -> list[str] | None:
+    """The ``--tags`` the model was trained with (None: its classes came from labels)."""
+    recorded = getattr(clf, "history_", {}).get(_CLASS_TAGS)
+    if not isinstance(recorded, list) or not recorded or not all(isinstance(t, str) for t in recorded):
+        return None
+    return recorded
+
+
+def _class_space(data, path: str, tags: list[str] | None, option: str = "--tags"):
     """``(code per row (-1: no class), class name per code)``: from tags, else from labels."""
     import numpy as np
 
@@ -121,7 +136,7 @@ def _class_space(data, path: str, tags: list[str] | None):
             hits[rows] += 1
         codes[hits != 1] = -1
         if not (codes >= 0).any():
-            raise CLIError(f"--tags: no item of {path} carries exactly one of {tags}; the store has {data.summary()}")
+            raise CLIError(f"{option}: no item of {path} carries exactly one of {tags}; the store has {data.summary()}")
         return codes, list(tags)
     codes = data.labels()
     if not (codes >= 0).any():
@@ -260,6 +275,8 @@ def train(
                              random_state=seed)
     clf.fit(X, codes[rows], (all_codes, vectors))
     clf.record_descriptions(all_codes, present, vectors)
+    if tags is not None:
+        clf.history_[_CLASS_TAGS] = names  # zsl eval's default class space
     clf.save(out)
     console.print(f"trained on {rows.size:,} items of {clf.classes_.size} seen classes "
                   f"({len(present) - clf.classes_.size} unseen); descriptions: {where}; saved to {out}")
@@ -284,8 +301,10 @@ def _model_names(clf, names: list[str]) -> dict:
 def evaluate(
     model: str = typer.Argument(..., metavar="MODEL", help="Model file from `hardneg zsl train`."),
     data: str = typer.Argument(..., metavar="STORE", help=_DATA_HELP),
-    labels: bool = typer.Option(False, "--labels", help=_LABELS_HELP),
-    tags: str = typer.Option(None, "--tags", metavar="T1,T2,...", help=_TAGS_HELP),
+    labels: bool = typer.Option(
+        False, "--labels", help="Classes from the store's labels and class_names (the default for a model not trained with --tags)."
+    ),
+    tags: str = typer.Option(None, "--tags", metavar="T1,T2,...", help=_TAGS_HELP + " Default: the --tags the model was trained with."),
     unseen: str = typer.Option(None, "--unseen", metavar="C1,C2,...", help="Unseen classes to test (default: every class of the test rows the model did not train on)."),
     split: str | None = typer.Option(
         None, "--split", help="Test on this split ('' for all rows). Default: test when the store has one, else all rows."
@@ -309,7 +328,10 @@ def evaluate(
     clf = load_zero_shot(model)
     if clf.n_features_in_ != ds.dim:
         raise CLIError(f"{model} expects {clf.n_features_in_} features, {data} has {ds.dim}")
-    codes, names = _class_space(ds, data, _names("--tags", tags))
+    class_tags, option = _names("--tags", tags), "--tags"
+    if class_tags is None and not labels and _trained_tags(clf) is not None:
+        class_tags, option = _trained_tags(clf), f"the --tags {model} was trained with"
+    codes, names = _class_space(ds, data, class_tags, option)
     split_name = _default_split(ds, split, "test")
     rows = ds.select(split=split_name) if split_name else np.arange(len(ds))
     if split_name and rows.size == 0:
@@ -348,7 +370,7 @@ def evaluate(
     keep = np.isin(row_names, unseen_names)
     if split_name is not None:
         keep |= np.isin(row_names, seen_names)  # seen test rows: GZSC
-    else:
+    elif not (as_json or csv_out == "-"):  # a note on stdout would break the JSON / CSV there
         console.print("note: no test split; GZSC is skipped (the seen classes' rows include the training rows)")
     rows, row_names = rows[keep], row_names[keep]
     y = np.array([label_of[n] for n in row_names])

@@ -91,7 +91,7 @@ def test_labels_attribute_csv_train_eval(tmp_path):
     r = _ok("zsl", "train", tmp_path / "s", "-o", model, "--descriptions", csv, *TRAIN)
     assert "4 seen classes (2 unseen)" in " ".join(r.output.split())
     clf = hardneg.load(model)  # the one loader opens the zero-shot model file
-    assert clf.classes_.tolist() == [0, 1, 2, 3]
+    assert clf.classes_.tolist() == [0, 1, 2, 3] and "class_tags" not in clf.history_  # classes from labels
     # every class's description is recorded, seen and unseen, as given
     assert clf.class_names_.tolist() == NAMES and clf.class_descriptions_[0].tolist() == list(range(6))
     assert np.array_equal(clf.class_descriptions_[1], att.astype(np.float32))
@@ -141,6 +141,18 @@ def test_tags_and_text_csv(tmp_path, fake_text):
     assert "63 items" in r.output  # 64 train rows, one with two class tags
     scores = json.loads(_ok("zsl", "eval", model, tmp_path / "s", "--tags", ",".join(NAMES), "--json").output)
     assert set(scores) == {"zsl", "seen", "unseen", "harmonic"}
+    # the model keeps its --tags: eval takes the same classes without them
+    assert clf.history_["class_tags"] == NAMES
+    assert json.loads(_ok("zsl", "eval", model, tmp_path / "s", "--json").output) == scores
+    # an explicit flag wins: --labels reads the store's labels (it has none), --tags another class list
+    r = _run("zsl", "eval", model, tmp_path / "s", "--labels")
+    assert isinstance(r.exception, CLIError) and "no item has a label" in str(r.exception)
+    fewer = json.loads(_ok("zsl", "eval", model, tmp_path / "s", "--tags", ",".join(NAMES[:5]), "--json").output)
+    assert fewer["zsl"] == 1.0  # dolphin is no class now: whale is the one unseen class, always right
+    # a store with no item of the recorded tags says where the tags came from
+    _store(tmp_path / "other", tags=False)
+    r = _run("zsl", "eval", model, tmp_path / "other")
+    assert isinstance(r.exception, CLIError) and "was trained with" in str(r.exception)
 
 
 def test_wordnet_glosses_without_csv(tmp_path, fake_text):
@@ -197,6 +209,10 @@ def test_errors(tmp_path):
     _store(tmp_path / "n", splits=False)
     r = _run("zsl", "train", tmp_path / "n", "-o", m, "--descriptions", csv)
     assert isinstance(r.exception, CLIError) and "--unseen" in str(r.exception)
+    # with --unseen it trains; eval's note that GZSC is skipped stays out of --json
+    _ok("zsl", "train", tmp_path / "n", "-o", m, "--descriptions", csv, "--unseen", "whale,dolphin", *TRAIN)
+    assert set(json.loads(_ok("zsl", "eval", m, tmp_path / "n", "--json").output)) == {"zsl"}
+    assert "GZSC is skipped" in _ok("zsl", "eval", m, tmp_path / "n").output
     # eval: an unseen class the model has no description of, without a CSV
     _ok("zsl", "train", tmp_path / "s", "-o", m, "--descriptions", csv, "--seen", "zebra,horse,tiger", *TRAIN)
     r = _run("zsl", "eval", m, tmp_path / "s", "--unseen", "zebra")
