@@ -75,7 +75,7 @@ from hardneg.similarity import (  # noqa: E402
 )
 
 LAM_PATH = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
-C_PATH = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)  # OASIS-diag's C (PA-I step cap), 0.1 the default
+C_PATH = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # OASIS-diag's C (PA-I step cap), 0.1 the default
 TEST_SEED, VAL_SEED = 1000, 5000  # draw d: seed 1000 + d; validation draw v: 5000 + v (needs d < 4000)
 FASHION_PER_CLASS = 500
 
