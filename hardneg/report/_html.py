@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import html
 import math
+import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from hardneg._typing import ArrayLike
 
 from ._png import png_data_uri
 
@@ -147,19 +151,59 @@ class HTMLReport:
         self.parts: list[str] = [f"<h1>{html.escape(title)}</h1>"]
 
     def heading(self, text: str) -> None:
+        """Add a section heading (``<h2>``).
+
+        Parameters
+        ----------
+        text : str
+            The heading (HTML-escaped).
+        """
         self.parts.append(f"<h2>{html.escape(text)}</h2>")
 
     def paragraph(self, text: str) -> None:
+        """Add a paragraph of text.
+
+        Parameters
+        ----------
+        text : str
+            The text (HTML-escaped).
+        """
         self.parts.append(f"<p>{html.escape(text)}</p>")
 
-    def table(self, header, rows) -> None:
+    def table(self, header: Sequence[object], rows: Iterable[Sequence[object]]) -> None:
+        """Add a table; floats are shown with 4 decimals.
+
+        Parameters
+        ----------
+        header : sequence
+            Column names.
+        rows : iterable of sequence
+            The rows' cells, one value per column.
+        """
         head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
         self.parts.append(f"<table><tr>{head}</tr>{body}</table>")
 
-    def image_grid(self, images, captions=None, relevant=None, size: int = 64, titles=None) -> None:
+    def image_grid(self, images: Sequence[ArrayLike], captions: Sequence[str] | None = None,
+                   relevant: Sequence[bool | None] | None = None, size: int = 64,
+                   titles: Sequence[str] | None = None) -> None:
         """A row of thumbnails; ``relevant[i]`` True/False draws a green/red frame (None: none);
-        ``titles`` are shown on hover."""
+        ``titles`` are shown on hover.
+
+        Parameters
+        ----------
+        images : sequence of array-like
+            Images of shape (H, W), (H, W, 3 or 4), or (H * W,) for a square one
+            (see :func:`~hardneg.report._png.to_uint8_image`).
+        captions : sequence of str or None, default=None
+            Text under each image.
+        relevant : sequence of bool or None, or None, default=None
+            Per image: True for a green frame, False for a red one, None for none.
+        size : int, default=64
+            Side in pixels of each thumbnail (small images are upscaled).
+        titles : sequence of str or None, default=None
+            Tooltip of each image.
+        """
         cells = []
         for i, img in enumerate(images):
             cls = "" if relevant is None or relevant[i] is None else (" hit" if relevant[i] else " miss")
@@ -169,17 +213,51 @@ class HTMLReport:
         self.parts.append('<div class="grid">' + "".join(cells) + "</div>")
 
     def svg(self, svg: str) -> None:
+        """Add an inline SVG element as it is (e.g. :func:`svg_line_chart`'s).
+
+        Parameters
+        ----------
+        svg : str
+            The ``<svg>`` element (not escaped).
+        """
         self.parts.append(svg)
 
     def figure(self, svg: str, caption: str) -> None:
-        """A chart with a caption under it that says what it shows (concept, data, setting)."""
+        """A chart with a caption under it that says what it shows (concept, data, setting).
+
+        Parameters
+        ----------
+        svg : str
+            The chart's ``<svg>`` element (not escaped).
+        caption : str
+            The caption (HTML-escaped).
+        """
         self.parts.append(f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>")
 
     def render(self) -> str:
+        """The whole page.
+
+        Returns
+        -------
+        str
+            A self-contained HTML document (CSS and images inline).
+        """
         return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
                 f"<style>{_CSS}</style></head><body>" + "\n".join(self.parts) + "</body></html>")
 
-    def write(self, path) -> Path:
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the page (UTF-8), creating missing parent folders.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The HTML file to write.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.render(), encoding="utf-8")

@@ -121,14 +121,6 @@ KNOWN_GAPS: set[str] = set()
 #: public methods that had no numpydoc Parameters/Returns when methods were first walked
 #: (issue 25: 247 of 270); an entry here must still fail, so the list can only shrink
 KNOWN_METHOD_GAPS: set[str] = {
-    "hardneg.report.HTMLReport.figure",
-    "hardneg.report.HTMLReport.heading",
-    "hardneg.report.HTMLReport.image_grid",
-    "hardneg.report.HTMLReport.paragraph",
-    "hardneg.report.HTMLReport.render",
-    "hardneg.report.HTMLReport.svg",
-    "hardneg.report.HTMLReport.table",
-    "hardneg.report.HTMLReport.write",
 }
 
 
