@@ -5,14 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from hardneg.cli.main import main
+from _helpers import run_cli as run
 from hardneg.store import FeatureStore
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_help_lists_commands(capsys):

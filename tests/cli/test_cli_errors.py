@@ -12,6 +12,7 @@ from urllib.error import URLError
 import numpy as np
 import pytest
 
+from _helpers import run_cli as run
 from hardneg.cli.main import main
 from hardneg.hashing import LSHHasher, load_hasher
 from hardneg.index import HammingIndex
@@ -21,12 +22,6 @@ DIM = 6
 # Python argument names that must not stand in for the CLI options in messages.
 PYTHON_NAMES = ("input_size", "n_bits", "n_iter", "n_bins", "batch_size", "n_words", "chunk_rows", "n_candidates",
                 "resize_to", "num_threads", "random_state", "n_unlabeled", "n_fit_images", "=True")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(result, *fragments):

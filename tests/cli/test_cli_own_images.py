@@ -14,6 +14,7 @@ pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
 from hardneg.cli import _common  # noqa: E402
+from _helpers import run_cli as run  # noqa: E402
 from hardneg.cli.main import app, main  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
 
@@ -26,12 +27,6 @@ def _image(kind: str, rng) -> Image.Image:
     img = np.sin(np.hypot(xx - 24, yy - 24) * f + ph) if kind == "rings" else np.sin(xx * f + ph)
     img = (img + 1) * 110 + rng.normal(0, 8, img.shape)
     return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).convert("RGB")
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from hardneg._persist import ModelFileError, load_model, model_kind, save_model
+from _helpers import run_cli as run
 from hardneg.cli.main import main
 from hardneg.encoding import ESVMEncoder, load_esvm_encoder
 from hardneg.index import InvertedIndex
@@ -22,12 +23,6 @@ from hardneg.similarity import TfidfCosine, load_similarity
 from hardneg.store import FeatureStore
 
 DIM = 6
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(result, *fragments):

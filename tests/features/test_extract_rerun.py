@@ -8,6 +8,7 @@ pytest.importorskip("cv2")
 pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
+from _helpers import run_cli as run  # noqa: E402
 from hardneg.cli.main import main  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
 
@@ -18,12 +19,6 @@ def _png(path, seed):
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     Image.fromarray(rng.integers(0, 256, (32, 32), dtype=np.uint8)).save(path)
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

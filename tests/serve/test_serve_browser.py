@@ -7,16 +7,14 @@ screenshot to ``docs/serve-screenshot.png`` (the README's picture).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import socket
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import chrome_driver, serving
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -26,17 +24,9 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
     pytest.skip("chromium / chromedriver not found (Debian: apt-get install chromium chromium-driver): browser test skipped",
                 allow_module_level=True)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -51,43 +41,13 @@ def server(tmp_path_factory):
         if f.is_file():
             shutil.copyfile(f, mine / f.name)
     app = create_app(store, models_dir=mine, concept_iterations=3, concept_positives=40)
-    with _serving(app) as url:
+    with serving(app) as url:
         yield url
-
-
-@contextlib.contextmanager
-def _serving(app):
-    """The app under uvicorn on a free loopback port, in a thread."""
-    import uvicorn
-
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    t0 = time.time()
-    while not srv.started:
-        assert time.time() - t0 < 30 and th.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        srv.should_exit = True
-        th.join(10)
 
 
 @pytest.fixture()
 def browser(tmp_path):
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                f"--user-data-dir={tmp_path / 'chrome-profile'}", "--window-size=1366,900"):
-        opts.add_argument(arg)
-    try:
-        driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    except Exception as exc:  # noqa: BLE001 - a browser that cannot start here is a skip, not a failure
-        pytest.skip(f"chromium could not start: {str(exc).splitlines()[0]}")
-    driver.set_page_load_timeout(30)
+    driver = chrome_driver(tmp_path, CHROMIUM, DRIVER)
     yield driver
     driver.quit()
 
@@ -287,7 +247,7 @@ def test_page_says_while_the_feature_extractor_loads(browser, tmp_path, monkeypa
         return Fake()
 
     monkeypatch.setattr(ImageQuery, "_build", build)
-    with _serving(create_app(path, models_dir=tmp_path / "models")) as url:
+    with serving(create_app(path, models_dir=tmp_path / "models")) as url:
         wait = WebDriverWait(browser, 30, poll_frequency=0.1)
         browser.get(url)
         note = browser.find_element(By.ID, "extractor-status")

@@ -6,56 +6,23 @@ embedded by a keyword embedder instead of MiniLM (fast; no extra needed).
 
 from __future__ import annotations
 
-import re
-
-import numpy as np
 import pytest
 
 pytest.importorskip("fastapi", reason="the 'serve' extra is not installed")
+from _helpers import fake_text_models, make_text_store  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from hardneg.serve import create_app  # noqa: E402
-from hardneg.store import FeatureStore  # noqa: E402
-from hardneg.zeroshot import _descriptions  # noqa: E402
-
-KEYWORDS = ["striped", "horse", "feline", "whiskers", "feathers", "wings", "fins", "water", "wheels", "engine"]
-GLOSSES = {"zebra": "a striped horse", "cat": "a feline with whiskers", "bird": "an animal with feathers and wings",
-           "fish": "it has fins and lives in water", "car": "a machine with wheels and an engine"}
-
-
-def fake_embed(texts, cache=True):
-    out = np.zeros((len(texts), 384), np.float32)
-    for i, t in enumerate(texts):
-        words = re.findall(r"[a-z]+", str(t).lower())
-        out[i, : len(KEYWORDS)] = [words.count(w) for w in KEYWORDS]
-        out[i, 383] = 0.1
-        out[i] /= np.linalg.norm(out[i])
-    return out
-
-
-def make_store(path, n_per_class=30):
-    """Tagged items whose features are a noisy linear image of their class's description."""
-    rng = np.random.default_rng(0)
-    names = list(GLOSSES)
-    D = fake_embed(list(GLOSSES.values()))[:, : len(KEYWORDS)]
-    y = np.repeat(np.arange(len(names)), n_per_class)
-    X = D[y] @ rng.normal(size=(len(KEYWORDS), 16)) + 0.05 * rng.normal(size=(y.size, 16))
-    with FeatureStore.create(path, dim=16) as store:
-        store.append((X - X.min()).astype(np.float32), tags=[[names[c]] for c in y],
-                     paths=[f"img{i}.png" for i in range(y.size)])
-    return y
 
 
 @pytest.fixture
 def fake_text(monkeypatch):
-    monkeypatch.setattr(_descriptions, "embed_texts", fake_embed)
-    monkeypatch.setattr(_descriptions, "wordnet_gloss", lambda name, wordnet=None: GLOSSES.get(name))
-    monkeypatch.setattr("hardneg.concept._related.load_wordnet", lambda *a, **k: None)
+    fake_text_models(monkeypatch)
 
 
 @pytest.fixture
 def client(tmp_path, fake_text):
-    make_store(tmp_path / "s")
+    make_text_store(tmp_path / "s")
     with TestClient(create_app(tmp_path / "s", models_dir=tmp_path / "models", allowed_hosts=["testserver"])) as c:
         yield c
 

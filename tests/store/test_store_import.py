@@ -7,15 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hardneg.cli.main import main
+from _helpers import run_cli as run
 from hardneg.store import StoreError
 from hardneg.store._import import import_embeddings
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 
-from hardneg.cli.main import main
+from _helpers import run_cli
 from hardneg.store import FeatureStore, StoreError, StoreLockedError
 from hardneg.store import _feature_store as fs_mod
 
@@ -43,12 +43,6 @@ def edit_meta(path, fn):
 
 def chunk(path, c, name="X"):
     return path / "vectors" / name / "c" / str(c) / ("0" if name == "X" else "")
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------- overwrite and create

@@ -11,16 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from hardneg.cli.main import main
+from _helpers import run_cli
 from hardneg.concept import search
 from hardneg.distributed._topk import topk_of
 from hardneg.store import FeatureStore, StoreDamagedError, StoreError, check_output_not_input
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def make_store(path, n=20, dim=4, **kw):

@@ -13,17 +13,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hardneg.cli.main import main
+from _helpers import run_cli as run
 from hardneg.store import FeatureStore, StoreLockedError
 from hardneg.store._edit import rebuild_store, relocate_images, remove_items
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def make_store(path, n=10, chunk_rows=4, sparse=False):

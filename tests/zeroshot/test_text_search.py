@@ -10,6 +10,10 @@ import json
 
 import numpy as np
 import pytest
+from _helpers import GLOSSES as TEXTS
+from _helpers import fake_embed
+from _helpers import make_text_store as make_store
+from _helpers import text_class_data as make_data
 
 import hardneg
 from hardneg.cli.main import main
@@ -25,27 +29,7 @@ from hardneg.zeroshot import (
 )
 from hardneg.zeroshot import _descriptions
 
-KEYWORDS = ["striped", "horse", "feline", "whiskers", "feathers", "wings", "fins", "water", "wheels", "engine"]
-TEXTS = {
-    "zebra": "a striped horse",
-    "cat": "a feline with whiskers",
-    "bird": "an animal with feathers and wings",
-    "fish": "it has fins and lives in water",
-    "car": "a machine with wheels and an engine",
-}
 CLASSES = list(TEXTS)
-
-
-def fake_embed(texts, cache=True):
-    """Keyword counts, unit norm, padded to MiniLM's 384 dimensions (deterministic)."""
-    out = np.zeros((len(texts), 384), np.float32)
-    for i, t in enumerate(texts):
-        words = str(t).lower().replace(",", " ").split()
-        for j, w in enumerate(KEYWORDS):
-            out[i, j] = words.count(w)
-        out[i, 383] = 0.1  # never the zero vector
-        out[i] /= np.linalg.norm(out[i])
-    return out
 
 
 @pytest.fixture
@@ -60,23 +44,6 @@ def write_csv(path, rows, header="class,description"):
 
 def text_csv(tmp_path):
     return write_csv(tmp_path / "classes.csv", [f"{c},{t}" for c, t in TEXTS.items()])
-
-
-def make_data(n_per_class=30, seed=0, texts=TEXTS):
-    """Images of the classes of ``texts``: features a noisy linear image of each class's description."""
-    rng = np.random.default_rng(seed)
-    D = fake_embed(list(texts.values()))[:, : len(KEYWORDS)]
-    y = np.repeat(np.arange(len(texts)), n_per_class)
-    X = D[y] @ rng.normal(size=(len(KEYWORDS), 16)) + 0.05 * rng.normal(size=(y.size, 16))
-    return (X - X.min()).astype(np.float32), y  # non-negative, as CNN features (and concept training) are
-
-
-def make_store(path, seed=0):
-    X, y = make_data(seed=seed)
-    tags = [[CLASSES[c]] for c in y]
-    with FeatureStore.create(path, dim=X.shape[1]) as store:
-        store.append(X, tags=tags, paths=[f"img{i}.png" for i in range(len(y))])
-    return y
 
 
 # ----------------------------------------------------------------------------- the CSV

@@ -1,0 +1,136 @@
+"""Helpers shared by test files in several folders (``from _helpers import fake_embed``).
+
+``tests/conftest.py`` puts ``tests/`` on ``sys.path``. Nothing heavy is imported
+here at module level (uvicorn, selenium, the CLI): a test module that needs one
+helper pays only for what that helper uses.
+
+- :func:`run_cli`: the ``hardneg`` command in this process, with its exit code and
+  captured output.
+- Search by description without MiniLM or WordNet: :data:`KEYWORDS`,
+  :data:`GLOSSES`, :func:`fake_embed` (a keyword embedder),
+  :func:`fake_text_models` (patches the embedder and WordNet),
+  :func:`text_class_data` / :func:`make_text_store` (features that are a noisy
+  linear image of their class's description).
+- The service in a real server for browser tests: :func:`free_port`,
+  :func:`serving` (uvicorn in a thread), :func:`chrome_driver`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+
+# ----------------------------------------------------------------------------- the CLI
+def run_cli(capsys, *argv):
+    """``(exit code, stdout, stderr)`` of ``hardneg ARGV...`` run in this process (arguments made strings)."""
+    from hardneg.cli.main import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ----------------------------------------------------------------------------- search by description
+KEYWORDS = ["striped", "horse", "feline", "whiskers", "feathers", "wings", "fins", "water", "wheels", "engine"]
+# class -> description (the stand-in for its WordNet gloss)
+GLOSSES = {
+    "zebra": "a striped horse",
+    "cat": "a feline with whiskers",
+    "bird": "an animal with feathers and wings",
+    "fish": "it has fins and lives in water",
+    "car": "a machine with wheels and an engine",
+}
+
+
+def fake_embed(texts, cache=True):
+    """Keyword counts, unit norm, padded to MiniLM's 384 dimensions (deterministic): MiniLM's stand-in."""
+    out = np.zeros((len(texts), 384), np.float32)
+    for i, t in enumerate(texts):
+        words = re.findall(r"[a-z]+", str(t).lower())
+        out[i, : len(KEYWORDS)] = [words.count(w) for w in KEYWORDS]
+        out[i, 383] = 0.1  # never the zero vector
+        out[i] /= np.linalg.norm(out[i])
+    return out
+
+
+def fake_text_models(monkeypatch) -> None:
+    """:func:`fake_embed` for MiniLM and :data:`GLOSSES` for WordNet (``monkeypatch``: a pytest MonkeyPatch)."""
+    from hardneg.zeroshot import _descriptions
+
+    monkeypatch.setattr(_descriptions, "embed_texts", fake_embed)
+    monkeypatch.setattr(_descriptions, "wordnet_gloss", lambda name, wordnet=None: GLOSSES.get(name))
+    monkeypatch.setattr("hardneg.concept._related.load_wordnet", lambda *a, **k: None)
+
+
+def text_class_data(n_per_class=30, seed=0, texts=GLOSSES):
+    """``(X, y)``: images of the classes of ``texts``, features a noisy linear image of each class's description."""
+    rng = np.random.default_rng(seed)
+    D = fake_embed(list(texts.values()))[:, : len(KEYWORDS)]
+    y = np.repeat(np.arange(len(texts)), n_per_class)
+    X = D[y] @ rng.normal(size=(len(KEYWORDS), 16)) + 0.05 * rng.normal(size=(y.size, 16))
+    return (X - X.min()).astype(np.float32), y  # non-negative, as CNN features (and concept training) are
+
+
+def make_text_store(path, seed=0):
+    """A store of :func:`text_class_data` tagged with the class names (paths ``img<i>.png``); returns ``y``."""
+    from hardneg.store import FeatureStore
+
+    X, y = text_class_data(seed=seed)
+    names = list(GLOSSES)
+    with FeatureStore.create(path, dim=X.shape[1]) as store:
+        store.append(X, tags=[[names[c]] for c in y], paths=[f"img{i}.png" for i in range(len(y))])
+    return y
+
+
+# ----------------------------------------------------------------------------- a real server and browser
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(app):
+    """The app under uvicorn on a free loopback port, in a thread; yields its URL."""
+    import uvicorn
+
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    t0 = time.time()
+    while not srv.started:
+        assert time.time() - t0 < 30 and th.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        srv.should_exit = True
+        th.join(10)
+
+
+def chrome_driver(tmp_path, chromium: str, driver: str):
+    """A headless Chromium driven by Selenium (profile under ``tmp_path``); skips the test if it cannot start."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                f"--user-data-dir={tmp_path / 'chrome-profile'}", "--window-size=1366,900"):
+        opts.add_argument(arg)
+    try:
+        browser = webdriver.Chrome(service=Service(driver), options=opts)
+    except Exception as exc:  # noqa: BLE001 - a browser that cannot start here is a skip, not a failure
+        pytest.skip(f"chromium could not start: {str(exc).splitlines()[0]}")
+    browser.set_page_load_timeout(30)
+    return browser
