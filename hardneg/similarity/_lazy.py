@@ -93,9 +93,14 @@ def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
     compile-time constants. One specialized loop per solver,
     rather than one loop that branches on the solver at every word, measured
     2-3x faster per triplet (the branches kept Numba from inlining and
-    optimizing the per-word work)."""
+    optimizing the per-word work).
 
-    @numba.njit(cache=True, nogil=True)
+    Not ``cache=True``: Numba cannot key a closure over other compiled functions
+    stably across processes, so each process missed the cache and wrote one more
+    entry to ``__pycache__`` (806 files, 39 MB after a few hundred runs here).
+    The loop compiles once per process instead (about a second per solver and clock)."""
+
+    @numba.njit(nogil=True)
     def run_stream(indptr, indices, data, triplets, S, g, p, scratch, touched, vals):
         """Process the triplets in order; return the number of updates."""
         p = as_scalars(p)
@@ -117,7 +122,7 @@ def _make_kernels(weight, update, tg_clock: bool, every_triplet: bool = False):
                 n_updates += 1
         return n_updates
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(nogil=True)
     def finalize(S, g, p, out):
         """Bring every weight up to date (pay all owed truncation) into ``out``."""
         p = as_scalars(p)
