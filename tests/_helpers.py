@@ -5,7 +5,8 @@ here at module level (uvicorn, selenium, the CLI): a test module that needs one
 helper pays only for what that helper uses.
 
 - :func:`run_cli`: the ``hardneg`` command in this process, with its exit code and
-  captured output.
+  captured output; :func:`assert_one_line_error` checks a user error's output.
+- :func:`write_xlsa17`: a small synthetic xlsa17 zero-shot folder.
 - Search by description without MiniLM or WordNet: :data:`KEYWORDS`,
   :data:`GLOSSES`, :func:`fake_embed` (a keyword embedder),
   :func:`fake_text_models` (patches the embedder and WordNet),
@@ -35,6 +36,41 @@ def run_cli(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def assert_one_line_error(result, *fragments):
+    """``result`` of :func:`run_cli` is a user error: exit code 2, one line holding every fragment, no traceback."""
+    code, _, err = result
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- zero-shot data
+def write_xlsa17(folder, seed=0):
+    """A synthetic xlsa17 folder (``res101.mat`` + ``att_splits.mat``): 8 classes of 20 rows, 6 attributes,
+    16-d features; classes 0-5 seen (90 trainval rows in shuffled order, the rest test), 6-7 unseen."""
+    import scipy.io
+
+    rng = np.random.default_rng(seed)
+    C, a, d, per = 8, 6, 16, 20
+    att = 3.0 * rng.random((C, a))
+    y = np.repeat(np.arange(C), per)
+    X = att[y] @ rng.normal(size=(a, d)) + 0.05 * rng.normal(size=(y.size, d))
+    seen_rows = np.flatnonzero(y < 6)
+    rng.shuffle(seen_rows)
+    trainval, test_seen = seen_rows[:90], seen_rows[90:]
+    unseen = np.flatnonzero(y >= 6)
+    folder.mkdir(parents=True, exist_ok=True)
+    scipy.io.savemat(folder / "res101.mat", {"features": X.T, "labels": (y + 1)[:, None]})
+    scipy.io.savemat(folder / "att_splits.mat", {
+        "att": att.T, "trainval_loc": trainval[:, None] + 1, "test_seen_loc": test_seen[:, None] + 1,
+        "test_unseen_loc": unseen[:, None] + 1,
+        "allclasses_names": np.array([[f"c{i}"] for i in range(C)], dtype=object)})
 
 
 # ----------------------------------------------------------------------------- search by description

@@ -12,6 +12,7 @@ from urllib.error import URLError
 import numpy as np
 import pytest
 
+from _helpers import assert_one_line_error
 from _helpers import run_cli as run
 from hardneg.cli.main import main
 from hardneg.hashing import LSHHasher, load_hasher
@@ -22,17 +23,6 @@ DIM = 6
 # Python argument names that must not stand in for the CLI options in messages.
 PYTHON_NAMES = ("input_size", "n_bits", "n_iter", "n_bins", "batch_size", "n_words", "chunk_rows", "n_candidates",
                 "resize_to", "num_threads", "random_state", "n_unlabeled", "n_fit_images", "=True")
-
-
-def assert_one_line_error(result, *fragments):
-    code, _, err = result
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def _make_store(path, n=40, dim=DIM, seed=0):

@@ -15,6 +15,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from hardneg._persist import ModelFileError, load_model, model_kind, save_model
+from _helpers import assert_one_line_error
 from _helpers import run_cli as run
 from hardneg.cli.main import main
 from hardneg.encoding import ESVMEncoder, load_esvm_encoder
@@ -23,17 +24,6 @@ from hardneg.similarity import TfidfCosine, load_similarity
 from hardneg.store import FeatureStore
 
 DIM = 6
-
-
-def assert_one_line_error(result, *fragments):
-    code, _, err = result
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def _dense_store(path, n=40, dim=DIM, seed=0, zero_row=None):

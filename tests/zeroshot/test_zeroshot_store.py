@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-import scipy.io
+from _helpers import write_xlsa17 as _write_xlsa17
 from typer.testing import CliRunner
 
 pytest.importorskip("torch")
@@ -244,25 +244,6 @@ def test_model_file_keeps_the_record_and_checks_it(tmp_path):
 
 
 # ------------------------------------------------------------------------ xlsa17 importer
-
-def _write_xlsa17(folder, seed=0):
-    """The synthetic xlsa17 folder of tests/zeroshot/test_zeroshot_cli.py (shuffled trainval order)."""
-    rng = np.random.default_rng(seed)
-    C, a, d, per = 8, 6, 16, 20
-    att = 3.0 * rng.random((C, a))
-    y = np.repeat(np.arange(C), per)
-    X = att[y] @ rng.normal(size=(a, d)) + 0.05 * rng.normal(size=(y.size, d))
-    seen_rows = np.flatnonzero(y < 6)
-    rng.shuffle(seen_rows)
-    trainval, test_seen = seen_rows[:90], seen_rows[90:]
-    unseen = np.flatnonzero(y >= 6)
-    folder.mkdir(parents=True, exist_ok=True)
-    scipy.io.savemat(folder / "res101.mat", {"features": X.T, "labels": (y + 1)[:, None]})
-    scipy.io.savemat(folder / "att_splits.mat", {
-        "att": att.T, "trainval_loc": trainval[:, None] + 1, "test_seen_loc": test_seen[:, None] + 1,
-        "test_unseen_loc": unseen[:, None] + 1,
-        "allclasses_names": np.array([[f"c{i}"] for i in range(C)], dtype=object)})
-
 
 def _old_path(folder):
     """What ``hardneg zsl train/eval DIR`` computed before the store (the old CLI's code)."""
