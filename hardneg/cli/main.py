@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -43,7 +44,7 @@ LAZY_GROUPS: dict[str, tuple[str, str, str]] = {
     "esvm": ("esvm", "app", "Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM."),
 }
 # Settings of the root app, which its lazily built commands inherit as add_typer's would.
-_APP_SETTINGS: dict = {
+_APP_SETTINGS: dict[str, Any] = {
     "pretty_exceptions_enable": False,
     "add_completion": False,
     # Plain (click) help: wrapped to the terminal, at most 80 columns, and without importing
@@ -73,26 +74,31 @@ class _LazyCommands(MutableMapping):
 
     def __init__(self, eager: MutableMapping):
         self._loaded = dict(eager)
+        self._removed: set[str] = set()
 
     def _names(self) -> list[str]:
-        return list(dict.fromkeys([*LAZY_COMMANDS, *self._loaded, *LAZY_GROUPS]))
+        return [n for n in dict.fromkeys([*LAZY_COMMANDS, *self._loaded, *LAZY_GROUPS]) if n not in self._removed]
 
     def loaded(self, name: str):
         """The command if it is defined here or was loaded already, else None (imports nothing)."""
         return self._loaded.get(name)
 
     def __getitem__(self, name: str):
+        if name not in self:
+            raise KeyError(name)
         if name not in self._loaded:
-            if name not in LAZY_COMMANDS and name not in LAZY_GROUPS:
-                raise KeyError(name)
             self._loaded[name] = load_command(name)
         return self._loaded[name]
 
     def __setitem__(self, name: str, cmd) -> None:
         self._loaded[name] = cmd
+        self._removed.discard(name)
 
     def __delitem__(self, name: str) -> None:
-        raise TypeError("hardneg's commands are registered in hardneg.cli.main, not removed")
+        if name not in self:
+            raise KeyError(name)
+        self._loaded.pop(name, None)
+        self._removed.add(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
@@ -101,7 +107,7 @@ class _LazyCommands(MutableMapping):
         return len(self._names())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._loaded or name in LAZY_COMMANDS or name in LAZY_GROUPS
+        return name not in self._removed and (name in self._loaded or name in LAZY_COMMANDS or name in LAZY_GROUPS)
 
 
 class LazyGroup(TyperGroup):
@@ -114,7 +120,8 @@ class LazyGroup(TyperGroup):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.commands = _LazyCommands(self.commands)
+        self._lazy = _LazyCommands(self.commands)
+        self.commands = self._lazy
 
     def list_commands(self, ctx) -> list[str]:
         return list(self.commands)  # the names only (typer's own walks the items: imports all)
@@ -122,10 +129,9 @@ class LazyGroup(TyperGroup):
     def format_commands(self, ctx, formatter) -> None:
         # typer's TyperGroup.format_commands, with a stand-in carrying the registry's help for
         # a command not loaded yet: same lines, no import
-        assert isinstance(self.commands, _LazyCommands)
         commands = []
         for name in self.list_commands(ctx):
-            cmd = self.commands.loaded(name) or TyperCommand(name=name, help={**LAZY_COMMANDS, **LAZY_GROUPS}[name][2])
+            cmd = self._lazy.loaded(name) or TyperCommand(name=name, help={**LAZY_COMMANDS, **LAZY_GROUPS}[name][2])
             if not cmd.hidden:
                 commands.append((name, cmd))
         if commands:
