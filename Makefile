@@ -45,7 +45,8 @@ system-deps:
 test: $(VENV)/.installed-test system-deps
 	$(VENV)/bin/ruff check hardneg tests benchmarks
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	# two workers, one test file each at a time (module fixtures are built once): both cores busy
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 $(VENV)/.installed-serve: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
