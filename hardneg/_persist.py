@@ -40,7 +40,9 @@ import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -67,6 +69,9 @@ MAX_ARRAY_BYTES = 1 << 36  # one array (64 GiB): a sanity bound; the file size i
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _SAFE_KINDS = "biufcSU"  # bool, integers, floats, complex, fixed-size bytes and text
+# np.savez's own keyword parameters: an array passed under one of these names is not stored
+# ("allow_pickle" was taken as the flag, leaving a file that fails its checksum) or fails
+_SAVEZ_KEYWORDS = frozenset({"file", "allow_pickle"})
 
 # Errors that reading a damaged archive can raise from zipfile, zlib, struct and numpy's header parser.
 _READ_ERRORS = (
@@ -107,7 +112,8 @@ def array_digest(name: str, array) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{name}\0{a.dtype.str}\0{a.shape}\0".encode())
     if a.size and a.dtype.itemsize:
-        h.update(memoryview(np.ascontiguousarray(a.reshape(-1)).view(np.uint8)))
+        # .data, not memoryview(): numpy's stubs give ndarray __buffer__ only on Python >= 3.12
+        h.update(np.ascontiguousarray(a.reshape(-1)).view(np.uint8).data)
     return h.hexdigest()
 
 
@@ -155,6 +161,8 @@ def _parse_json(text: bytes) -> object:
 def _check_name(name) -> None:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"save_model: array name {name!r} is not a plain identifier of at most 64 characters")
+    if name in _SAVEZ_KEYWORDS:
+        raise ValueError(f"save_model: array name {name!r} is reserved (a keyword of numpy.savez)")
 
 
 def save_model(path, kind: str, version: int, arrays: dict, meta: dict) -> Path:
@@ -166,7 +174,7 @@ def save_model(path, kind: str, version: int, arrays: dict, meta: dict) -> Path:
     path = Path(path)
     if not isinstance(meta, dict):
         raise TypeError(f"save_model: meta must be a dict, got {type(meta).__name__}")
-    payload = {}
+    payload: dict[str, np.ndarray] = {}
     for key, value in arrays.items():
         _check_name(key)
         value = np.asarray(value)
@@ -193,7 +201,8 @@ def save_model(path, kind: str, version: int, arrays: dict, meta: dict) -> Path:
         raise ValueError(f"save_model: metadata too large or too deeply nested to load back ({len(text):,} bytes)")
     payload[_META] = np.frombuffer(text, dtype=np.uint8)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **payload)
+        # names checked above; mypy matches **payload against `allow_pickle: bool` (mypy #8862)
+        np.savez(fh, **payload)  # type: ignore[arg-type]
     return path
 
 
@@ -319,7 +328,7 @@ class _Archive:
         with fh:
             out = np.empty(count, dtype=dtype)
             if count and dtype.itemsize:
-                view = memoryview(out.view(np.uint8))
+                view = out.view(np.uint8).data
                 done, step = 0, 1 << 24
                 while done < view.nbytes:
                     got = fh.readinto(view[done : done + step])
@@ -474,18 +483,19 @@ def deserialize_faiss(blob, *, binary: bool = False, vector_bytes: int = 0):
     """
     import faiss
 
+    read: Callable[[], Any]
     if isinstance(blob, (str, Path)):
         source, size = str(blob), Path(blob).stat().st_size
-        read = faiss.read_index_binary if binary else faiss.read_index
+        read = partial(faiss.read_index_binary if binary else faiss.read_index, source)
     else:
-        source = np.asarray(blob)
-        if source.dtype != np.uint8 or source.ndim != 1 or source.size == 0:
-            raise ValueError(f"FAISS index bytes: expected a non-empty 1-D uint8 array, got {source.dtype} {source.shape}")
-        source, size = np.ascontiguousarray(source), source.size
-        read = faiss.deserialize_index_binary if binary else faiss.deserialize_index
+        array = np.asarray(blob)
+        if array.dtype != np.uint8 or array.ndim != 1 or array.size == 0:
+            raise ValueError(f"FAISS index bytes: expected a non-empty 1-D uint8 array, got {array.dtype} {array.shape}")
+        size = array.size
+        read = partial(faiss.deserialize_index_binary if binary else faiss.deserialize_index, np.ascontiguousarray(array))
     try:
         with _faiss_vector_limit(faiss, max(size, int(vector_bytes))):
-            return read(source)
+            return read()
     except (RuntimeError, MemoryError, ValueError, TypeError) as exc:
         message = _first_line(exc)
         message = message.split("Error: ", 1)[-1] if "Error: " in message else message
