@@ -165,7 +165,7 @@ class CompressedConcept:
             The bound, for any row whose features lie in ``[grid.lo, grid.hi]``.
         """
         t = self.table
-        if self.exact:
+        if isinstance(t, HIKExactTable):
             # slopes of [Li13] Eq. (15): suffix sums of a
             slope = np.abs(t.suffix).max(axis=1)
         else:
@@ -177,7 +177,8 @@ class CompressedConcept:
         return float(np.sum(delta / 2.0 * slope))
 
     def __repr__(self) -> str:
-        kind = "exact" if self.exact else f"{self.table.n_bins} bins"
+        t = self.table
+        kind = "exact" if isinstance(t, HIKExactTable) else f"{t.n_bins} bins"
         return f"CompressedConcept(d={self.n_features_in_}, {kind}, concept={self.meta.get('concept')!r})"
 
     # ------------------------------------------------------------------ persistence
@@ -195,13 +196,14 @@ class CompressedConcept:
             The path written.
         """
         t = self.table
-        if self.exact:
+        if isinstance(t, HIKExactTable):
             arrays = {"values": t.values, "prefix": t.prefix, "suffix": t.suffix}
+            kind, bound = "exact", None
         else:
             arrays = {"lo": t.lo, "hi": t.hi, "values": t.values, "below": t.below, "above": t.above}
+            kind, bound = "bins", None if np.isnan(t.error_bound) else t.error_bound
         meta = dict(self.meta)
-        meta.update(table="exact" if self.exact else "bins", intercept=t.intercept,
-                    error_bound=None if self.exact else (None if np.isnan(t.error_bound) else t.error_bound))
+        meta.update(table=kind, intercept=t.intercept, error_bound=bound)
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
@@ -236,6 +238,7 @@ class CompressedConcept:
                 # scoring runs in float32: values beyond its range would become inf there
                 if not np.isfinite(arr).all() or np.abs(arr).max(initial=0.0) > _MAX_VALUE:
                     raise ValueError(f"array {name!r} holds NaN, infinite or out-of-range values")
+            table: HIKExactTable | HIKBinTable
             if kind == "exact":
                 table = HIKExactTable(arrays["values"], arrays["prefix"], arrays["suffix"], intercept)
                 if (np.diff(table.values, axis=1) < 0).any():

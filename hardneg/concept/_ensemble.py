@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from numbers import Integral, Real
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -579,7 +580,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             coef, b = self._merge(t)
             yield K @ coef + b
 
-    def compress(self, n_bins: int | None = "default", *, n_members: int | None = None) -> CompressedConcept:
+    def compress(self, n_bins: int | Literal["default"] | None = "default", *, n_members: int | None = None) -> CompressedConcept:
         """Model Compression, [Li13] Eq. (11)-(16): one table scorer, O(d) per image.
 
         ``n_bins`` defaults to the estimator's ``n_bins`` (q); ``None`` gives
@@ -624,7 +625,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             self.compressed_ = model
         return model
 
-    def save(self, path: str | os.PathLike, n_bins: int | None = "default") -> Path:
+    def save(self, path: str | os.PathLike, n_bins: int | Literal["default"] | None = "default") -> Path:
         """Save the compressed model (a portable ``.npz`` + JSON file, no pickle).
 
         Parameters
