@@ -10,7 +10,7 @@ class -> text), else from the CSV an import recorded beside the store
 (``hardneg datasets import xlsa17``), else from WordNet glosses of the class
 names embedded by MiniLM (:mod:`hardneg.zeroshot._descriptions`). The model
 records the descriptions of every class it was trained with, seen and unseen,
-and, when trained with ``--tags``, those tags (in ``history_["class_tags"]``,
+and, when trained with ``--tags``, those tags (in ``training_info_["class_tags"]``,
 the training record saved with it): ``zsl eval`` then takes the classes from
 the same tags unless ``--tags`` or ``--labels`` says otherwise.
 
@@ -111,13 +111,13 @@ def _names(option: str, value: str | None) -> list[str] | None:
     return names
 
 
-# the key of ZeroShotClassifier.history_ (saved with the model) that records the --tags of `zsl train`
+# the key of ZeroShotClassifier.training_info_ (saved with the model) that records the --tags of `zsl train`
 _CLASS_TAGS = "class_tags"
 
 
 def _trained_tags(clf) -> list[str] | None:
     """The ``--tags`` the model was trained with (None: its classes came from labels)."""
-    recorded = getattr(clf, "history_", {}).get(_CLASS_TAGS)
+    recorded = getattr(clf, "training_info_", {}).get(_CLASS_TAGS)
     if not isinstance(recorded, list) or not recorded or not all(isinstance(t, str) for t in recorded):
         return None
     return recorded
@@ -276,7 +276,7 @@ def train(
     clf.fit(X, codes[rows], (all_codes, vectors))
     clf.record_descriptions(all_codes, present, vectors)
     if tags is not None:
-        clf.history_[_CLASS_TAGS] = names  # zsl eval's default class space
+        clf.training_info_[_CLASS_TAGS] = names  # zsl eval's default class space
     clf.save(out)
     console.print(f"trained on {rows.size:,} items of {clf.classes_.size} seen classes "
                   f"({len(present) - clf.classes_.size} unseen); descriptions: {where}; saved to {out}")

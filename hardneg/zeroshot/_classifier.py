@@ -167,6 +167,11 @@ class ZeroShotClassifier(BaseEstimator):
         Per epoch: ``loss``, ``pairs`` (positive + negative pairs trained on),
         ``negatives`` (size of D₋), ``seconds``, ``sampler_seconds`` and, with
         ``eval_set``, ``eval_accuracy`` (mean per-class accuracy).
+    training_info_ : dict
+        What the caller records about the training data, saved with the model
+        (JSON values; empty after ``fit``). ``hardneg zsl train --tags`` keeps the
+        store tags that defined the classes under ``"class_tags"``, and ``zsl eval``
+        reads them back.
 
     Examples
     --------
@@ -302,6 +307,7 @@ class ZeroShotClassifier(BaseEstimator):
 
         self.classes_, self.prototypes_ = t.classes, t.prototypes
         self.history_ = {"loss": [], "pairs": [], "negatives": [], "seconds": [], "sampler_seconds": []}
+        self.training_info_: dict = {}
         if eval_set is not None:
             self.history_["eval_accuracy"] = []
         self.sampler_ = sampler
@@ -516,7 +522,8 @@ class ZeroShotClassifier(BaseEstimator):
         if getattr(self, "class_names_", None) is not None:
             arrays.update(description_labels=np.asarray(self.class_descriptions_[0]), description_names=self.class_names_,
                           descriptions=self.class_descriptions_[1])
-        return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_})
+        return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_,
+                                                          "training_info": getattr(self, "training_info_", {})})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ZeroShotClassifier":
@@ -576,6 +583,10 @@ class ZeroShotClassifier(BaseEstimator):
         model.classes_, model.prototypes_ = arrays["classes"], arrays["prototypes"].astype(np.float32)
         model.n_features_in_ = d
         model.history_ = meta.get("history", {})
+        info = meta.get("training_info", {})
+        if not isinstance(info, dict):
+            raise ModelFileError(f"{path}: inconsistent zero-shot model (training_info is not a mapping)")
+        model.training_info_ = info
         if "descriptions" in arrays:
             model.class_descriptions_ = (arrays["description_labels"], arrays["descriptions"].astype(np.float32))
             model.class_names_ = arrays["description_names"]

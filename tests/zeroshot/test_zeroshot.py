@@ -189,6 +189,11 @@ def test_save_load_round_trip(tmp_path):
     clf2 = _fast(n_epochs=2).fit(X, labels[y], (labels, attrs))
     again2 = load_zero_shot(clf2.save(tmp_path / "s.npz"))
     assert np.array_equal(again2.predict(X[:5]), clf2.predict(X[:5]))
+    # what the caller recorded about the training data comes back; a new fit starts empty
+    assert again.training_info_ == {}
+    clf.training_info_["class_tags"] = ["cat", "dög"]
+    assert load_zero_shot(clf.save(tmp_path / "t.npz")).training_info_ == {"class_tags": ["cat", "dög"]}
+    assert clf.fit(X, y, attrs).training_info_ == {}
 
 
 def test_corrupt_or_inconsistent_model_file(tmp_path):

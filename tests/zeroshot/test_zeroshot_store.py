@@ -91,7 +91,7 @@ def test_labels_attribute_csv_train_eval(tmp_path):
     r = _ok("zsl", "train", tmp_path / "s", "-o", model, "--descriptions", csv, *TRAIN)
     assert "4 seen classes (2 unseen)" in " ".join(r.output.split())
     clf = hardneg.load(model)  # the one loader opens the zero-shot model file
-    assert clf.classes_.tolist() == [0, 1, 2, 3] and "class_tags" not in clf.history_  # classes from labels
+    assert clf.classes_.tolist() == [0, 1, 2, 3] and clf.training_info_ == {}  # classes from labels
     # every class's description is recorded, seen and unseen, as given
     assert clf.class_names_.tolist() == NAMES and clf.class_descriptions_[0].tolist() == list(range(6))
     assert np.array_equal(clf.class_descriptions_[1], att.astype(np.float32))
@@ -142,7 +142,7 @@ def test_tags_and_text_csv(tmp_path, fake_text):
     scores = json.loads(_ok("zsl", "eval", model, tmp_path / "s", "--tags", ",".join(NAMES), "--json").output)
     assert set(scores) == {"zsl", "seen", "unseen", "harmonic"}
     # the model keeps its --tags: eval takes the same classes without them
-    assert clf.history_["class_tags"] == NAMES
+    assert clf.training_info_["class_tags"] == NAMES
     assert json.loads(_ok("zsl", "eval", model, tmp_path / "s", "--json").output) == scores
     # an explicit flag wins: --labels reads the store's labels (it has none), --tags another class list
     r = _run("zsl", "eval", model, tmp_path / "s", "--labels")
