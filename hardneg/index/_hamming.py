@@ -78,6 +78,13 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".ids.npz")
 
 
+def _sidecar_int(path: Path, meta: dict, key: str, low: int, high: int | None = None, *, label: str | None = None) -> int:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        raise ModelFileError(f"{path}: the id sidecar's {label or key}={value!r} is impossible")
+    return value
+
+
 class HammingIndex:
     """Top-k Hamming search over packed codes, with item ids: exact
     (exhaustive), or approximate with an inverted file (``nlist``).
@@ -117,12 +124,14 @@ class HammingIndex:
         self.meta = dict(meta or {})
         self.nlist = None if nlist is None else check_positive_int(nlist, "nlist")
         self.nprobe = check_positive_int(nprobe, "nprobe")
+        self._index: faiss.IndexBinaryFlat | faiss.IndexBinaryIVF
         if self.nlist is None:
             self._index = faiss.IndexBinaryFlat(8 * self.n_bytes)
         else:
             self._quantizer = faiss.IndexBinaryFlat(8 * self.n_bytes)
-            self._index = faiss.IndexBinaryIVF(self._quantizer, 8 * self.n_bytes, self.nlist)
-            self._index.own_fields = False  # the quantizer lives as long as self
+            ivf = faiss.IndexBinaryIVF(self._quantizer, 8 * self.n_bytes, self.nlist)
+            ivf.own_fields = False  # the quantizer lives as long as self
+            self._index = ivf
         self._ids: list[np.ndarray] = []
 
     @property
@@ -215,18 +224,21 @@ class HammingIndex:
             raise ValueError("the index is empty; add codes first")
         k = check_k(k, len(self))
         q = _check_codes(query_codes, self.n_bytes, "query_codes")
-        if self.approximate:
-            probe = min(self.nlist, self.nprobe if nprobe is None else check_positive_int(nprobe, "nprobe"))
+        index = self._index
+        if isinstance(index, faiss.IndexBinaryIVF):  # the approximate mode
+            probe = min(index.nlist, self.nprobe if nprobe is None else check_positive_int(nprobe, "nprobe"))
             # per-call parameters, not the index's nprobe: concurrent searches may ask for different ones
-            dist, rows = self._index.search(q, k, params=faiss.SearchParametersIVF(nprobe=probe))
+            params = faiss.SearchParametersIVF()
+            params.nprobe = probe
+            dist, rows = index.search(q, k, params=params)
             missing = rows < 0
             if missing.any():
                 dist[missing] = self.n_bits + 1
             return rows.astype(np.int64, copy=False), dist
         # FAISS's two exact top-k scans give the same rows; a heap wins for small k or long
         # codes, counting sort for large k on short codes (benchmarks/hashing_speed.py)
-        self._index.use_heap = not _counting_sort_faster(self.n_bits, k)
-        dist, rows = self._index.search(q, k)
+        index.use_heap = not _counting_sort_faster(self.n_bits, k)  # type: ignore[attr-defined]  # missing from faiss 1.15's stub
+        dist, rows = index.search(q, k)
         return rows.astype(np.int64, copy=False), dist
 
     def search(self, query_codes: ArrayLike, k: int, *, nprobe: int | None = None):
@@ -266,12 +278,13 @@ class HammingIndex:
         ndarray of uint8, shape (n_codes, n_bytes)
             The packed codes.
         """
-        if self.approximate:
+        index = self._index
+        if isinstance(index, faiss.IndexBinaryIVF):  # the approximate mode
             if len(self) == 0:
                 return np.zeros((0, self.n_bytes), dtype=np.uint8)
-            self._index.make_direct_map()
-            return self._index.reconstruct_n(0, len(self)).reshape(len(self), self.n_bytes)
-        return faiss.vector_to_array(self._index.xb).reshape(len(self), self.n_bytes)
+            index.make_direct_map()
+            return index.reconstruct_n(0, len(self)).reshape(len(self), self.n_bytes)
+        return faiss.vector_to_array(index.xb).reshape(len(self), self.n_bytes)  # type: ignore[attr-defined]  # missing from faiss 1.15's stub
 
     def to_approximate(self, nlist: int, nprobe: int = 16, *, random_state: RandomState = 0) -> HammingIndex:
         """A copy in the approximate (IVF) mode, with the same codes, ids and
@@ -292,12 +305,13 @@ class HammingIndex:
         HammingIndex
             The approximate copy (this index is unchanged).
         """
+        nlist = check_positive_int(nlist, "nlist")  # as HammingIndex() checks it (n_bits is valid)
         out = HammingIndex(self.n_bits, self.meta, nlist=nlist, nprobe=nprobe)
-        if len(self) < out.nlist:
-            raise ValueError(f"nlist={out.nlist}: the index holds only {len(self)} codes")
+        if len(self) < nlist:
+            raise ValueError(f"nlist={nlist}: the index holds only {len(self)} codes")
         codes = self.codes()
         rng = np.random.default_rng(random_state)
-        sample = np.sort(rng.choice(len(self), min(len(self), 40 * out.nlist), replace=False))
+        sample = np.sort(rng.choice(len(self), min(len(self), 40 * nlist), replace=False))
         out.train(codes[sample])
         out.add(codes, self.ids)
         return out
@@ -355,11 +369,9 @@ class HammingIndex:
                 raise ModelFileError(f"{path}: holds a {other!r} model, expected {_KIND!r} (hardneg.load(path) reads any model file)")
             raise ModelFileError(f"{path}: not a Hamming index written by hardneg (no id sidecar {_sidecar(path).name} beside it)")
         arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,), schema=_SCHEMA)
-        n_bits, ntotal, size = meta.get("n_bits"), meta.get("ntotal"), meta.get("index_bytes")
-        bounds = (("n_bits", n_bits, 1, _MAX_BITS), ("ntotal", ntotal, 0, None), ("index_bytes", size, 1, None))
-        for key, value, low, high in bounds:
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-                raise ModelFileError(f"{path}: the id sidecar's {key}={value!r} is impossible")
+        n_bits = _sidecar_int(path, meta, "n_bits", 1, _MAX_BITS)
+        ntotal = _sidecar_int(path, meta, "ntotal", 0)
+        size = _sidecar_int(path, meta, "index_bytes", 1)
         if not isinstance(meta.get("meta", {}), dict):
             raise ModelFileError(f"{path}: the id sidecar's 'meta' is not a JSON object")
         if path.stat().st_size != size:
@@ -376,12 +388,14 @@ class HammingIndex:
         ivf = meta.get("ivf")
         if ivf is None:
             out = cls(n_bits, meta.get("meta"))
-            expected = isinstance(index, faiss.IndexBinaryFlat) and index.xb.size() == ntotal * out.n_bytes
+            expected = (
+                isinstance(index, faiss.IndexBinaryFlat)
+                and index.xb.size() == ntotal * out.n_bytes  # type: ignore[attr-defined]  # missing from faiss 1.15's stub
+            )
         else:
-            nlist, nprobe = (ivf.get(key) if isinstance(ivf, dict) else None for key in ("nlist", "nprobe"))
-            for key, value in (("nlist", nlist), ("nprobe", nprobe)):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise ModelFileError(f"{path}: the id sidecar's ivf {key}={value!r} is impossible")
+            ivf = ivf if isinstance(ivf, dict) else {}
+            nlist = _sidecar_int(path, ivf, "nlist", 1, label="ivf nlist")
+            nprobe = _sidecar_int(path, ivf, "nprobe", 1, label="ivf nprobe")
             out = cls(n_bits, meta.get("meta"), nlist=nlist, nprobe=nprobe)
             expected = (
                 isinstance(index, faiss.IndexBinaryIVF) and index.nlist == nlist and index.is_trained
@@ -481,7 +495,7 @@ class HammingIndex:
         index = cls(n_bits, {"hasher": type(h).__name__, "hasher_fingerprint": h.fingerprint(),
                              "store": str(getattr(st, "path", ""))}, nlist=nlist, nprobe=nprobe)
         ids = st.ids()
-        if index.approximate:
+        if index.nlist is not None:  # index.approximate
             n = len(st)
             if n < index.nlist:
                 raise ValueError(f"nlist={index.nlist}: the store holds only {n} rows")

@@ -58,6 +58,13 @@ def _accumulate(q_cols, q_vals, indptr, indices, data, scores):
             scores[indices[p]] += v * data[p]
 
 
+def _meta_count(meta: dict, key: str) -> int:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
 def _transform(X, n_words, idf, l2, name):
     from hardneg.similarity import tfidf_transform
     from hardneg.similarity._checks import check_bow
@@ -104,7 +111,7 @@ class InvertedIndex:
         self.active = np.flatnonzero(w != 0.0)  # words that get a posting list
         self._blocks: list[sp.csr_matrix] = []
         self._ids: list[np.ndarray] = []
-        self._postings: sp.csc_matrix | None = sp.csc_matrix((0, self.active.size), dtype=np.float32)
+        self._postings: sp.csc_matrix = sp.csc_matrix((0, self.active.size), dtype=np.float32)
 
     @property
     def n_words(self) -> int:
@@ -306,10 +313,7 @@ class InvertedIndex:
         """
         arrays, meta = load_model(path, _KIND, (_VERSION,), schema=_SCHEMA)
         try:
-            n, n_words, nnz = (meta.get(k) for k in ("n_items", "n_words", "nnz"))
-            for key, value in (("n_items", n), ("n_words", n_words), ("nnz", nnz)):
-                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                    raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
+            n, n_words, nnz = (_meta_count(meta, k) for k in ("n_items", "n_words", "nnz"))
             if not isinstance(meta.get("l2"), bool) or not isinstance(meta.get("meta", {}), dict):
                 raise ValueError("l2 or meta has the wrong type")
             weights, data, indices, indptr = arrays["weights"], arrays["data"], arrays["indices"], arrays["indptr"]
