@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 KIND = "hardneg.Similarity"
 VERSION = 1
-_REGISTRY: dict[str, type] = {}
+_REGISTRY: dict[str, type[DiagonalSimilarity]] = {}
 # Every array any similarity model stores; each class says which it needs (``_array_names``).
 _SCHEMA = {
     "w": ArraySpec("f", 1, optional=True),
@@ -515,10 +515,16 @@ class SolisBase(DiagonalSimilarity):
     @property
     def w_(self) -> np.ndarray:
         """Learned diagonal weights (all owed truncation paid)."""
-        if getattr(self, "_w", None) is None:
+        w = getattr(self, "_w", None)  # a cache: None when the state has moved on since
+        if w is None:
             self._check_fitted()
-            self._w = weights(self._rule, self._state, self._glob, self._param_vector())
-        return self._w
+            w = self._w = self._weights()
+        return w
+
+    def _weights(self) -> np.ndarray:
+        if self._rule is None:  # only the solvers register_solver made have rules
+            raise TypeError(f"{type(self).__name__} is not a registered SOLIS solver")
+        return weights(self._rule, self._state, self._glob, self._param_vector())
 
     def fit(self, X, y=None, *, triplets=None):
         """Learn from one pass over a triplet stream, starting from ``w_init``.
@@ -605,8 +611,7 @@ class SolisBase(DiagonalSimilarity):
             state = state.copy()
             state[self._inv_h_row] = 1.0 / (self.delta + np.sqrt(state[1]))
         self._state, self._glob = np.ascontiguousarray(state), np.ascontiguousarray(glob)
-        self._w = None
-        again = self.w_  # the weights the state implies must be the stored ones
+        self._w = again = self._weights()  # the weights the state implies must be the stored ones
         if not np.allclose(again, w, rtol=1e-9, atol=1e-12):
             raise ValueError("the stored weights are not those the solver state implies")
         self.n_updates_ = _count(meta.get("n_updates", 0), "n_updates")

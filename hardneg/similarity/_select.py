@@ -53,7 +53,10 @@ def heldout_map(model: Any, X: Any, triplets: ArrayLike) -> float:
     >>> heldout_map(model, X, [[0, 1, 2], [0, 1, 3], [3, 1, 2]])
     0.75
     """
-    t = check_triplets(triplets, getattr(X, "shape", (None,))[0])
+    shape = getattr(X, "shape", None)
+    if shape is None:  # was a TypeError from comparing row indices with None
+        raise TypeError(f"X: expected a sparse matrix or a sparse FeatureStore, got {type(X).__name__}")
+    t = check_triplets(triplets, shape[0])
     ap = []
     # np.unique sorts the pairs by anchor: each anchor's pairs are one slice (no per-anchor scan of all pairs)
     pos_pairs = np.unique(t[:, :2], axis=0)

@@ -91,4 +91,7 @@ class TfidfCosine(DiagonalSimilarity):
     @property
     def idf_(self) -> np.ndarray:
         """Per-word ``idf_j = log((1 + N) / (1 + df_j)) + 1``, float32, shape (n_words,)."""
-        return self.input_idf_
+        idf = self.input_idf_
+        if idf is None:  # set_input_transform(None) removed it
+            raise AttributeError(f"idf_: this {type(self).__name__} has no input idf (set_input_transform(None) removed it)")
+        return idf
