@@ -344,7 +344,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         levels = self.n_recursions if n_recursions is None else n_recursions
-        if isinstance(levels, bool) or not isinstance(levels, Integral) or not 1 <= levels <= len(self.pools_):
+        if isinstance(levels, bool) or not isinstance(levels, Integral) or not 1 <= int(levels) <= len(self.pools_):
             raise ValueError(f"n_recursions: expected an integer in 1..{len(self.pools_)} (the levels fitted), got {levels!r}")
         X = validate_X(self, X, reset=False, min_rows=0)
         if X.shape[0] == 0:
@@ -388,7 +388,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self)
         levels = self.n_recursions if n_recursions is None else n_recursions
-        if isinstance(levels, bool) or not isinstance(levels, Integral) or not 1 <= levels <= len(self.pools_):
+        if isinstance(levels, bool) or not isinstance(levels, Integral) or not 1 <= int(levels) <= len(self.pools_):
             raise ValueError(f"n_recursions: expected an integer in 1..{len(self.pools_)} (the levels fitted), got {levels!r}")
         X = validate_X(self, X, reset=False, min_rows=1)
         _check_no_zero_rows(X, "X")

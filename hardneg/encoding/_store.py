@@ -161,7 +161,7 @@ def check_level(encoder, n_recursions) -> int:
     if n_recursions is None:
         return int(encoder.n_recursions)
     fitted = len(encoder.pools_)
-    if isinstance(n_recursions, bool) or not isinstance(n_recursions, Integral) or not 1 <= n_recursions <= fitted:
+    if isinstance(n_recursions, bool) or not isinstance(n_recursions, Integral) or not 1 <= int(n_recursions) <= fitted:
         raise ValueError(f"n_recursions: expected an integer in 1..{fitted} (the levels the encoder was fitted for), got {n_recursions!r}")
     return int(n_recursions)
 

@@ -8,6 +8,8 @@ bytes inside the portable model file.
 
 from __future__ import annotations
 
+from typing import Any
+
 import faiss
 import numpy as np
 
@@ -88,16 +90,19 @@ def check_chain(index, d: int, n_bits: int):
     if not isinstance(index, faiss.IndexPreTransform):
         raise ValueError(f"the stored FAISS index is a {type(index).__name__}, expected an IndexPreTransform chain")
     lsh = faiss.downcast_index(index.index)
+    # faiss 1.15's stub lacks IndexLSH.rotate_data and types chain as a list (it is a SWIG
+    # vector: size() and at(i))
     if (
-        not isinstance(lsh, faiss.IndexLSH) or lsh.rotate_data or lsh.train_thresholds
+        not isinstance(lsh, faiss.IndexLSH) or lsh.rotate_data or lsh.train_thresholds  # type: ignore[attr-defined]
         or lsh.d != n_bits or lsh.nbits != n_bits or lsh.code_size != (n_bits + 7) // 8
     ):
         raise ValueError(f"the stored FAISS index does not end in an IndexLSH of {n_bits} bits")
-    if index.d != d or not index.is_trained or index.ntotal != 0 or not 1 <= index.chain.size() <= 4:
+    chain: Any = index.chain
+    if index.d != d or not index.is_trained or index.ntotal != 0 or not 1 <= chain.size() <= 4:
         raise ValueError(f"the stored FAISS chain does not match the model ({index.d}-d input, expected {d})")
     dim = d
-    for i in range(index.chain.size()):
-        vt = faiss.downcast_VectorTransform(index.chain.at(i))
+    for i in range(chain.size()):
+        vt = faiss.downcast_VectorTransform(chain.at(i))
         if vt.d_in != dim or vt.d_out < 1 or not vt.is_trained:
             raise ValueError(f"the stored FAISS chain's step {i} maps {vt.d_in} to {vt.d_out} dimensions after {dim}")
         if isinstance(vt, faiss.LinearTransform):
