@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -28,7 +29,17 @@ __all__ = ["load_mnist", "load_fashion_mnist", "fetch_idx_dataset", "find_idx_da
 
 FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
-IDX_DATASETS = {
+
+class _IdxSpec(TypedDict):
+    url: str
+    md5: dict[str, str]
+    system_dirs: tuple[str, ...]
+    class_names: list[str]
+    description: str
+    apt: str | None
+
+
+IDX_DATASETS: dict[str, _IdxSpec] = {
     "mnist": {
         "url": "https://ossci-datasets.s3.amazonaws.com/mnist/",
         # MD5 of the .gz files, as listed by torchvision.datasets.MNIST
@@ -127,7 +138,10 @@ def _load_idx_dataset(name: str, path=None, download: bool = False) -> Dataset:
         folder = fetch_idx_dataset(name, path)
     parts = {}
     for stem in FILES:
-        parts[stem] = read_idx(_file_in(folder, stem), expected_ndim=3 if "images" in stem else 1)
+        file = _file_in(folder, stem)
+        if file is None:  # a download that left a file out
+            raise _not_found(name, path)
+        parts[stem] = read_idx(file, expected_ndim=3 if "images" in stem else 1)
     images, labels, splits = [], [], []
     for prefix, split in (("train", "train"), ("t10k", "test")):
         im, lb = parts[f"{prefix}-images-idx3-ubyte"], parts[f"{prefix}-labels-idx1-ubyte"]
@@ -138,13 +152,13 @@ def _load_idx_dataset(name: str, path=None, download: bool = False) -> Dataset:
         splits.append(np.full(im.shape[0], split))
     if images[0].shape[1:] != images[1].shape[1:]:
         raise ValueError(f"{folder}: train images are {images[0].shape[1:]} but test images are {images[1].shape[1:]}")
-    images = np.concatenate(images)
+    all_images = np.concatenate(images)
     spec = IDX_DATASETS[name]
     return Dataset(
         name=name,
-        X=images.reshape(images.shape[0], -1).astype(np.float32),
+        X=all_images.reshape(all_images.shape[0], -1).astype(np.float32),
         y=np.concatenate(labels).astype(np.int64),
-        images=images,
+        images=all_images,
         split=np.concatenate(splits),
         class_names=list(spec["class_names"]),
         description=spec["description"] + f" Loaded from {folder}.",

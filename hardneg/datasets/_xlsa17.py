@@ -205,7 +205,8 @@ def xlsa17_items(ds: XLSA17, name: str = "xlsa17") -> XLSA17Items:
         seen[rows] = True
     rest = np.flatnonzero(~seen)
     order = np.concatenate([*parts, rest])
-    split, tags = [], []
+    split: list[str | None] = []
+    tags: list[list[str]] = []
     for key, rows in zip(STORE_SPLITS, parts):
         split += [STORE_SPLITS[key]] * rows.size
         tags += [[ds.class_names[c], SPLIT_TAG_PREFIX + key] for c in ds.y[rows]]
