@@ -17,7 +17,7 @@ l2-normalized rows; :func:`benchmarks.similarity_solis.bag_of_words`):
 * ``fashion``: a 5,000-image subset of Fashion-MNIST (500 per class, seed 0, from the Debian
   ``dataset-fashion-mnist`` files :func:`hardneg.datasets.load_fashion_mnist` reads), same pipeline.
 
-Methods, all with the library's DEFAULT parameters (no per-protocol tuning): TF-IDF cosine (w = 1
+Methods, with the library's DEFAULT parameters (and, with ``--val-draws``, the held-out choice below): TF-IDF cosine (w = 1
 on these rows), OASIS-diag and OASIS full (C = 0.1, identity start; full only up to 1,024 words:
 a 10K x 10K matrix per concept is out of reach here), the four SOLIS solvers with w1 = 0 (the
 paper's, the headline) and w1 = 1 (an extra); S-DA / S-ADA with the paper's clock (t advances on
