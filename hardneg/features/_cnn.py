@@ -200,7 +200,7 @@ class TorchExtractor:
         self.num_threads = num_threads
         self.name = name
         self._net = None
-        self._dim = None
+        self._dim: int | None = None
         # Checked now, not only before use: a bad side fails every image, and
         # extract_to_store would then report each one as unreadable and carry on.
         self._check_input_size()
@@ -267,10 +267,11 @@ class TorchExtractor:
     @property
     def dim(self) -> int:
         """Length of a pooled feature vector (runs one tiny forward pass the first time)."""
-        if self._dim is None:
+        dim = self._dim
+        if dim is None:
             probe = np.zeros((self.input_size, self.input_size, 3), np.uint8)
-            self._dim = int(self.transform([probe]).shape[1])
-        return self._dim
+            dim = self._dim = int(self.transform([probe]).shape[1])
+        return dim
 
     def config(self) -> dict:
         """JSON description of the settings, saved in the store's ``attrs``.
@@ -460,8 +461,8 @@ class EfficientNetLite0(TorchExtractor):
         runtime: str = "auto",
     ):
         self.runtime = runtime
-        self._session = None
-        self._active_runtime = None
+        self._session: Any = None  # an onnxruntime.InferenceSession (untyped here) once open
+        self._active_runtime: str | None = None
         super().__init__(
             None,
             input_size=input_size,
@@ -547,8 +548,9 @@ class EfficientNetLite0(TorchExtractor):
         except ImportError as exc:
             raise ImportError(f"exporting EfficientNet-Lite0 to ONNX needs onnx: {install_hint('cnn')} (or pip install onnx)") from exc
         net = self.net
+        module: Any = torch.nn.Module  # torch is not analysed (pyproject: follow_imports = "skip")
 
-        class _Features(torch.nn.Module):
+        class _Features(module):
             def __init__(self, inner):
                 super().__init__()
                 self.inner = inner

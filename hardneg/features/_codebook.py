@@ -183,9 +183,9 @@ class Codebook(BaseEstimator):
         if X.shape[0] > cap:
             X = X[np.sort(rng.choice(X.shape[0], size=cap, replace=False))]
         seed = int(rng.integers(0, 2**31 - 1))
-        self.tree_ = None
+        self.tree_: VocabularyTree | None = None
         if self.tree_branching is not None:
-            return self._fit_tree(X, seed, sets if per_image else None, n_images if per_image else 0)
+            return self._fit_tree(X, int(self.tree_branching), seed, sets if per_image else None, n_images if per_image else 0)
         km = faiss.Kmeans(
             X.shape[1], n_words, niter=int(self.n_iter), seed=seed,
             max_points_per_centroid=max(1, X.shape[0] // n_words + 1), min_points_per_centroid=1, verbose=False,
@@ -204,8 +204,7 @@ class Codebook(BaseEstimator):
         self.idf_ = (np.log((1.0 + n_docs) / (1.0 + df)) + 1.0).astype(np.float32)
         return self
 
-    def _fit_tree(self, X, seed, sets, n_images) -> Codebook:
-        b = int(self.tree_branching)
+    def _fit_tree(self, X, b: int, seed, sets, n_images) -> Codebook:
         tree = VocabularyTree(b, tree_depth(int(self.n_words), b), n_iter=int(self.n_iter), random_state=seed).fit(X)
         self.tree_, self.centroids_, self._index = tree, np.ascontiguousarray(tree.words_), None
         df = np.zeros(int(self.n_words), np.int64)
@@ -253,8 +252,9 @@ class Codebook(BaseEstimator):
             X = check_matrix(X, "X", min_rows=0, n_features=self.centroids_.shape[1], estimator=self)
         if X.shape[0] == 0:
             return np.empty(0, np.int64)
-        if getattr(self, "tree_", None) is not None:  # greedy descent of the vocabulary tree
-            return self.tree_.predict(X)
+        tree = getattr(self, "tree_", None)
+        if tree is not None:  # greedy descent of the vocabulary tree
+            return tree.predict(X)
         _, idx = self._search_index().search(X, 1)
         return idx[:, 0].astype(np.int64)
 
@@ -334,9 +334,10 @@ class Codebook(BaseEstimator):
         self._check_fitted()
         meta = {"n_words": int(self.n_words), "n_iter": int(self.n_iter), "max_descriptors": self.max_descriptors, "assign": self.assign}
         arrays = {"centroids": self.centroids_, "idf": self.idf_}
-        if getattr(self, "tree_", None) is not None:  # the inner levels; the leaves are the centroids
-            meta["tree_branching"] = int(self.tree_branching)
-            arrays["tree_inner"] = self.tree_.centers_[: self.tree_.offsets_[-2]]
+        tree = getattr(self, "tree_", None)
+        if tree is not None:  # the inner levels; the leaves are the centroids
+            meta["tree_branching"] = int(tree.branching)  # the tree's, even after set_params(tree_branching=...)
+            arrays["tree_inner"] = tree.centers_[: tree.offsets_[-2]]
         return save_model(path, _KIND, _VERSION, arrays, meta)
 
     @classmethod
@@ -504,11 +505,12 @@ class BagOfWords:
 
     def _fitted_codebook(self) -> Codebook:
         """The codebook, checked: fitted, and of ``n_words`` words."""
-        if not self.is_fitted():
+        codebook = self.codebook
+        if codebook is None or not self.is_fitted():
             raise ValueError(f"{type(self).__name__} has no codebook: call fit_images() or pass codebook=")
-        if self.codebook.centroids_.shape[0] != self.n_words:
-            raise ValueError(f"codebook: has {self.codebook.centroids_.shape[0]} words, expected n_words={self.n_words}")
-        return self.codebook
+        if codebook.centroids_.shape[0] != self.n_words:
+            raise ValueError(f"codebook: has {codebook.centroids_.shape[0]} words, expected n_words={self.n_words}")
+        return codebook
 
     def transform(self, images):
         """Histograms ``(n, n_words)``: dense float32, or CSR when ``sparse``.
@@ -534,6 +536,8 @@ class BagOfWords:
         folder : str or Path
             The store folder; the codebook is written to its ``codebook.npz``.
         """
+        if self.codebook is None:  # was AttributeError on None
+            raise ValueError(f"{type(self).__name__} has no codebook: call fit_images() or pass codebook=")
         self.codebook.save(Path(folder) / CODEBOOK_FILE)
 
     def load_state(self, folder: str | Path) -> None:

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_positive_int
 from ._images import to_gray
 from hardneg._extras import install_hint
+
+if TYPE_CHECKING:
+    import cv2
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ class DenseSift:
         self.resize_to = resize_to
         self.drop_flat = drop_flat
         self.root_sift = root_sift
-        self._sift = None
+        self._sift: cv2.SIFT | None = None  # made on first use
 
     dim = 128
 
@@ -184,16 +188,17 @@ class DenseSift:
             Upright SIFT descriptors on the dense grid (RootSIFT if ``root_sift``).
         """
         cv2 = _require_cv2()
-        if self._sift is None:
+        sift = self._sift
+        if sift is None:
             self.check_params()
-            self._sift = cv2.SIFT_create()
+            sift = self._sift = cv2.SIFT_create()
         g = self._prepare(image)
         grid = self.grid(*g.shape)
         if grid.shape[0] == 0:
             return np.empty((0, 128), np.float32)
         # angle 0: upright descriptors, as dense SIFT does not estimate orientation.
         kps = [cv2.KeyPoint(float(x), float(y), float(s), 0.0) for x, y, s in grid]
-        _, desc = self._sift.compute(g, kps)
+        _, desc = sift.compute(g, kps)
         if desc is None:
             return np.empty((0, 128), np.float32)
         desc = np.asarray(desc, np.float32)

@@ -199,11 +199,11 @@ def fit_square(im, size: int, resize: str = "crop"):
     s = int(size)
     w, h = im.size
     if resize == "stretch":
-        return im.resize((s, s), Image.BICUBIC) if (w, h) != (s, s) else im
+        return im.resize((s, s), Image.Resampling.BICUBIC) if (w, h) != (s, s) else im
     scale = s / min(w, h)
     nw, nh = max(s, round(w * scale)), max(s, round(h * scale))
     if (nw, nh) != (w, h):
-        im = im.resize((nw, nh), Image.BICUBIC)
+        im = im.resize((nw, nh), Image.Resampling.BICUBIC)
     left, top = (nw - s) // 2, (nh - s) // 2
     return im.crop((left, top, left + s, top + s))
 
@@ -292,6 +292,8 @@ class ImageItem:
         """
         if self._array is not None:
             return to_rgb(self._array)
+        if self.path is None:
+            raise ValueError(f"image {self.id!r}: neither a path nor pixels")
         return read_image(self.path)
 
 

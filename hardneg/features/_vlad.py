@@ -35,7 +35,7 @@ __all__ = ["VLAD", "vlad"]
 
 
 def _check_power(power) -> float:
-    if isinstance(power, bool) or not isinstance(power, Real) or not 0 < power <= 1:
+    if isinstance(power, bool) or not isinstance(power, Real) or not 0 < float(power) <= 1:
         raise ValueError(f"power: expected a number in (0, 1], got {power!r}")
     return float(power)
 
@@ -96,10 +96,10 @@ def vlad(descriptor_sets: Sequence[np.ndarray], codebook: Codebook, *, power: fl
     if intra:
         norms = np.linalg.norm(V, axis=2, keepdims=True)
         np.divide(V, norms, out=V, where=norms > 0)
-    V = V.reshape(n, K * d)
-    norms = np.linalg.norm(V, axis=1, keepdims=True)
-    np.divide(V, norms, out=V, where=norms > 0)
-    return np.ascontiguousarray(V, np.float32)
+    flat = V.reshape(n, K * d)
+    norms = np.linalg.norm(flat, axis=1, keepdims=True)
+    np.divide(flat, norms, out=flat, where=norms > 0)
+    return np.ascontiguousarray(flat, np.float32)
 
 
 class VLAD(BagOfWords):
