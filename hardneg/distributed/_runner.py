@@ -41,8 +41,12 @@ SCHEDULER_ENV = "HARDNEG_SCHEDULER"
 class Runner:
     """Run partition functions in this process (the default)."""
 
-    client = None
-    dashboard_link: str | None = None
+    client: Any = None  # a distributed.Client on a DaskRunner; none in this process
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The URL of the cluster's Dask dashboard: None in this process."""
+        return None
 
     @property
     def n_workers(self) -> int:

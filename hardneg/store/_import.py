@@ -31,7 +31,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -208,10 +208,11 @@ class _Parquet(_Source):
 
         names = set(schema.names)
         if "id" in names:
-            self.ids = [None if v is None else str(v) for v in self._whole("id")]
-            missing = [r for r, v in enumerate(self.ids) if v is None or v == ""]
+            ids = [None if v is None else str(v) for v in self._whole("id")]
+            missing = [r for r, v in enumerate(ids) if v is None or v == ""]
             if missing:
                 raise ValueError(f"{self.path}: column 'id' is empty in row {missing[0]}")
+            self.ids = cast("list[str]", ids)  # no None left: checked just above
         if "path" in names:
             base = self.path.parent
             self.paths = [None if v is None else os.path.normpath(os.path.join(os.path.abspath(base), str(v))) for v in self._whole("path")]
@@ -374,13 +375,14 @@ def import_embeddings(
         for i, value in mapping.items():
             raw_labels[row_of[i]] = value
     item_labels, class_names = _labels_and_names(raw_labels, str(labels or source)) if raw_labels is not None else (None, None)
-    attrs = {"imported": {"file": source.name, "format": source.suffix.lower().lstrip("."), "rows": n, "dim": dim}}
+    attrs: dict[str, Any] = {"imported": {"file": source.name, "format": source.suffix.lower().lstrip("."), "rows": n, "dim": dim}}
     if isinstance(src, _Parquet):
         attrs["imported"]["column"] = src.column
     if class_names is not None:
         attrs["class_names"] = class_names
 
     tmp = _swap_dir(out)
+    leftover: Path | None = tmp  # the folder to remove at the end: the new one until it is in place
     try:
         with FeatureStore.create(tmp, dim, attrs=attrs) as store:
             lo = 0
@@ -416,13 +418,13 @@ def import_embeddings(
             finally:
                 if old is not None:
                     old.release()
-            tmp = trash
+            leftover = trash
         else:
             out.parent.mkdir(parents=True, exist_ok=True)
             os.rename(tmp, out)
-            tmp = None
+            leftover = None
     finally:
-        if tmp is not None:
-            _remove_replaced(tmp)
+        if leftover is not None:
+            _remove_replaced(leftover)
     logger.info("%s: %d rows x %d imported from %s", out, n, dim, source)
     return FeatureStore.open(out)

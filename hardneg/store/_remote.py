@@ -84,7 +84,7 @@ def remote_timeout(timeout=None) -> float:
     return value
 
 
-def _storage_options(protocol: str, timeout: float) -> dict:
+def _storage_options(protocol: str | None, timeout: float) -> dict:
     """Backend options that bound every request by ``timeout`` (and, for HTTP, keep bodies undecoded)."""
     if protocol in HTTP_PROTOCOLS:
         try:
@@ -105,36 +105,42 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _aiohttp_reason(exc: BaseException) -> str | None:
+    """What an aiohttp client error says went wrong; None for any other exception, or without aiohttp."""
+    try:
+        import aiohttp
+    except ImportError:
+        return None
+    if not isinstance(exc, aiohttp.ClientError):
+        return None
+    if isinstance(exc, aiohttp.TooManyRedirects):
+        return f"too many redirects (the last was HTTP {exc.status})"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"the server answered HTTP {exc.status} {exc.message}".rstrip()
+    if isinstance(exc, (aiohttp.NonHttpUrlRedirectClientError, aiohttp.InvalidUrlRedirectClientError)):
+        target = exc.args[0] if exc.args else "?"
+        return f"redirected to {target}, which is not an HTTP URL"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        refused = isinstance(exc.os_error, ConnectionRefusedError)
+        return "connection refused" if refused else f"cannot connect ({exc.os_error.strerror or _first_line(exc.os_error)})"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "short read: the server closed the connection before answering in full"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"short read: the connection closed before the whole file came ({_first_line(exc)})"
+    return _first_line(exc)
+
+
 def transport_error(exc: BaseException, url: str, timeout: float) -> BaseException:
     """What to raise for ``exc`` raised while fetching ``url``: a one-line :class:`RemoteReadError`
     for a transport failure; ``exc`` itself when it is not one (a missing file, a bug)."""
     if isinstance(exc, (StoreError, FileNotFoundError)):
         return exc
-    try:
-        import aiohttp
-    except ImportError:
-        aiohttp = None
     hint = f"no answer within {timeout:g} s; raise the limit with timeout= or {TIMEOUT_ENV}"
     what = None
     if isinstance(exc, TimeoutError) or type(exc).__name__ == "FSTimeoutError":
         what = f"timed out ({hint})"
-    elif aiohttp is not None and isinstance(exc, aiohttp.ClientError):
-        if isinstance(exc, aiohttp.TooManyRedirects):
-            what = f"too many redirects (the last was HTTP {exc.status})"
-        elif isinstance(exc, aiohttp.ClientResponseError):
-            what = f"the server answered HTTP {exc.status} {exc.message}".rstrip()
-        elif isinstance(exc, (aiohttp.NonHttpUrlRedirectClientError, aiohttp.InvalidUrlRedirectClientError)):
-            target = exc.args[0] if exc.args else "?"
-            what = f"redirected to {target}, which is not an HTTP URL"
-        elif isinstance(exc, aiohttp.ClientConnectorError):
-            refused = isinstance(exc.os_error, ConnectionRefusedError)
-            what = "connection refused" if refused else f"cannot connect ({exc.os_error.strerror or _first_line(exc.os_error)})"
-        elif isinstance(exc, aiohttp.ServerDisconnectedError):
-            what = "short read: the server closed the connection before answering in full"
-        elif isinstance(exc, aiohttp.ClientPayloadError):
-            what = f"short read: the connection closed before the whole file came ({_first_line(exc)})"
-        else:
-            what = _first_line(exc)
+    elif (reason := _aiohttp_reason(exc)) is not None:
+        what = reason
     elif isinstance(exc, ConnectionRefusedError):
         what = "connection refused"
     elif isinstance(exc, (ConnectionResetError, EOFError)):
@@ -230,12 +236,13 @@ class RemoteFolder:
                 return status, got, None
             self._check_encoding(got)
             length = self._content_length(got)
-            if length is not None and length > max_bytes:
+            limit = float("inf") if max_bytes is None else max_bytes
+            if length is not None and length > limit:
                 raise StoreError(f"{self.url}: {length:,} bytes, more than the {max_bytes:,} expected")
             blocks, n = [], 0
             async for block in r.content.iter_chunked(_BLOCK):
                 n += len(block)
-                if n > max_bytes:
+                if n > limit:
                     raise StoreError(f"{self.url}: more than the {max_bytes:,} bytes expected")
                 blocks.append(block)
             if length is not None and n != length:

@@ -32,7 +32,7 @@ def extend_checksums(checksums: list[int], committed: int, values: np.ndarray, c
     if not len(values):
         return out
     values = np.ascontiguousarray(values)
-    buf = memoryview(values).cast("B")
+    buf = values.data.cast("B")  # .data: numpy's stubs give ndarray __buffer__ only on Python >= 3.12
     row_bytes = values[0:1].nbytes
     pos, done = committed, 0
     while done < len(values):
