@@ -94,11 +94,12 @@ class MicroBatcher:
         if self._closed:
             raise BatcherClosed("the service is shutting down")
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            self._start(loop)
+        queue = self._queue
+        if self._loop is not loop or queue is None:  # (_start sets both)
+            queue = self._start(loop)
         fut = loop.create_future()
-        self._queue.put_nowait((key, payload, fut, time.perf_counter()))
-        if self._full is not None and self._queue.qsize() + 1 >= self.max_batch:  # + the one being gathered
+        queue.put_nowait((key, payload, fut, time.perf_counter()))
+        if self._full is not None and queue.qsize() + 1 >= self.max_batch:  # + the one being gathered
             self._full.set()
         return await fut
 
@@ -128,14 +129,16 @@ class MicroBatcher:
                 self._shutdown_executor()
 
     # ---------------------------------------------------------------- internals
-    def _start(self, loop) -> None:
+    def _start(self, loop) -> asyncio.Queue:
         # a new event loop (e.g. a second TestClient): the old loop's queue and task are gone with it
         self._loop = loop
-        self._queue = asyncio.Queue()
+        queue: asyncio.Queue = asyncio.Queue()
+        self._queue = queue
         self._full = asyncio.Event()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
-        self._task = loop.create_task(self._collect(self._queue))
+        self._task = loop.create_task(self._collect(queue))
+        return queue
 
     def _shutdown_executor(self) -> None:
         if self._executor is not None:
@@ -157,6 +160,11 @@ class MicroBatcher:
 
     async def _collect(self, queue: asyncio.Queue) -> None:
         free = asyncio.Semaphore(self.workers)
+
+        def finished(task: asyncio.Task) -> None:
+            self._inflight.pop(task, None)
+            free.release()
+
         while True:
             batch = [await queue.get()]
             if self.window_s > 0 and queue.qsize() + 1 < self.max_batch:
@@ -170,16 +178,19 @@ class MicroBatcher:
                 continue
             task = asyncio.get_running_loop().create_task(self._dispatch(batch))
             self._inflight[task] = batch
-            task.add_done_callback(lambda t: (self._inflight.pop(t, None), free.release()))
+            task.add_done_callback(finished)
 
     async def _wait_window(self) -> None:
         """Wait up to ``window_s`` for more queries, less when ``max_batch`` of them wait: a lone
         query waits one window at most, never for a batch that does not fill."""
-        self._full.clear()
-        if self._queue.qsize() + 1 >= self.max_batch:
+        full, queue = self._full, self._queue
+        if full is None or queue is None:  # not started (_start sets both before _collect runs)
+            return
+        full.clear()
+        if queue.qsize() + 1 >= self.max_batch:
             return
         try:
-            await asyncio.wait_for(self._full.wait(), self.window_s)
+            await asyncio.wait_for(full.wait(), self.window_s)
         except TimeoutError:
             pass
 

@@ -124,7 +124,9 @@ class ImageQuery:
         if self.kind == "cnn":
             size = cfg.get("input_size")
         else:
-            d = cfg.get("descriptor") if isinstance(cfg.get("descriptor"), dict) else {}
+            d = cfg.get("descriptor")
+            if not isinstance(d, dict):
+                d = {}
             size = d.get("resize_to") or d.get("max_side")
         return int(size) if isinstance(size, (int, float)) and size >= 1 else None
 
@@ -163,7 +165,7 @@ class Thumbnails:
         self._cap = cache_items
         self._lock = threading.Lock()
         self._paths = store.items.column("path")
-        self._fashion = None
+        self._fashion: tuple[dict[str, np.ndarray], np.ndarray | None] | None = None  # rows per split, images
 
     def _fashion_image(self, row: int):
         """Fashion-MNIST feature stores (CNN, DSIFT): the image from the data set, by id."""
@@ -173,12 +175,15 @@ class Thumbnails:
         split, _, pos = item_id.partition("-")
         if split not in ("train", "test") or not pos.isdigit():
             return None
-        if self._fashion is None:
+        fashion = self._fashion
+        if fashion is None:
             from hardneg.datasets import load_fashion_mnist
 
             ds = load_fashion_mnist()
-            self._fashion = {s: np.flatnonzero(ds.split == s) for s in ("train", "test")}, ds.images
-        where, images = self._fashion
+            fashion = self._fashion = {s: np.flatnonzero(ds.split == s) for s in ("train", "test")}, ds.images
+        where, images = fashion
+        if images is None:
+            return None
         return images[where[split][int(pos)]] if int(pos) < where[split].size else None
 
     def _render(self, row: int) -> bytes | None:
@@ -202,10 +207,10 @@ class Thumbnails:
                     im.thumbnail((self.size, self.size))
                     return encode_png(np.asarray(im))
         try:
-            img = self._fashion_image(row)
+            pixels = self._fashion_image(row)
         except Exception:  # noqa: BLE001 - data set files missing: no thumbnail
-            img = None
-        return None if img is None else encode_png(to_uint8_image(img, self.size))
+            pixels = None
+        return None if pixels is None else encode_png(to_uint8_image(pixels, self.size))
 
     def get(self, row: int) -> bytes | None:
         with self._lock:

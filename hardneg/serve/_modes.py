@@ -82,6 +82,27 @@ class SearchMode:
         """
         raise NotImplementedError
 
+    def search(self, X: np.ndarray, k: int, *, exact: bool = False, nprobe: int | None = None) -> TopK:  # pragma: no cover - interface
+        """The ``k`` store items most similar to each of many queries (modes with ``batched = True``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_queries, dim), dtype float32
+            Dense query vectors of the store's dimension.
+        k : int
+            Number of items per query.
+        exact : bool, default=False
+            Search exhaustively even where the mode has an approximate index.
+        nprobe : int, optional
+            Lists an approximate search scans.
+
+        Returns
+        -------
+        TopK
+            ``(n_queries, k)`` arrays; ``queries()`` gives each query's.
+        """
+        raise NotImplementedError
+
     def describe(self) -> dict:
         """The mode as the service lists it.
 

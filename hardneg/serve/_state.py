@@ -20,7 +20,7 @@ from ._batch import MicroBatcher
 from ._errors import ServeError
 from ._images import ImageQuery, Thumbnails
 from ._jobs import JobManager
-from ._modes import open_modes
+from ._modes import HammingMode, open_modes
 from ._registry import ModelRegistry
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class ServeState:
         self.modes = open_modes(self.store, self._stage or self.models_dir, self.matrix)
         if self.settings.nprobe is not None:
             ham = self.modes.get("hamming")
-            if ham is None or not getattr(ham, "approximate", False):
+            if not isinstance(ham, HammingMode) or not ham.approximate:
                 logger.warning("nprobe=%d ignored: no approximate Hamming index here", self.settings.nprobe)
             else:
                 ham.set_nprobe(self.settings.nprobe)
@@ -148,7 +148,7 @@ class ServeState:
         self.concept_split = "train" if "train" in self.splits else None
         # The CNN / BoW extractor takes seconds to load: load it now, in the background, so
         # the first upload does not wait for it (/api/info says when it is ready).
-        self.extractor_error = None
+        self.extractor_error: str | None = None
         self._extractor_ready = threading.Event()
         if self.image_query.kind in ("cnn", "bow"):
             threading.Thread(target=self._load_extractor, name="hardneg-extractor", daemon=True).start()

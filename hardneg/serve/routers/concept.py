@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, Depends
@@ -15,7 +16,7 @@ from .._schemas import ConceptRequest, FeedbackRequest, JobInfo, Message
 from .._state import ServeState
 
 router = APIRouter(prefix="/api", tags=["concept search"])
-_ERR = {401: {"model": Message}, 403: {"model": Message}, 404: {"model": Message}, 422: {"model": Message}}
+_ERR: dict[int | str, dict[str, Any]] = {401: {"model": Message}, 403: {"model": Message}, 404: {"model": Message}, 422: {"model": Message}}
 
 
 def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0) -> dict:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
 from .._deps import get_state
 from .._errors import ServeError
-from .._schemas import Info, Item, ItemPage, Message, TagCount
+from .._schemas import Info, Item, ItemPage, Message, ModeInfo, TagCount
 from .._state import ServeState
 
 router = APIRouter(prefix="/api", tags=["items"])
-_ERR = {404: {"model": Message}, 422: {"model": Message}}
+_ERR: dict[int | str, dict[str, Any]] = {404: {"model": Message}, 422: {"model": Message}}
 
 
 @router.get("/info", response_model=Info, summary="The store, its search modes and the service's limits")
@@ -20,7 +21,7 @@ def info(state: ServeState = Depends(get_state)):
     s = state.store
     # the store's folder name only: where it lies on the server is not the client's business
     return Info(store=Path(str(s.path)).name, n_items=len(s), dim=s.dim, sparse=s.is_sparse,
-                dataset=s.attrs.get("dataset"), modes=[m.describe() for m in state.modes.values()],
+                dataset=s.attrs.get("dataset"), modes=[ModeInfo.model_validate(m.describe()) for m in state.modes.values()],
                 upload=state.image_query.available, upload_reason=state.image_query.reason,
                 token_required=state.settings.token_required, max_upload_bytes=state.settings.max_upload_bytes,
                 extractor=state.extractor_status, concept_split=state.concept_split)
@@ -31,7 +32,7 @@ def list_items(offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=100
                state: ServeState = Depends(get_state)):
     rows = state.store.select(tags=[tag]) if tag else range(len(state.ids))
     total = len(rows)
-    page = [state.item(int(r)) for r in list(rows[offset : offset + limit])]
+    page = [Item.model_validate(state.item(int(r))) for r in list(rows[offset : offset + limit])]
     return ItemPage(total=total, offset=offset, items=page)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends
 
 from .._deps import get_state, require_token
@@ -10,7 +12,7 @@ from .._state import ServeState
 from .concept import scan
 
 router = APIRouter(prefix="/api", tags=["saved models"])
-_ERR = {404: {"model": Message}, 409: {"model": Message}, 422: {"model": Message}}
+_ERR: dict[int | str, dict[str, Any]] = {404: {"model": Message}, 409: {"model": Message}, 422: {"model": Message}}
 
 
 def _info(name: str, model) -> ModelInfo:
@@ -44,7 +46,7 @@ def search_model(name: str, req: ModelSearchRequest, state: ServeState = Depends
     model = state.registry.load(name)
     page = scan(state, model, req.k, model.meta.get("split"), req.offset)
     return SearchResponse(mode=f"concept:{name}", k=len(page["results"]), offset=page["offset"], has_more=page["has_more"],
-                          results=page["results"], timings={"scan_s": page["scan_s"]})
+                          search="exact", results=page["results"], timings={"scan_s": page["scan_s"]})
 
 
 @router.delete("/models/{name}", response_model=Message, responses={**_ERR, 401: {"model": Message}, 403: {"model": Message}},

@@ -13,6 +13,7 @@ standard JSON encoder (the response model still documents it).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, Depends, File, Form, UploadFile
@@ -29,15 +30,17 @@ from .._state import ServeState
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is in the serve extra
-    orjson = None
+    _ORJSON = False
+else:
+    _ORJSON = True
 
 router = APIRouter(prefix="/api", tags=["query by example"])
-_ERR = {404: {"model": Message}, 413: {"model": Message}, 422: {"model": Message}, 503: {"model": Message}}
+_ERR: dict[int | str, dict[str, Any]] = {404: {"model": Message}, 413: {"model": Message}, 422: {"model": Message}, 503: {"model": Message}}
 
 
 def _json(body: dict) -> Response:
     """The response body encoded once: orjson if available (same JSON as the standard encoder's)."""
-    if orjson is None:
+    if not _ORJSON:
         return JSONResponse(body)
     return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
@@ -23,7 +24,7 @@ from .._schemas import Message, SearchResponse, _Request
 from .._state import ServeState
 
 router = APIRouter(prefix="/api", tags=["search by description"])
-_ERR = {404: {"model": Message}, 409: {"model": Message}, 422: {"model": Message}}
+_ERR: dict[int | str, dict[str, Any]] = {404: {"model": Message}, 409: {"model": Message}, 422: {"model": Message}}
 
 _models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ServeState -> (model, seconds to train)
 _lock = threading.Lock()
