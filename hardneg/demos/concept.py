@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,12 +69,14 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ds = load_digits()
-    X, y, names = ds.X, ds.y, ds.class_names
+    X, y, names, images = ds.X, ds.y, ds.class_names, ds.images
+    if names is None or images is None:
+        raise ValueError("load_digits() gave no class names or images")
     train, test = np.flatnonzero(ds.split == "train"), np.flatnonzero(ds.split == "test")
     rng = np.random.default_rng(seed)
     tags = noisy_tags(y, names, tag_noise, rng)  # only pool (train) tags are ever read
-    ap = {m: [] for m in _methods(n_iter, seed)}
-    p20 = {m: [] for m in ap}
+    ap: dict[str, list[float]] = {m: [] for m in _methods(n_iter, seed)}
+    p20: dict[str, list[float]] = {m: [] for m in ap}
     featured = {}
     for c in range(len(names)):
         pos = rng.choice(train[y[train] == c], size=n_positives, replace=False)
@@ -96,7 +99,7 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     comp_scores = model.decision_function(X[test])
     rel_c = y[test] == concept
     hits = search(model, X, k=20, rows=test)
-    summary = {
+    summary: dict[str, Any] = {
         "dataset": "sklearn digits (8x8, 64-d grey levels)",
         "protocol": f"each class as concept; {n_positives} positives from train; pool = rest of train, "
                     f"tags = labels with {tag_noise:.0%} wrong/missing; AP and P@20 on the test split; T = {n_iter}",
@@ -120,7 +123,7 @@ def run_concept_demo(out_dir, *, concept: int = 3, n_positives: int = 20, n_iter
     report.heading(f"Mean over all {len(names)} concepts (sklearn digits, T = {n_iter} bootstrap iterations)")
     report.table(["method", "mAP", "P@20"], [[m, summary["mAP"][m], summary["P@20"][m]] for m in ap])
     report.heading(f"{label}: top 20 test images (compressed model; green = correct)")
-    report.image_grid([ds.images[r] for r in hits.rows], captions=[f"{s:.2f}" for s in hits.scores],
+    report.image_grid([images[r] for r in hits.rows], captions=[f"{s:.2f}" for s in hits.scores],
                       relevant=(y[hits.rows] == concept).tolist())
     title = f"{label}: AP against the bootstrap iteration t"
     report.heading(title)

@@ -61,6 +61,8 @@ def build_demo_store(out="serve-demo", *, dataset: str = "digits", limit: int | 
     t0 = time.perf_counter()
     data = load(dataset)
     X, y, split = data.X, data.y, data.split
+    if split is None:
+        raise ValueError(f"{dataset}: the data set has no train/test split")
     if limit is not None:
         X, y, split = X[:limit], y[:limit], split[:limit]
     names = list(data.class_names) if data.class_names is not None else [str(c) for c in np.unique(y)]
@@ -71,8 +73,8 @@ def build_demo_store(out="serve-demo", *, dataset: str = "digits", limit: int | 
     train = np.flatnonzero(split == "train")
     rng = np.random.default_rng(seed)
     lab = np.sort(rng.choice(train, size=min(train.size, n_labeled), replace=False))
-    unl = np.setdiff1d(train, lab)
-    unl = np.sort(rng.choice(unl, size=min(unl.size, n_labeled), replace=False)) if unl.size else None
+    rest = np.setdiff1d(train, lab)
+    unl = np.sort(rng.choice(rest, size=min(rest.size, n_labeled), replace=False)) if rest.size else None
     hasher = TSVMHashing(n_bits=n_bits, random_state=seed).fit(X[lab], y[lab], X_unlabeled=None if unl is None else X[unl])
     models.mkdir(parents=True, exist_ok=True)
     hasher.save(models / "hasher.npz")
