@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import os
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ[_v] = "1"
+if __name__ == "__main__":  # one thread per process; not when a test imports this module
+    for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[_v] = "1"
 
 import argparse  # noqa: E402
 import functools  # noqa: E402

@@ -50,9 +50,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+if __name__ == "__main__":  # one thread per process for the timings; not when a test imports this module
+    for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_v, "1")
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
