@@ -64,10 +64,10 @@ def check_exemplar_params(lam, alpha_pos, alpha_neg) -> tuple[float, float, floa
     """``lam``, ``alpha_pos``, ``alpha_neg`` as positive finite floats, or ``ValueError``."""
     out = []
     for name, value in (("lam", lam), ("alpha_pos", alpha_pos), ("alpha_neg", alpha_neg)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(float(value)) or float(value) <= 0:
             raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
         out.append(float(value))
-    return tuple(out)
+    return out[0], out[1], out[2]
 
 
 def check_exemplar_inputs(X, Z):

@@ -113,7 +113,8 @@ def fit_exemplar_svms_sgd(
         w = np.zeros_like(Xb)
         xx = np.einsum("ij,ij->i", Xb, Xb, dtype=np.float64)
         eta0 = (1.0 / (alpha_pos * xx + alpha_neg * N * zz)).astype(X.dtype)[:, None]
-        best, stale = None, 0
+        best: tuple[float, np.ndarray] | None = None
+        stale = 0
         t = 0
         for epoch in range(max_epochs):
             order = rng.permutation(N)
@@ -141,6 +142,8 @@ def fit_exemplar_svms_sgd(
             if stale >= 2:
                 break
         epochs_run.append(epoch + 1)
+        if best is None:  # unreachable: max_epochs >= 1, and the first epoch always sets it
+            raise RuntimeError("exemplar SGD ran no epoch")
         W[lo:hi] = best[1]
         if progress is not None:
             progress(hi - lo)

@@ -8,6 +8,7 @@ circle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from ._exemplar_sgd import fit_exemplar_svms_sgd
 __all__ = ["EXEMPLAR_SOLVERS", "fit_exemplar_svms"]
 
 #: Solver name -> function ``(X, Z, **kwargs) -> W``; every one solves [Zepeda15] Eq. (1).
-EXEMPLAR_SOLVERS = {"batch": fit_exemplar_svms_batch, "sgd": fit_exemplar_svms_sgd, "liblinear": fit_exemplar_svms_liblinear}
+EXEMPLAR_SOLVERS: dict[str, Callable[..., np.ndarray]] = {"batch": fit_exemplar_svms_batch, "sgd": fit_exemplar_svms_sgd, "liblinear": fit_exemplar_svms_liblinear}
 
 
 def fit_exemplar_svms(X: ArrayLike, Z: ArrayLike, *, solver: str = "batch", **kwargs: Any) -> np.ndarray:

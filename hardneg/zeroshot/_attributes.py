@@ -66,12 +66,12 @@ def as_attribute_table(class_attributes: Any, name: str = "class_attributes", n_
     if isinstance(class_attributes, dict):
         if not class_attributes:
             raise ValueError(f"{name}: is empty")
-        labels = list(class_attributes)
+        names = list(class_attributes)
         lengths = {np.size(v) for v in class_attributes.values()}
         if len(lengths) != 1:
             raise ValueError(f"{name}: attribute vectors have different lengths {sorted(lengths)}")
         vectors = [np.ravel(np.asarray(v, dtype=np.float64)) for v in class_attributes.values()]
-        return np.asarray(labels), _check_vectors(np.stack(vectors), name, n_attributes)
+        return np.asarray(names), _check_vectors(np.stack(vectors), name, n_attributes)
     if isinstance(class_attributes, tuple) and len(class_attributes) == 2:
         labels = np.asarray(class_attributes[0])
         M = _check_vectors(class_attributes[1], name, n_attributes)

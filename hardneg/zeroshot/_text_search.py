@@ -188,7 +188,7 @@ def fit_text_search(X: Any, classes: list[list[str]] | None, *, descriptions: An
         pairs = [(r, str(c)) for r, cs in enumerate(classes) for c in ([cs] if isinstance(cs, str) else cs or ())]
         counts = Counter(c for _, c in pairs)
         rng = np.random.default_rng(random_state)
-        kept = []
+        kept: list[tuple[int, str]] = []
         for c in sorted(counts):
             if counts[c] < min_items:
                 continue

@@ -111,7 +111,7 @@ def class_holdout_search(estimator: BaseEstimator, param_grid: dict | list[dict]
         A = check_sample_attributes(sample_attributes, X.shape[0])
         fit_kw = {"sample_attributes": A[tr]}
         val_table = class_means(y[va], A[va])
-        fit_args = ()
+        fit_args: tuple = ()
     else:
         labels, vectors = as_attribute_table(class_attributes)
         lookup(labels, vectors, y)  # every training class needs a vector
