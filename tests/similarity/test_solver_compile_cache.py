@@ -27,4 +27,4 @@ def _loop_entries() -> list[Path]:
 def test_a_fit_in_a_fresh_process_caches_no_closure():
     before = _loop_entries()
     subprocess.run([sys.executable, "-c", FIT], check=True, timeout=300)
-    assert _loop_entries() == before == []
+    assert _loop_entries() == before  # entries an older hardneg wrote may be there: none is added
