@@ -325,8 +325,10 @@ def check_random_state(random_state) -> np.random.Generator:
     """One generator, made once in ``fit`` (None, an int, or a Generator)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(random_state)
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(int(random_state))  # same stream as the numpy integer itself
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise TypeError(f"random_state: expected None, an int or a numpy Generator, got {type(random_state).__name__}")

@@ -506,6 +506,8 @@ def emit_results(results, *, title: str, score: str | None = "score", as_json: b
                     table.add_row(escape(str(key)), f"{value:.4f}" if isinstance(value, float) else escape(str(value)))
         console.print(table)
         return
+    if score is None:  # only a figures table has no score column
+        raise ValueError("emit_results: score=None is for figures=True; ranked rows need the name of their score column")
     print_results(rows, title=title, score=score, as_json=False, query_column=query_column)
 
 

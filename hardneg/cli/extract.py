@@ -232,7 +232,8 @@ def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, label
     if labels_from_folders and labels_csv:
         raise CLIError("--labels-csv: give it or --labels-from-folders, not both")
     ids = [it.id for it in items]
-    tags = labels = None
+    tags: list[list[str]] | None = None
+    labels: list[str | None] | list[int] | None = None  # names, or class numbers from a numeric CSV
     if tags_from_folders:
         tags = folder_tags(ids, folder_tag_levels or None)
         if not any(tags):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import typing  # typing.cast: _rank_rows has an argument named cast
+
 import typer
 
 from ._common import (
@@ -70,21 +72,21 @@ def train(
     """Fit a hasher on a store (labels are used by TSVM hashing only)."""
     import numpy as np
 
-    from ..hashing import HASHERS, TSVMHashing
+    from ..hashing import HASHERS, BaseHasher, TSVMHashing
     from ..store import FeatureStore
 
     if method not in HASHERS or method == "pq":
         raise CLIError(f"--method: expected one of {', '.join(m for m in HASHERS if m != 'pq')}, got {method!r}")
     if method == "tsvm" and mode not in ("bits", "itq"):
         raise CLIError(f"--embedding: expected bits or itq, got {mode!r}")
-    cost = pick_cost(cost, cost_alias)
-    if cost != "auto":
+    C: str | float = pick_cost(cost, cost_alias)
+    if C != "auto":
         try:
-            cost = float(cost)
+            C = float(C)
         except ValueError:
-            raise CLIError(f"--cost: expected a positive number or 'auto', got {cost!r}") from None
-        if not (np.isfinite(cost) and cost > 0):
-            raise CLIError(f"--cost: must be a positive number or 'auto', got {cost}")
+            raise CLIError(f"--cost: expected a positive number or 'auto', got {C!r}") from None
+        if not (np.isfinite(C) and C > 0):
+            raise CLIError(f"--cost: must be a positive number or 'auto', got {C}")
     check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     if method in ("pca-itq", "pca-rr") and bits > store.dim:
@@ -97,6 +99,7 @@ def train(
         raise CLIError(f"--split {split!r}: no rows of {store_path} are in this split; the store has {store.summary()}")
     if rows.size < 2:
         raise CLIError(f"{store_path}: fewer than 2 rows to train on (split={split!r}); the store has {store.summary()}")
+    model: BaseHasher
     if method == "tsvm":
         labels = store.labels()[rows]
         labeled = rows[labels >= 0]
@@ -107,7 +110,7 @@ def train(
         unl = np.sort(rng.choice(pool, min(n_unlabeled, pool.size), replace=False)) if n_unlabeled > 0 else None
         X = _dense(store.take(labeled))
         XU = None if unl is None or unl.size == 0 else _dense(store.take(unl))
-        model = TSVMHashing(n_bits=bits, mode=mode, C=cost, balance=balance, random_state=seed)
+        model = TSVMHashing(n_bits=bits, mode=mode, C=C, balance=balance, random_state=seed)
         n_classes = len(np.unique(store.labels()[labeled]))
         if n_classes < 2:
             raise CLIError(f"{store_path}: TSVM hashing needs at least 2 classes among the labeled rows")
@@ -299,7 +302,7 @@ def _rank_rows(store, queries, found_ids, values, k, drop, score, cast) -> list[
         infos = item_info(store, [r for r in rows if r is not None]) if store is not None else []
         info_of = dict(zip([r for r in rows if r is not None], infos))
         for rank, ((item_id, v), r) in enumerate(zip(keep, rows), 1):
-            info = info_of.get(r, {})
+            info = info_of.get(r, {}) if r is not None else {}
             rel = same_class(store, q.get("row"), r) if r is not None else None
             out.append({"query": q["name"], "rank": rank, "id": item_id, score: cast(v), "label": info.get("label"),
                         "tags": info.get("tags", []), "path": info.get("path"), "relevant": rel})
@@ -402,7 +405,7 @@ def eval_cmd(
     rel = labels[ranked_rows] == labels[q_rows][:, None]
     ranks = [r for r in (1, 10, 50, 100, 500, 1000) if r <= k_eff]
     figures = {"model": model_path, "store": store_path, "queries": int(q_rows.size), "database": int(db_rows.size), "k": k_eff,
-               f"map@{k_eff}": float(mean_average_precision_at_k(rel, k_eff)), f"p@{k_eff}": float(precision_at_k(rel, k_eff))}
+               f"map@{k_eff}": float(typing.cast(float, mean_average_precision_at_k(rel, k_eff))), f"p@{k_eff}": float(precision_at_k(rel, k_eff))}
     at, prec = precision_at_ranks(rel, ranks)
     figures.update({f"p@{int(r)}": float(v) for r, v in zip(at, prec)})
     # precision-recall of the whole Hamming ranking, at each radius

@@ -89,8 +89,8 @@ def knn(
                             "path": info["path"], "relevant": rel})
     score_name = "distance" if metric == "l2" else "score"
     if metric == "l2":
-        for r in results:
-            r["distance"] = float(np.sqrt(max(r.pop("score"), 0.0)))  # FAISS returns squared L2
+        for row in results:
+            row["distance"] = float(np.sqrt(max(row.pop("score"), 0.0)))  # FAISS returns squared L2
     title = f"{k} nearest neighbours ({index}, {metric}) in {store_path}"
     groups = [{"name": f"query {q['name']}", "query_path": q.get("query_path"), "results": [r for r in results if r["query"] == q["name"]]}
               for q in queries]

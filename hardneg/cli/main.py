@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, Protocol, cast
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -215,16 +215,25 @@ def main(argv=None) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+class _ParseError(Protocol):
+    """What typer's and click's usage errors offer (``show`` on the UsageError subclasses, NoArgsIsHelpError among them)."""
+
+    def format_message(self) -> str: ...
+
+    def show(self) -> None: ...
+
+
 def _handle(exc: Exception) -> int:
     """The exit code of a command that raised ``exc`` (after saying what went wrong), or raise it again."""
     if isinstance(exc, _parse_error_types()):  # bad or missing options and arguments, unknown commands
+        usage = cast(_ParseError, exc)  # a TyperException or click.ClickException (click is untyped here)
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group run bare: its help was shown
-            if exc.format_message().strip():
-                exc.show()
+            if usage.format_message().strip():
+                usage.show()
             return 2
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-        _error(one_line(exc.format_message()) + hint)
+        _error(one_line(usage.format_message()) + hint)
         return 2
     if isinstance(exc, _abort_types()):
         err_console.print("[red]aborted[/red]")

@@ -183,7 +183,7 @@ def search(
         rows = [pos.get(i) for i in row_ids]
         infos = dict(zip([r for r in rows if r is not None], item_info(store, [r for r in rows if r is not None])))
         for rank, (i, s, r) in enumerate(zip(row_ids, row_scores, rows), 1):
-            info = infos.get(r, {})
+            info = infos.get(r, {}) if r is not None else {}
             results.append({"query": name, "rank": rank, "id": str(i), "score": float(s), "label": info.get("label"),
                             "tags": info.get("tags", []), "path": info.get("path")})
     groups = [{"name": f"query {q}", "results": [r for r in results if r["query"] == q]} for q in dict.fromkeys(query_id)]

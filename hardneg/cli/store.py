@@ -345,7 +345,9 @@ def remove(
         for i, p in zip(store.ids().tolist(), store.items.column("path").to_pylist()):
             if p is None:
                 no_path += 1
-            elif not os.path.exists(resolve_stored_path(store, p)):
+                continue
+            rp = resolve_stored_path(store, p)
+            if rp is not None and not os.path.exists(rp):
                 chosen.add(i)
         if no_path == len(store):
             raise CLIError(f"--missing: {path} records no image paths (imported embeddings?); nothing to check")

@@ -94,9 +94,12 @@ def _open_data(path: str):
         raise FileNotFoundError(f"{path}: no such FeatureStore or xlsa17 folder")
     from ..store import FeatureStore
 
-    store = FeatureStore.open(path)
-    store.builtin_descriptions = None
-    return store
+    return FeatureStore.open(path)
+
+
+def _builtin_descriptions(data):
+    """``(class names, attribute vectors)`` an xlsa17 folder brings along; None for a FeatureStore."""
+    return data.builtin_descriptions if isinstance(data, _FolderData) else None
 
 
 def _names(option: str, value: str | None) -> list[str] | None:
@@ -178,8 +181,9 @@ def _descriptions(data, names: list[str], csv: str | None):
     """``(vectors, where)``: the descriptions of ``names`` and a few words saying where they came from."""
     import numpy as np
 
-    if csv is None and data.builtin_descriptions is not None:
-        table, vectors = data.builtin_descriptions
+    builtin = _builtin_descriptions(data)
+    if csv is None and builtin is not None:
+        table, vectors = builtin
         index = {c: i for i, c in enumerate(table)}
         return np.asarray(vectors, np.float32)[[index[n] for n in names]], "the folder's attribute table (att)"
     from ..zeroshot._descriptions import class_descriptions
@@ -356,7 +360,7 @@ def evaluate(
     label_of = dict(known)
     kind = np.asarray(clf.classes_).dtype.kind
     fresh = [n for n in unseen_names if n not in label_of]
-    if descriptions is None and fresh and ds.builtin_descriptions is None and _recorded_csv(ds) is None:
+    if descriptions is None and fresh and _builtin_descriptions(ds) is None and _recorded_csv(ds) is None:
         raise CLIError(f"{model} has no description of class(es) {fresh[:10]}: give --descriptions CSV")
     start = int(max(label_of.values(), default=-1)) + 1 if kind in "iu" else 0
     for i, n in enumerate(fresh):
