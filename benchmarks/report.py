@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import logging
 import re
@@ -691,19 +692,27 @@ def paper_method() -> dict[str, str]:
     return {**{paper: method for method, paper in METHOD_PAPER.items()}, **OTHER_PAPER_METHOD}
 
 
-def equations(method: str) -> str:
-    rows = []
-    papers = paper_method()
+@functools.lru_cache(maxsize=1)
+def _sources() -> tuple[tuple[Path, str, tuple[tuple[int, int, str], ...]], ...]:
+    """Every hardneg module: its path, text and the (first line, last line, name) of each
+    function and class, parsed once for all five methods' equation tables."""
+    out = []
     for f in sorted((ROOT / "hardneg").rglob("*.py")):
         text = f.read_text(encoding="utf-8")
         try:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        spans = []
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                spans.append((node.lineno, node.end_lineno or node.lineno, node.name))
+        spans = tuple((node.lineno, node.end_lineno or node.lineno, node.name) for node in ast.walk(tree)
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+        out.append((f, text, spans))
+    return tuple(out)
+
+
+def equations(method: str) -> str:
+    rows = []
+    papers = paper_method()
+    for f, text, spans in _sources():
         for i, line in enumerate(text.splitlines(), 1):
             for m in CITATION.finditer(line):
                 paper = (m.group(1) or "").strip()
