@@ -149,26 +149,15 @@ def test_sample_pages_in_a_browser(site):
     pytest.importorskip("selenium", reason="selenium is not installed: browser test skipped")
     if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
         pytest.skip("chromium / chromedriver not found (Debian: apt-get install chromium chromium-driver)")
+    from _helpers import chrome_driver
     from PIL import Image
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
+    driver = chrome_driver(site.parent, CHROMIUM, DRIVER)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     handler.log_message = lambda *a, **k: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                f"--user-data-dir={site.parent / 'chrome-profile'}", "--window-size=1200,900"):
-        opts.add_argument(arg)
-    try:
-        driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    except Exception as exc:  # noqa: BLE001 - a browser that cannot start here is a skip, not a failure
-        server.shutdown()
-        pytest.skip(f"chromium could not start: {str(exc).splitlines()[0]}")
     problems = []
     try:
         for page in _browser_sample(_pages(site)):
