@@ -78,7 +78,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -253,7 +253,7 @@ def writes_into_input(output, source) -> bool:
     return target == src or inside_store
 
 
-def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike, what: str = "output") -> None:
+def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike | RemoteFolder, what: str = "output") -> None:
     """Refuse a job whose output is one of its inputs, before anything is touched.
 
     Writing a store onto the store it reads (``esvm encode S.store -o
@@ -264,8 +264,8 @@ def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike
     ----------
     output : str or path-like
         Where the job writes.
-    *inputs : str or path-like
-        What it reads.
+    *inputs : str, path-like or RemoteFolder
+        What it reads (a remote input never matches).
     what : str
         How the error names the output (e.g. ``"--out"``).
 
@@ -337,7 +337,7 @@ class FeatureStore:
             raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only (appends need atomic renames); append to a local copy")
         self._recent: dict = {}  # remote stores: the last chunks fetched, so nearby reads do not fetch again
         self._mode = _mode
-        self._lock = None
+        self._lock: FileLock | None = None
         self._items_cache = None
         self._checked: set[tuple[str, int]] = set()  # chunks that passed the first-touch checks
         self._zarr: dict = {}
@@ -513,14 +513,14 @@ class FeatureStore:
             group.create_array("indptr", shape=(0,), chunks=(_SPARSE_INDPTR_CHUNK,), dtype="int64", compressors=None, fill_value=0)
             group.create_array("indices", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="int32", compressors=None, fill_value=0)
             group.create_array("data", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="float32", compressors=None, fill_value=0)
-            chunks = {"indptr": [], "indices": [], "data": []}
+            chunks: dict[str, list[int]] = {"indptr": [], "indices": [], "data": []}
         else:
             # Uncompressed: features are dense floats that barely compress, and
             # scans should run at page-cache speed.
             group.create_array("X", shape=(0, dim), chunks=(chunk_rows, dim), dtype="float32", compressors=None, fill_value=0)
             chunks = {"X": []}
         (tmp / "items").mkdir()
-        meta = {
+        meta: dict[str, Any] = {
             "format": "hardneg.FeatureStore",
             "format_version": FORMAT_VERSION,
             "dim": dim,
@@ -663,36 +663,37 @@ class FeatureStore:
         except FileNotFoundError:
             first = c * a.chunk_len
             last = min(first + a.chunk_len, self._committed(a.name)) - 1
-            raise StoreDamagedError(self.path, key, f"is missing ({'rows' if a.name in ('X', 'indptr') else 'values'} {first}-{last})") from None
+            raise StoreDamagedError(str(self.path), key, f"is missing ({'rows' if a.name in ('X', 'indptr') else 'values'} {first}-{last})") from None
         except OSError as exc:
-            raise StoreDamagedError(self.path, key, f"cannot be read ({exc.strerror or exc})") from None
+            raise StoreDamagedError(str(self.path), key, f"cannot be read ({exc.strerror or exc})") from None
         if size != a.chunk_bytes:
-            raise StoreDamagedError(self.path, key, f"is damaged: {size} bytes, expected {a.chunk_bytes}")
+            raise StoreDamagedError(str(self.path), key, f"is damaged: {size} bytes, expected {a.chunk_bytes}")
 
     def _chunk(self, a: _Array, c: int) -> np.ndarray:
         """Chunk ``c`` of ``a`` as a read-only view of its file, checked the first time."""
         first = (a.name, c) not in self._checked
         if first:
             self._stat_chunk(a, c)
+        folder = self.path
         try:
-            m = self._fetch(a, c) if self._remote else np.memmap(self.path / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
+            m = self._fetch(folder, a, c) if isinstance(folder, RemoteFolder) else np.memmap(folder / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
         except FileNotFoundError:
-            raise StoreDamagedError(self.path, a.key(c), "is missing") from None
+            raise StoreDamagedError(str(self.path), a.key(c), "is missing") from None
         except RemoteReadError:  # the server or the network, not the store
             raise
         except (ValueError, OSError) as exc:  # shrunk since the check
-            raise StoreDamagedError(self.path, a.key(c), f"is damaged ({first_line(exc)})") from None
+            raise StoreDamagedError(str(self.path), a.key(c), f"is damaged ({first_line(exc)})") from None
         if first:
             if a.name == "X":
                 self._check_finite(a, c, m)
             self._checked.add((a.name, c))
         return m
 
-    def _fetch(self, a: _Array, c: int) -> np.ndarray:
-        """Chunk ``c`` of a remote store, read whole (one request), the last few kept."""
+    def _fetch(self, folder: RemoteFolder, a: _Array, c: int) -> np.ndarray:
+        """Chunk ``c`` of a remote store (at ``folder``), read whole (one request), the last few kept."""
         key = (a.name, c)
         if key not in self._recent:
-            raw = (self.path / a.key(c)).read_bytes(max_bytes=a.chunk_bytes)
+            raw = (folder / a.key(c)).read_bytes(max_bytes=a.chunk_bytes)
             if len(raw) != a.chunk_bytes:
                 raise ValueError(f"{len(raw)} bytes, expected {a.chunk_bytes}")
             if len(self._recent) >= 4:  # bounded: 4 chunks of ~16 MiB
@@ -711,7 +712,7 @@ class FeatureStore:
         """
         rows = min(a.chunk_len, self._committed(a.name) - c * a.chunk_len)
         if rows > 0 and not all_finite(np.asarray(m)[:rows]):
-            raise StoreDamagedError(self.path, a.key(c), "is damaged: it holds NaN or infinity, which the store never writes")
+            raise StoreDamagedError(str(self.path), a.key(c), "is damaged: it holds NaN or infinity, which the store never writes")
 
     def _check_values(self, a: _Array, first: int, values: np.ndarray, key: str, *, prev: int | None = None) -> None:
         """Check values ``first..`` of ``a`` read from ``key``; StoreDamagedError if invalid."""
@@ -719,10 +720,10 @@ class FeatureStore:
             return
         if a.name in ("X", "data"):
             if not np.isfinite(values).all():
-                raise StoreDamagedError(self.path, key, "is damaged: it holds NaN or infinity, which the store never writes")
+                raise StoreDamagedError(str(self.path), key, "is damaged: it holds NaN or infinity, which the store never writes")
         elif a.name == "indices":
             if values.min() < 0 or values.max() >= self.dim:
-                raise StoreDamagedError(self.path, key, f"is damaged: column indices outside 0..{self.dim - 1}")
+                raise StoreDamagedError(str(self.path), key, f"is damaged: column indices outside 0..{self.dim - 1}")
         else:  # indptr
             if (
                 values.min() < 0
@@ -731,7 +732,7 @@ class FeatureStore:
                 or (prev is not None and values[0] < prev)
                 or (values.size > 1 and (np.diff(values) < 0).any())
             ):
-                raise StoreDamagedError(self.path, key, f"is damaged: row offsets out of order or outside 0..{self.nnz}")
+                raise StoreDamagedError(str(self.path), key, f"is damaged: row offsets out of order or outside 0..{self.nnz}")
 
     def _keys(self, a: _Array, lo: int, hi: int) -> str:
         first, last = lo // a.chunk_len, max(hi - 1, lo) // a.chunk_len
@@ -756,16 +757,23 @@ class FeatureStore:
     def _check_offsets(self, starts: np.ndarray, ends: np.ndarray, first_row: int, last_row: int) -> None:
         if starts.size and (starts.min() < 0 or ends.max() > self.nnz or (ends < starts).any()):
             ip = self._arrays["indptr"]
-            raise StoreDamagedError(self.path, self._keys(ip, first_row, last_row + 1), f"is damaged: row offsets out of order or outside 0..{self.nnz}")
+            raise StoreDamagedError(str(self.path), self._keys(ip, first_row, last_row + 1), f"is damaged: row offsets out of order or outside 0..{self.nnz}")
 
     # ------------------------------------------------------------------ writing
     def _require_writable(self) -> None:
         if self._mode != "a" or self._lock is None:
             raise StoreError(f"{self.path}: opened read-only; use FeatureStore.open(path, mode='a') to append")
 
+    def _local_folder(self) -> Path:
+        """The folder of a store opened to write: always local (__init__ opens a remote store read-only only)."""
+        if isinstance(self.path, RemoteFolder):
+            raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only; append to a local copy")
+        return self.path
+
     def _trim_uncommitted(self) -> None:
         """Drop what a killed writer left past the last commit."""
         n = len(self)
+        base = self._local_folder()
         for name, a in self._arrays.items():
             arr = self._zarr[name]
             committed = n if name == "X" else self._committed(name)
@@ -773,21 +781,21 @@ class FeatureStore:
                 arr.resize((committed, self.dim) if name == "X" else (committed,))
             # Zarr keeps chunk files past a shrink; a later partial write would merge with them.
             keep = n_chunks(committed, a.chunk_len)
-            folder = self.path / "vectors" / name / "c"
+            folder = base / "vectors" / name / "c"
             if folder.is_dir():
                 for f in folder.iterdir():
                     if not (f.name.isdigit() and int(f.name) < keep):
                         logger.info("removing uncommitted chunk %s", f)
                         shutil.rmtree(f) if f.is_dir() else f.unlink()
-        for root, _, files in os.walk(self.path / "vectors"):
-            for f in files:
-                if _ZARR_TEMP.search(f):
-                    logger.info("removing a temporary chunk file left by a killed writer: %s", f)
-                    os.unlink(os.path.join(root, f))
-        for f in self.path.glob(f"{META}.*.tmp"):
+        for root, _, files in os.walk(base / "vectors"):
+            for file in files:
+                if _ZARR_TEMP.search(file):
+                    logger.info("removing a temporary chunk file left by a killed writer: %s", file)
+                    os.unlink(os.path.join(root, file))
+        for f in base.glob(f"{META}.*.tmp"):
             f.unlink()
         committed_parts = set(self._meta["parts"])
-        for f in (self.path / "items").iterdir():
+        for f in (base / "items").iterdir():
             if f.name not in committed_parts:
                 logger.info("removing uncommitted item part %s", f)
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
@@ -807,10 +815,10 @@ class FeatureStore:
             c = committed // a.chunk_len
             self._stat_chunk(a, c)
             if sums is not None:
-                with open(self.path / a.key(c), "rb") as fh:
+                with open(self._local_folder() / a.key(c), "rb") as fh:
                     raw = fh.read((committed - c * a.chunk_len) * a.row_bytes)
                 if zlib.crc32(raw) != sums["chunks"][name][c]:
-                    raise StoreDamagedError(self.path, a.key(c), "does not match its checksum; refusing to append to it")
+                    raise StoreDamagedError(str(self.path), a.key(c), "does not match its checksum; refusing to append to it")
         self._tail_checked = True
 
     def append(
@@ -904,7 +912,7 @@ class FeatureStore:
 
     def _commit_meta(self, meta: dict) -> None:
         """Replace ``meta.json`` atomically: the commit point of appends and item edits."""
-        _atomic_write_text(self.path / META, json.dumps(meta, indent=1))
+        _atomic_write_text(self._local_folder() / META, json.dumps(meta, indent=1))
         self._meta = meta
 
     # ------------------------------------------------------------------ editing items (see _item_table.py)
@@ -985,7 +993,8 @@ class FeatureStore:
                     + "; to give every row one tag, pass [[tag]] * n_rows"
                 )
             tags = [tag_list(v, i) for i, v in enumerate(per_row(tags, n, "tags"))]
-        label, multi = None, None
+        label: list[int | None] | None = None
+        multi: list[list[int]] | None = None
         if labels is not None:
             labels = per_row(labels, n, "labels")
             if any(isinstance(v, (list, tuple, np.ndarray)) for v in labels):
@@ -1022,24 +1031,24 @@ class FeatureStore:
         try:
             raw = (self.path / "items" / name).read_bytes()
         except FileNotFoundError:
-            raise StoreDamagedError(self.path, key, "is missing") from None
+            raise StoreDamagedError(str(self.path), key, "is missing") from None
         except OSError as exc:
-            raise StoreDamagedError(self.path, key, f"cannot be read ({exc.strerror or exc})") from None
+            raise StoreDamagedError(str(self.path), key, f"cannot be read ({exc.strerror or exc})") from None
         sums = self._meta.get("checksums")
         if sums is not None and zlib.crc32(raw) != sums["parts"][name]:
-            raise StoreDamagedError(self.path, key, "does not match its checksum")
+            raise StoreDamagedError(str(self.path), key, "does not match its checksum")
         try:
             table = pq.ParquetFile(pa.BufferReader(raw)).read()  # not read_table: that imports pyarrow.dataset and pandas (~1 s)
             # Reading with schema= would fill missing columns with nulls: compare first.
             if table.schema.names != ITEM_SCHEMA.names:
-                raise StoreDamagedError(self.path, key, f"has columns {table.schema.names} instead of {ITEM_SCHEMA.names}"[:200])
+                raise StoreDamagedError(str(self.path), key, f"has columns {table.schema.names} instead of {ITEM_SCHEMA.names}"[:200])
             table = table.cast(ITEM_SCHEMA)
         except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as exc:
             if isinstance(exc, StoreDamagedError):
                 raise
-            raise StoreDamagedError(self.path, key, f"is not a readable item table ({first_line(exc)[:120]})") from None
+            raise StoreDamagedError(str(self.path), key, f"is not a readable item table ({first_line(exc)[:120]})") from None
         if table.column("id").null_count:
-            raise StoreDamagedError(self.path, key, "has rows without an id")
+            raise StoreDamagedError(str(self.path), key, "has rows without an id")
         return table
 
     @property

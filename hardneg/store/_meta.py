@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ._errors import StoreError
-from ._remote import RemoteReadError
+from ._remote import RemoteFolder, RemoteReadError
 from ._verify import CHECKSUM_ALGORITHM
 
 FORMAT_VERSION = 1
@@ -27,7 +27,7 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def load_meta(path: Path) -> dict:
+def load_meta(path: Path | RemoteFolder) -> dict:
     meta_path = path / META
     if not meta_path.is_file():
         if isinstance(path, Path) and not (path.exists() or path.is_symlink()):
@@ -42,7 +42,7 @@ def load_meta(path: Path) -> dict:
     return check_meta(meta, path)
 
 
-def check_part_name(name, path: Path) -> str:
+def check_part_name(name, path: Path | RemoteFolder) -> str:
     # Parts live in items/: a name that could leave it (or the store) is refused.
     if (
         not isinstance(name, str)
@@ -55,7 +55,7 @@ def check_part_name(name, path: Path) -> str:
     return name
 
 
-def check_meta(meta, path: Path) -> dict:
+def check_meta(meta, path: Path | RemoteFolder) -> dict:
     def corrupt(what: str) -> StoreError:
         return StoreError(f"{path}: corrupt {META}: {what}")
 
@@ -111,7 +111,7 @@ def check_meta(meta, path: Path) -> dict:
     return meta
 
 
-def read_array_layout(path: Path, name: str) -> tuple[list[int], list[int]]:
+def read_array_layout(path: Path | RemoteFolder, name: str) -> tuple[list[int], list[int]]:
     """Shape and chunk shape of ``vectors/<name>``, after checking it is the
     layout the store writes and reads as plain files."""
     where = f"vectors/{name}/zarr.json"

@@ -89,7 +89,7 @@ class BinGrid:
             raise ValueError(f"lo/hi: need two 1-D arrays of one shape, got {self.lo.shape} and {self.hi.shape}")
         if not (np.isfinite(self.lo).all() and np.isfinite(self.hi).all()) or np.any(self.hi < self.lo):
             raise ValueError("lo/hi: need finite values with lo <= hi in every dimension")
-        self._nodes = None
+        self._nodes: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -118,8 +118,9 @@ class BinGrid:
             q = self.n_bins
             nodes = self.lo[:, None] + (self.hi - self.lo)[:, None] * (np.arange(q + 1) / q)[None, :]
             nodes[:, q] = self.hi
-            self._nodes = nodes.astype(np.float32)
-            self._nodes.setflags(write=False)
+            nodes32 = nodes.astype(np.float32)
+            nodes32.setflags(write=False)
+            self._nodes = nodes32
         return self._nodes
 
     def quantize(self, X: ArrayLike) -> np.ndarray:
@@ -163,10 +164,9 @@ class BinGrid:
             raise ValueError(f"codes: value {int(codes.max())} is beyond the grid's {self.n_bins} bins")
         return np.take_along_axis(self.nodes(), codes.T.astype(np.intp), axis=1).T.copy()
 
+    # Defining __eq__ alone leaves BinGrid unhashable (Python sets __hash__ = None).
     def __eq__(self, other) -> bool:
         return isinstance(other, BinGrid) and self.key() == other.key()
-
-    __hash__ = None
 
     def __repr__(self) -> str:
         return f"BinGrid(d={self.dim}, n_bins={self.n_bins})"
