@@ -145,6 +145,7 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
     from ._dsift import DenseSift
     from ._vlad import VLAD
 
+    ext: TorchExtractor | BagOfWords
     cfg = store.attrs.get("extractor")
     if not isinstance(cfg, dict):
         raise ValueError(f"{store.path}: the store records no extractor settings (it was not made by extracting images)")
@@ -157,7 +158,7 @@ def extractor_from_store(store, *, model=None, trust_model: bool = False, num_th
                 if model is None:
                     raise ValueError(f"{store.path}: made with the torch model {cfg.get('model')!r}; give its file (--model FILE --trust-model)")
                 ext = TorchExtractor(model, input_size=cfg["input_size"], mean=cfg["mean"], std=cfg["std"], l2_normalize=cfg["l2_normalize"],
-                                     resize=cfg["resize"], num_threads=num_threads, name=cfg.get("model"), trust_model=trust_model)
+                                     resize=cfg["resize"], num_threads=num_threads, name=cfg["model"], trust_model=trust_model)
         elif kind in ("bow", "vlad"):
             d = cfg["descriptor"]
             if d.get("descriptor") != "dense-sift":
@@ -565,9 +566,7 @@ class _Extraction:
 
     def load(self, batch: Sequence[ImageItem]):
         """``(good, images, failed)`` of one batch; safe in a prefetching thread (its own failure list)."""
-        from types import SimpleNamespace
-
-        local = SimpleNamespace(failed=[])
+        local = ExtractionSummary(store_path=str(self.path))  # this batch's failures only
         good, images = _load_batch(batch, local, self.extractor, self.decode_threads)
         return good, images, local.failed
 

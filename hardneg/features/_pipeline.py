@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from .._validation import check_positive_int
 from ._images import ImageItem, ImageReadError, fit_square, read_image_square, to_rgb
 
 logger = logging.getLogger(__name__)
+
+_B = TypeVar("_B")  # a batch of prefetch
+_L = TypeVar("_L")  # what its load makes of it
 
 __all__ = ["decode_size_of", "input_geometry", "load_batch", "prefetch"]
 
@@ -125,8 +129,9 @@ def _try(fn, *args):
         return None, exc
 
 
-def prefetch(batches: Iterable, load: Callable) -> Iterator[tuple[object, object]]:
-    """Yield ``(batch, load(batch))``, loading the next batch in a thread while the caller works on this one."""
+def prefetch(batches: Iterable[_B], load: Callable[[_B], _L]) -> Generator[tuple[_B, _L], None, None]:
+    """Yield ``(batch, load(batch))``, loading the next batch in a thread while the caller works on this one
+    (a generator: ``close()`` it to stop early)."""
     it = iter(batches)
     try:
         first = next(it)
