@@ -75,7 +75,7 @@ def public_methods(objects: dict[str, object]) -> dict[str, object]:
     return found
 
 
-def method_problems(path: str, member: object) -> list[str]:
+def method_problems(member: object) -> list[str]:
     """numpydoc's codes for one method (validated at its defining module's path)."""
     func = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
     real = f"{func.__module__}.{func.__qualname__}"
@@ -119,9 +119,8 @@ EXEMPT = {
 KNOWN_GAPS: set[str] = set()
 
 #: public methods that had no numpydoc Parameters/Returns when methods were first walked
-#: (issue 25: 247 of 270); an entry here must still fail, so the list can only shrink
-KNOWN_METHOD_GAPS: set[str] = {
-}
+#: (issue 25: 247 of 270; none left); an entry here must still fail, so the list can only shrink
+KNOWN_METHOD_GAPS: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +151,7 @@ def test_public_methods_document_their_signature(objects):
     for path, member in sorted(methods.items()):
         if path in KNOWN_METHOD_GAPS:
             continue
-        errs = method_problems(path, member)
+        errs = method_problems(member)
         if errs:
             bad.append(f"{path}: " + "; ".join(errs))
     assert not bad, f"{len(bad)} public methods to document (numpydoc Parameters/Returns):\n" + "\n".join(bad)
@@ -161,7 +160,7 @@ def test_public_methods_document_their_signature(objects):
 def test_known_method_gaps_list_only_shrinks(objects):
     methods = public_methods(objects)
     stale = sorted(p for p in KNOWN_METHOD_GAPS
-                   if p not in methods or not method_problems(p, methods[p]))
+                   if p not in methods or not method_problems(methods[p]))
     assert not stale, "fixed or gone, delete from KNOWN_METHOD_GAPS: " + ", ".join(stale)
 
 
@@ -176,6 +175,27 @@ def test_checker_catches_an_undocumented_parameter():
         "RT01 No Returns section found",
         "no type hint: b, return",
     ]
+
+
+class _ExampleClass:
+    def method_missing_x(self, x):
+        """Double.
+
+        Returns
+        -------
+        int
+            Twice ``x``.
+        """
+        return 2 * x
+
+    @property
+    def undocumented(self):
+        return 1
+
+
+def test_method_checker_catches_an_undocumented_parameter_and_property():
+    assert method_problems(vars(_ExampleClass)["method_missing_x"]) == ["PR01 Parameters {'x'} not documented"]
+    assert [e.split()[0] for e in method_problems(vars(_ExampleClass)["undocumented"])] == ["GL08"]
 
 
 def _example_missing_b(a: int, b):
