@@ -29,7 +29,11 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+import numpy as np
+
 from hardneg._extras import install_hint
+from hardneg._validation import issparse
 
 __all__ = ["DaskRunner", "Runner", "get_runner"]
 
@@ -174,7 +178,17 @@ class DaskRunner(Runner):
 
     def share(self, obj: Any) -> Any:
         """A handle on ``obj`` that partition functions receive as ``obj`` itself,
-        sent to every worker once (a broadcast scatter), not once per task.
+        fetched by each worker once, not sent once per task.
+
+        A model (any object but an array) becomes the result of a task that
+        returns it: the scheduler keeps that task, so a copy lost with a dying
+        worker is made again and the job goes on. An array or sparse matrix is
+        scattered to the workers connected at that moment instead (its bytes do
+        not pass through the scheduler); Dask cannot remake scattered data, so
+        if every worker holding a copy dies, the job stops with Dask's "lost
+        dependencies" error. (Dask's active memory manager drops extra copies of
+        scattered data that no queued task needs, so a broadcast alone does not
+        keep a copy on every worker.)
 
         Parameters
         ----------
@@ -185,11 +199,13 @@ class DaskRunner(Runner):
         Returns
         -------
         handle : object or distributed.Future
-            ``obj`` itself for a small value, else a future of the scattered object.
+            ``obj`` itself for a small value, else a future of the object.
         """
         if isinstance(obj, (str, bytes, int, float, type(None), os.PathLike)):
             return obj
-        return self.client.scatter(obj, broadcast=True, hash=False)
+        if isinstance(obj, np.ndarray) or issparse(obj):
+            return self.client.scatter(obj, broadcast=True, hash=False)
+        return self.client.submit(_identity, obj, pure=False)
 
     def map_reduce(self, func: Callable, parts: Iterable, merge: Callable, *, progress: Callable | None = None) -> Any:
         """``merge`` over ``func(part)`` for every part, merged as a tree on the workers.
@@ -299,6 +315,11 @@ class DaskRunner(Runner):
 
     def __repr__(self) -> str:
         return f"DaskRunner({self.client.scheduler.address if self.client.scheduler else '?'}, {self.n_workers} threads)"
+
+
+def _identity(obj):
+    """The task whose result is a shared model (:meth:`DaskRunner.share`)."""
+    return obj
 
 
 def _reduce(merge, *results):

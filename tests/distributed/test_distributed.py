@@ -39,6 +39,9 @@ N, DIM, CHUNK, PART = 3000, 16, 256, 512  # 6 partitions of 2 chunks
 def runner():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     client = distributed.Client(cluster)
+    # both workers up before any test scatters: a broadcast reaches only the workers connected at
+    # that moment, and data scattered to the one worker a test then kills cannot be recovered
+    client.wait_for_workers(2, timeout=120)
     # the killing model below is defined here: ship it by value, workers cannot import tests/
     import cloudpickle
 
@@ -306,6 +309,7 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(data, concept, runne
     folder, X = data
     model, _ = concept
     seen = []
+    runner.client.wait_for_workers(2, timeout=120)  # the model is scattered to both: one copy survives the kill
     here = scan_topk(model, folder / "s", k=N, partition_rows=PART)  # k = every row: a lost or doubled row shows
     there = scan_topk(_KillsItsWorker(model, tmp_path / "killed"), folder / "s", k=N, partition_rows=PART, runner=runner,
                       progress=seen.append)
@@ -313,6 +317,22 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(data, concept, runne
     assert sorted(there.rows.tolist()) == list(range(N)) and sum(seen) == N and len(seen) == 6
     assert np.array_equal(here.rows, there.rows) and np.array_equal(here.scores, there.scores)
     runner.client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+def test_a_shared_model_survives_the_death_of_every_worker_holding_it(concept, runner):
+    # share() makes a model the result of a task the scheduler keeps, so a copy lost with its
+    # workers is made again (a scattered one could not be: "lost dependencies")
+    model, _ = concept
+    runner.client.wait_for_workers(2, timeout=120)
+    handle = runner.share(model)
+    handle.result()
+    holders = list(runner.client.who_has([handle])[handle.key])
+    assert holders
+    runner.client.restart_workers(holders, timeout=120)  # new processes: every copy is gone
+    runner.client.wait_for_workers(2, timeout=120)
+    X = np.ones((3, model.n_features_in_), dtype=np.float32)
+    got = runner.client.submit(lambda m, x: m.decision_function(x), handle, X, pure=False).result(timeout=120)
+    assert np.array_equal(got, model.decision_function(X))
 
 
 def test_cli_search_and_index_with_a_scheduler(data, concept, runner, tmp_path, capsys, monkeypatch):
