@@ -170,3 +170,15 @@ def chrome_driver(tmp_path, chromium: str, driver: str):
         pytest.skip(f"chromium could not start: {str(exc).splitlines()[0]}")
     browser.set_page_load_timeout(30)
     return browser
+
+
+# ------------------------------------------------------------------ corrupt files
+def flipped_byte_copies(raw: bytes, dest, n: int, seed: int):
+    """Write ``raw`` to ``dest`` ``n`` times, each with one byte flipped at a seeded random
+    position (XOR 1-255), yielding after each write: the body of every flipped-bytes test."""
+    rng = np.random.default_rng(seed)
+    for pos, flip in zip(rng.integers(0, len(raw), n), rng.integers(1, 256, n)):
+        bad = bytearray(raw)
+        bad[pos] ^= flip
+        dest.write_bytes(bytes(bad))
+        yield

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from _helpers import flipped_byte_copies
 from hardneg._persist import ModelFileError, load_model, save_model
 from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing, load_hasher
 from hardneg.index import HammingIndex
@@ -85,11 +86,7 @@ def test_flipped_bytes_give_the_same_model_or_a_clear_error(saved, digits, tmp_p
     X, _ = digits
     raw = path.read_bytes()
     bad_path = tmp_path / "bad.npz"
-    rng = np.random.default_rng(sum(map(ord, name)))
-    for pos, flip in zip(rng.integers(0, len(raw), 100), rng.integers(1, 256, 100)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        bad_path.write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, bad_path, 100, seed=sum(map(ord, name))):
         try:
             back = load_hasher(bad_path)
         except ModelFileError as exc:
@@ -274,11 +271,7 @@ def test_concept_flipped_bytes(concept_files, tmp_path, q):
     files, pool = concept_files
     ref = load_concept(files[q]).decision_function(pool)
     raw = files[q].read_bytes()
-    rng = np.random.default_rng(5)
-    for pos, flip in zip(rng.integers(0, len(raw), 100), rng.integers(1, 256, 100)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        (tmp_path / "c.npz").write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, tmp_path / "c.npz", 100, seed=5):
         try:
             model = load_concept(tmp_path / "c.npz")
         except ModelFileError as exc:
@@ -334,11 +327,7 @@ def test_codebook_flipped_bytes(codebook_file, tmp_path):
     path, X = codebook_file
     ref = Codebook.load(path).predict(X)
     raw = path.read_bytes()
-    rng = np.random.default_rng(6)
-    for pos, flip in zip(rng.integers(0, len(raw), 100), rng.integers(1, 256, 100)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        (tmp_path / "cb.npz").write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, tmp_path / "cb.npz", 100, seed=6):
         try:
             cb = Codebook.load(tmp_path / "cb.npz")
         except ModelFileError as exc:
@@ -443,11 +432,7 @@ def test_index_sidecar_flipped_bytes(store_and_index):
     ref = HammingIndex.load(folder / "idx.bin")
     sidecar = folder / "idx.bin.ids.npz"
     raw = sidecar.read_bytes()
-    rng = np.random.default_rng(4)
-    for pos, flip in zip(rng.integers(0, len(raw), 100), rng.integers(1, 256, 100)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        sidecar.write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, sidecar, 100, seed=4):
         try:
             back = HammingIndex.load(folder / "idx.bin")
         except ModelFileError as exc:

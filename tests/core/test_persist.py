@@ -5,6 +5,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from _helpers import flipped_byte_copies
 from hardneg._persist import ModelFileError, load_model, save_model
 
 
@@ -317,12 +318,8 @@ def test_flipped_bytes_fuzz(tmp_path):
     """Every single-byte change to a valid file loads the same content or raises ModelFileError."""
     path, arrays = _valid(tmp_path)
     raw = path.read_bytes()
-    rng = np.random.default_rng(0)
     refused = 0
-    for pos, flip in zip(rng.integers(0, len(raw), 200), rng.integers(1, 256, 200)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        path.write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, path, 200, seed=0):
         for load in (lambda: load_model(path, "toy", {1}, schema=_SCHEMA), lambda: load_model(path, "toy", {1})):
             try:
                 loaded, meta = load()

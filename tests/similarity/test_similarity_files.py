@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _helpers import flipped_byte_copies
 from hardneg._persist import ModelFileError, load_model, save_model
 from hardneg.index import InvertedIndex
 from hardneg.similarity import (
@@ -73,11 +74,7 @@ def test_flipped_bytes_give_the_same_model_or_a_clear_error(saved, tmp_path, nam
     X, models = saved
     _, path, expected = models[name]
     raw = path.read_bytes()
-    rng = np.random.default_rng(len(name))
-    for pos, flip in zip(rng.integers(0, len(raw), 80), rng.integers(1, 256, 80)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        (tmp_path / "bad.npz").write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, tmp_path / "bad.npz", 80, seed=len(name)):
         try:
             back = load_similarity(tmp_path / "bad.npz")
         except ModelFileError as exc:
@@ -154,11 +151,7 @@ def index_file(saved, tmp_path_factory):
 def test_index_flipped_bytes(index_file, tmp_path):
     X, path, (ids, scores) = index_file
     raw = path.read_bytes()
-    rng = np.random.default_rng(3)
-    for pos, flip in zip(rng.integers(0, len(raw), 150), rng.integers(1, 256, 150)):
-        bad = bytearray(raw)
-        bad[pos] ^= flip
-        (tmp_path / "bad.npz").write_bytes(bytes(bad))
+    for _ in flipped_byte_copies(raw, tmp_path / "bad.npz", 150, seed=3):
         try:
             back = InvertedIndex.load(tmp_path / "bad.npz")
         except ModelFileError as exc:
