@@ -32,10 +32,14 @@ Held-out selection (``--val-draws V``, the paper's practice of choosing λ from 
 3-6, done without the test draws): every concept's images are split once in two halves (seed 0,
 :func:`query_halves`): validation queries come from one half, test queries from the other. On V
 validation draws (seeds ``VAL_SEED + v``, disjoint from the test draws' ``1000 + d``) each SOLIS
-solver with w1 = 0 runs its λ path (``--lambdas``) and OASIS-diag its aggressiveness path (``--cs``);
-the value with the highest mean validation mAP is selected (ties: the larger one, the sparser / more
-cautious model) and trained on the test draws beside the library defaults. The database is the
-protocol's in both (every image but the draw's training images). TF-IDF has nothing to tune.
+solver with w1 = 0 runs its λ path (``--lambdas``) crossed with the step sizes ``--etas`` (η of
+S-TG, S-AFB and S-ADA; S-DA's γ = 1/η; default: η = 0.1 only, the library default, i.e. λ alone is
+tuned) and OASIS-diag its aggressiveness path (``--cs``); the value with the highest mean validation
+mAP is selected (ties: the larger λ or C, the sparser / more cautious model, then the smaller η) and
+trained on the test draws beside the library defaults. The database is the protocol's in both (every
+image but the draw's training images). TF-IDF has nothing to tune. Why η: with w1 = 0 every triplet is
+violated at the start and η sets the scale of w against the hinge's margin of 1, so how many triplets
+stay violated and keep teaching (the solvers' docstrings: "choose it jointly with lam").
 
 Usage: nice .venv/bin/python benchmarks/similarity_solis_concept.py --data mnist [--words 1000 10000] [--draws 5] [--quick]
        nice .venv/bin/python benchmarks/similarity_solis_concept.py --data mnist --words 1000 --val-draws 3 --methods tuned
@@ -75,6 +79,8 @@ from hardneg.similarity import (  # noqa: E402
 )
 
 LAM_PATH = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
+ETA_DEFAULT = 0.1  # the library default η of S-TG, S-AFB and S-ADA; S-DA's γ = 10 = 1 / 0.1
+ETA_PATH = (0.03, 0.1, 0.3, 1.0, 3.0)  # the η grid the held-out runs pass with --etas
 C_PATH = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # OASIS-diag's C (PA-I step cap), 0.1 the default
 TEST_SEED, VAL_SEED = 1000, 5000  # draw d: seed 1000 + d; validation draw v: 5000 + v (needs d < 4000)
 FASHION_PER_CLASS = 500
@@ -133,8 +139,8 @@ def fashion_bag_of_words(n_words: int, quick: bool, tree: bool = False):
 
 
 def methods(n_words: int) -> list[tuple[str, float | str, str, Any]]:
-    """``(name, w1, clock, factory)``; the factory takes the tuned parameter, λ for the SOLIS solvers and
-    C for OASIS-diag (None: the library default)."""
+    """``(name, w1, clock, factory)``; the factory takes the tuned parameters, ``(lam, eta=None)`` for the
+    SOLIS solvers (S-DA: γ = 1/η) and C for OASIS-diag (None: the library default)."""
     out: list[tuple[str, float | str, str, Any]] = [("TF-IDF", "-", "-", None), ("OASIS-diag", "-", "-", lambda C: OasisDiagonal() if C is None else OasisDiagonal(C=C))]
     if n_words <= OASIS_FULL_MAX:
         out.append(("OASIS", "-", "-", lambda lam: OasisFull(max_memory_gb=1.0)))
@@ -142,10 +148,12 @@ def methods(n_words: int) -> list[tuple[str, float | str, str, Any]]:
         for name, cls, clocks in (("S-TG", SolisTG, ("updates",)), ("S-DA", SolisDA, ("triplets", "updates")),
                                   ("S-AFB", SolisAFB, ("updates",)), ("S-ADA", SolisADA, ("triplets", "updates"))):
             for clock in clocks:
-                def make(lam, cls=cls, w1=w1, clock=clock):
-                    kw = {"w_init": w1}
+                def make(lam, eta=None, cls=cls, w1=w1, clock=clock):
+                    kw: dict[str, Any] = {"w_init": w1}
                     if lam is not None:
                         kw["lam"] = lam
+                    if eta is not None:  # S-DA's 1/γ plays η's part ([Gao17] Eq. (16): w = soft(-(√t/γ) ḡ, ...))
+                        kw.update({"gamma": 1.0 / eta} if cls is SolisDA else {"eta": eta})
                     if cls in (SolisDA, SolisADA):
                         kw["clock"] = clock
                     return cls(**kw)
@@ -196,7 +204,7 @@ def fit_one(factory, lam, X, t, n_words):
         model = TfidfCosine()
         model._w = np.ones(n_words)  # the rows are TF-IDF, l2-normalized: w = 1 is the cosine
         return model, 0.0
-    model = factory(lam)
+    model = factory(*lam) if isinstance(lam, tuple) else factory(lam)
     t0 = time.perf_counter()
     model.fit(X, triplets=t)
     return model, time.perf_counter() - t0
@@ -215,11 +223,40 @@ def _key(name, w1, clock) -> str:
     return name if w1 == "-" else f"{name}|{float(w1)}|{clock}"
 
 
-def grid(name, w1, clock, lam_path=LAM_PATH, c_path=C_PATH) -> tuple:
-    """The values held-out selection tries for a method: λ for the SOLIS solvers with w1 = 0, C for OASIS-diag."""
+def grid(name, w1, clock, lam_path=LAM_PATH, c_path=C_PATH, eta_path=(ETA_DEFAULT,)) -> tuple:
+    """The values held-out selection tries for a method: ``(λ, η)`` pairs (every λ with every η) for the
+    SOLIS solvers with w1 = 0, C for OASIS-diag."""
     if name == "OASIS-diag":
         return tuple(c_path)
-    return tuple(lam_path) if w1 == 0.0 and (name, clock) in PATH_METHODS else ()
+    if w1 == 0.0 and (name, clock) in PATH_METHODS:
+        return tuple((float(lam), float(eta)) for lam in lam_path for eta in eta_path)
+    return ()
+
+
+def pkey(k: str, p) -> str:
+    """Record key of method ``k`` at grid value ``p`` (a C, a λ, or a ``(λ, η)`` pair). At the default η the
+    key is the λ-only one the runs without ``--etas`` wrote, so their saved fits (the same fits) are reused."""
+    if isinstance(p, tuple):
+        lam, eta = p
+        return f"{k}@{lam:g}" if eta == ETA_DEFAULT else f"{k}@{lam:g},eta={eta:g}"
+    return f"{k}@{p:g}"
+
+
+def describe(name: str, p) -> dict:
+    """``{"param": "λ=.." or "C=..", "η": ".." or "-"}`` for a row (S-DA's η is written as its γ = 1/η)."""
+    if p is None:
+        return {"param": "-", "η": "-"}
+    if isinstance(p, tuple):
+        lam, eta = p
+        return {"param": f"λ={lam:g}", "η": f"γ={1 / eta:g}" if name == "S-DA" else f"η={eta:g}"}
+    return {"param": f"{_param_name(name)}={p:g}", "η": "-"}
+
+
+def as_json(name: str, p) -> dict:
+    """A selected value as named parameters: ``{"C": ..}`` or ``{"lam": .., "eta": ..}`` (S-DA also ``gamma``)."""
+    if isinstance(p, tuple):
+        return {"lam": p[0], "eta": p[1], **({"gamma": 1 / p[1]} if name == "S-DA" else {})}
+    return {"C" if name == "OASIS-diag" else "lam": p}
 
 
 def draw_file(data: str, n_words: int, quick: bool, n_queries: int, d: int, split: str = "") -> Path:
@@ -254,7 +291,7 @@ def _add(acc: dict, key: str, model, secs: float, m: float) -> None:
 def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams, pool=None, tuned=None) -> tuple[dict, dict]:
     """Per-concept results of draw ``d`` for the methods in ``want`` (keys) and the λ in ``path_lams``.
 
-    ``tuned``: ``{method key: selected value}``; the key ``f"{key}@{value:g}"`` in ``want`` fits that
+    ``tuned``: ``{method key: selected value}``; the key ``pkey(key, value)`` in ``want`` fits that
     method at that value. ``pool``: the rows queries may come from (:func:`concept_split`)."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
     rng = np.random.default_rng(TEST_SEED + d)  # the same draws whatever methods are asked for
@@ -265,9 +302,9 @@ def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams, pool=N
         for name, w1, clock, f in listed:
             k = _key(name, w1, clock)
             p = (tuned or {}).get(k)
-            if p is not None and f"{k}@{p:g}" in want:
+            if p is not None and pkey(k, p) in want:
                 model, secs = fit_one(f, p, X, t, n_words)
-                _add(acc, f"{k}@{p:g}", model, secs, concept_map(model, X, y, c, db, queries))
+                _add(acc, pkey(k, p), model, secs, concept_map(model, X, y, c, db, queries))
             k = _key(name, w1, clock)
             lams = [lam for lam in path_lams if w1 == 0.0 and (name, clock) in PATH_METHODS]
             if k not in want and not lams:
@@ -292,7 +329,7 @@ def run_draw(X, y, n_words, quick, n_queries, d, listed, want, path_lams, pool=N
 
 
 def run_validation_draw(X, y, n_words, quick, n_queries, v, listed, todo, pool) -> dict:
-    """Validation draw ``v``: ``{f"{key}@{value:g}": per-concept mAP and sparsity}`` for every value in
+    """Validation draw ``v``: ``{pkey(key, value): per-concept mAP and sparsity}`` for every value in
     ``todo[key]``; the draw's seed (``VAL_SEED + v``) and its query half ``pool`` are disjoint from the test draws'."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
     rng = np.random.default_rng(VAL_SEED + v)
@@ -303,7 +340,7 @@ def run_validation_draw(X, y, n_words, quick, n_queries, v, listed, todo, pool) 
             k = _key(name, w1, clock)
             for p in todo.get(k, ()):
                 model, _ = fit_one(f, p, X, t, n_words)
-                a = acc.setdefault(f"{k}@{p:g}", {"map": [], "sparsity": []})
+                a = acc.setdefault(pkey(k, p), {"map": [], "sparsity": []})
                 a["map"].append(concept_map(model, X, y, c, db, queries))
                 a["sparsity"].append(100 * model.sparsity_)
     return acc
@@ -311,24 +348,25 @@ def run_validation_draw(X, y, n_words, quick, n_queries, v, listed, todo, pool) 
 
 def select(vrecs: list[dict], grids: dict, data: str = "", n_words: int = 0) -> tuple[dict, list]:
     """The value of each method's grid with the highest mean validation mAP (mean over the validation
-    draws of the mean over concepts); ties go to the larger value (the sparser or more cautious model).
+    draws of the mean over concepts); ties go to the larger λ or C (the sparser or more cautious model),
+    then, for ``(λ, η)`` pairs, to the smaller η (the smaller step).
     Returns ``({method key: value}, validation rows)``."""
     selected, rows = {}, []
     for k, ps in grids.items():
         scores = []
+        name, *rest = k.split("|")
         for p in ps:
-            per = [r[f"{k}@{p:g}"] for r in vrecs]
+            per = [r[pkey(k, p)] for r in vrecs]
             maps = [100 * float(np.mean(a["map"])) for a in per]
             spars = [float(np.mean(a["sparsity"])) for a in per]
-            scores.append((float(np.mean(maps)), p))
-            name, *rest = k.split("|")
+            scores.append((float(np.mean(maps)), (p[0], -p[1]) if isinstance(p, tuple) else (p,), p))
             rows.append({"data": data, "words": n_words, "method": name, "w1": float(rest[0]) if rest else "-",
-                         "clock": rest[1] if rest else "-", "param": _param_name(name) + f"={p:g}", "value": p,
+                         "clock": rest[1] if rest else "-", **describe(name, p), "value": as_json(name, p),
                          "draws": len(per), "val mAP %": f"{np.mean(maps):.2f}", "sparsity %": f"{np.mean(spars):.1f}",
                          "map_values": maps, "sparsity_values": spars})
-        selected[k] = max(scores)[1]
-        for r in rows[-len(ps):]:
-            r["selected"] = r["value"] == selected[k]
+        selected[k] = max(scores, key=lambda s: s[:2])[2]
+        for r, p in zip(rows[-len(ps):], ps):
+            r["selected"] = p == selected[k]
     return selected, rows
 
 
@@ -367,13 +405,15 @@ def matched_map(prows: list[dict], targets) -> list[dict]:
 
 def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_draws: int, full_draws: int = 1,
         methods_set: str = "all", lam_path=LAM_PATH, on_draw=None, tree: bool = False, all_draws: int | None = None,
-        val_draws: int = 0, c_path=C_PATH) -> tuple[list, list, dict]:
+        val_draws: int = 0, c_path=C_PATH, eta_path=(ETA_DEFAULT,)) -> tuple[list, list, dict]:
     """Resumable: each draw's per-concept results are saved under ``PARTIAL`` as soon as it ends and
     reused by a later call with the same (data, words, queries); only what is missing is fitted.
 
     ``val_draws > 0``: held-out selection (module docstring); the test draws' queries then come from
-    the other half of each concept's images. Returns ``(rows, λ-path rows, selection)``, the last
-    ``{"selected": {method key: value}, "validation_rows": [...]}`` (empty without validation draws)."""
+    the other half of each concept's images; ``eta_path``: the η crossed with ``lam_path`` there.
+    Saved fits are reused only after one of each draw file is refitted and matches (:func:`check_saved`).
+    Returns ``(rows, λ-path rows, selection)``, the last ``{"selected": {method key: named values},
+    "validation_rows": [...]}`` (empty without validation draws)."""
     X, y, feat_s = bag_of_words(n_words, quick, tree=tree) if data == "mnist" else fashion_bag_of_words(n_words, quick, tree=tree)
     data = f"{data}-tree" if tree else data
     print(f"# {data} {n_words} words: {X.shape[0]} images, {X.nnz / X.shape[0]:.0f} words per image, features {feat_s:.0f} s", flush=True)
@@ -390,18 +430,23 @@ def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_d
             warmed = True
 
     split, pool = "", None
-    tuned: dict[str, float] = {}
+    tuned: dict[str, Any] = {}
     sel: dict[str, Any] = {}
+    factories = {_key(n, w, c): f for n, w, c, f in listed}
     if val_draws > 0:
         split, val = "test", query_halves(y)
         pool = ~val
-        grids = {_key(n, w, c): grid(n, w, c, lam_path, c_path) for n, w, c, _ in listed}
+        grids = {_key(n, w, c): grid(n, w, c, lam_path, c_path, eta_path) for n, w, c, _ in listed}
         grids = {k: g for k, g in grids.items() if g}
         vrecs = []
         for v in range(val_draws):
             path = draw_file(data, n_words, quick, n_queries, v, "val")
             rec = _load_draw(path)
-            todo = {k: [p for p in g if f"{k}@{p:g}" not in rec["methods"]] for k, g in grids.items()}
+            saved = [(k, p) for k, g in grids.items() for p in g if pkey(k, p) in rec["methods"]]
+            if saved:
+                warm_up()
+                check_saved(X, y, n_words, quick, n_queries, VAL_SEED + v, val, rec, [(pkey(k, p), factories[k], p) for k, p in saved[:1] + saved[-1:]])
+            todo = {k: [p for p in g if pkey(k, p) not in rec["methods"]] for k, g in grids.items()}
             if any(todo.values()):
                 warm_up()
                 t0 = time.perf_counter()
@@ -410,16 +455,21 @@ def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_d
                 print(f"  validation draw {v}: {sum(map(len, todo.values()))} fits per concept in {time.perf_counter() - t0:.0f} s", flush=True)
             vrecs.append(rec["methods"])
         tuned, vrows = select(vrecs, grids, data, n_words)
-        sel = {"selected": tuned, "validation_rows": vrows}
-        print(f"  selected on {val_draws} validation draws: {tuned}", flush=True)
+        sel = {"selected": {k: as_json(k.split("|")[0], p) for k, p in tuned.items()}, "validation_rows": vrows}
+        print(f"  selected on {val_draws} validation draws: {sel['selected']}", flush=True)
     recs = [_load_draw(draw_file(data, n_words, quick, n_queries, d, split)) for d in range(draws)]  # saved draws count at once
+    checks = [(k, factories[k], None) for k in recs[0]["methods"] if "@" not in k and k not in ("TF-IDF", "OASIS") and k in factories]
+    checks += [(pkey(k, p), factories[k], p) for k, p in tuned.items() if pkey(k, p) in recs[0]["methods"]]
+    if checks:
+        warm_up()
+        check_saved(X, y, n_words, quick, n_queries, TEST_SEED, pool, recs[0], checks[:1] + checks[-1:])
     for d in range(draws):
         path = draw_file(data, n_words, quick, n_queries, d, split)
         rec = recs[d]
         every = methods_set == "all" and (all_draws is None or d < all_draws)
         base = TUNED_DEFAULTS if methods_set == "tuned" else HEADLINE
         want = {_key(n, w, c) for n, w, c, _ in listed if every or _key(n, w, c) in base}
-        want |= {f"{k}@{p:g}" for k, p in tuned.items()}
+        want |= {pkey(k, p) for k, p in tuned.items()}
         if d >= full_draws:
             want.discard("OASIS")
         want -= set(rec["methods"])
@@ -438,25 +488,42 @@ def run(data: str, n_words: int, draws: int, quick: bool, n_queries: int, path_d
     return (*summarise(data, n_words, quick, recs, tuned), sel)
 
 
+def check_saved(X, y, n_words, quick, n_queries, seed, pool, rec, checks) -> None:
+    """Refit the first concept of a saved draw (seed ``seed``) for each ``(key, factory, value)`` of
+    ``checks`` and raise if its mAP differs from the saved one: saved fits are reused only while the
+    solvers still compute them (a run at another commit, or with another library default, must start afresh)."""
+    n_pos, n_neg = (7, 500) if not quick else (5, 50)
+    c = np.unique(y)[0]
+    t, _, db, queries = concept_split(y, c, np.random.default_rng(seed), n_pos, n_neg, n_queries, pool)
+    for key, f, p in checks:
+        model, _ = fit_one(f, p, X, t, n_words)
+        m, was = concept_map(model, X, y, c, db, queries), rec["methods"][key]["map"][0]
+        if abs(m - was) > 1e-9:
+            raise RuntimeError(f"saved draw (seed {seed}) {key}: refitted mAP {m!r} != saved {was!r}; "
+                               f"remove the saved draws under {PARTIAL} to start afresh")
+
+
 def summarise(data, n_words, quick, recs, tuned=None) -> tuple[list, list]:
     """Rows (the default, then the held-out value of ``tuned``) and λ-path rows over the saved draws."""
     n_pos, n_neg = (7, 500) if not quick else (5, 50)
     rows = []
     for name, w1, clock, f in methods(n_words):
         k = _key(name, w1, clock)
-        default = None if f is None or name == "OASIS" else f(None)
-        default = getattr(default, "lam", getattr(default, "C", None))
-        for key in [k] + ([f"{k}@{tuned[k]:g}"] if k in (tuned or {}) else []):
+        model = None if f is None or name == "OASIS" else f(None)
+        default: Any = None
+        if hasattr(model, "lam"):
+            default = (model.lam, 1 / model.gamma if name == "S-DA" else model.eta)
+        elif hasattr(model, "C"):
+            default = model.C
+        for key, value in [(k, default)] + ([(pkey(k, tuned[k]), tuned[k])] if k in (tuned or {}) else []):
             per = [rec["methods"][key] for rec in recs if key in rec["methods"]]
             if not per:
                 continue
-            value = float(key.split("@")[1]) if "@" in key else default
             maps = [100 * np.mean(a["map"]) for a in per]
             spars = [float(np.mean(a["sparsity"])) for a in per]
             rows.append({
                 "data": data, "words": n_words, "method": name, "w1": w1, "clock": clock, "draws": len(per),
-                "setting": "validation" if "@" in key else "default",
-                "param": "-" if value is None else f"{_param_name(name)}={value:g}",
+                "setting": "validation" if "@" in key else "default", **describe(name, value),
                 "mAP %": f"{np.mean(maps):.2f} ± {np.std(maps):.2f}",
                 "sparsity %": f"{np.mean(spars):.1f} ± {np.std(spars):.1f}",
                 "violated / 21k": f"{np.mean([np.mean(a['updates']) for a in per]):.0f}" if name != "TF-IDF" else "-",
@@ -497,6 +564,9 @@ def main(argv=None):
     ap.add_argument("--val-draws", type=int, default=0, help="held-out selection of λ and OASIS-diag's C on this many "
                     "validation draws (module docstring); 0: library defaults only, the earlier protocol")
     ap.add_argument("--cs", type=float, nargs="+", default=list(C_PATH), help="OASIS-diag's C grid for --val-draws")
+    ap.add_argument("--etas", type=float, nargs="+", default=[ETA_DEFAULT], help="the SOLIS solvers' step size η "
+                    f"(S-DA: γ = 1/η) crossed with --lambdas for --val-draws (default {ETA_DEFAULT:g}, the library default: "
+                    f"λ alone tuned; the held-out runs pass {' '.join(f'{e:g}' for e in ETA_PATH)})")
     ap.add_argument("--tree", action="store_true", help="the codebook is a vocabulary tree (branching 10, "
                     "FAISS k-means per node) learned from 400,000 descriptors, instead of flat k-means")
     ap.add_argument("--quick", action="store_true", help="1,000 images, 5 positives x 50 negatives: a smoke run")
@@ -505,19 +575,25 @@ def main(argv=None):
     if args.draws > VAL_SEED - TEST_SEED:
         ap.error(f"--draws must be at most {VAL_SEED - TEST_SEED}: the test seeds would reach the validation seeds")
     rows, prows, vrows, selected = [], [], [], {}
-    columns = COLUMNS if not args.val_draws else COLUMNS[:4] + ["setting", "param"] + COLUMNS[4:]
+    columns = COLUMNS if not args.val_draws else COLUMNS[:4] + ["setting", "param", "η"] + COLUMNS[4:]
+    tuned_what = {"OASIS-diag": "C", "SOLIS solvers, w1 = 0": "λ" + (" and η (S-DA: γ = 1/η)" if args.etas != [ETA_DEFAULT] else ""),
+                  "TF-IDF, S-ADA w1 = 1": "nothing (defaults)"}
     if args.val_draws:
-        how = (f"λ of every SOLIS solver (w1 = 0) and OASIS-diag's C selected by the highest mean mAP on {args.val_draws} "
-               f"validation draws (seeds {VAL_SEED}+v, disjoint from the test draws' {TEST_SEED}+d) over λ in {args.lambdas} "
-               f"and C in {args.cs} (ties: the larger); validation queries from one half of each concept's images, "
-               "test queries from the other (a fixed split, seed 0); the database is the protocol's in both; "
-               "rows 'default': library defaults (λ = 1e-4, C = 0.1), rows 'validation': the selected values; TF-IDF untuned")
+        how = (f"tuned on {args.val_draws} validation draws, by the highest mean mAP: OASIS-diag's C; every SOLIS solver's (w1 = 0) "
+               + ("λ" if args.etas == [ETA_DEFAULT] else "λ and step size η jointly (every λ with every η; S-DA's γ = 1/η)")
+               + f" (validation seeds {VAL_SEED}+v, disjoint from the test draws' {TEST_SEED}+d) over λ in {args.lambdas}"
+               + ("" if args.etas == [ETA_DEFAULT] else f", η in {args.etas}")
+               + f" and C in {args.cs} (ties: the larger λ or C, then the smaller η); validation queries from one half of each "
+               "concept's images, test queries from the other (a fixed split, seed 0); the database is the protocol's in both; "
+               f"rows 'default': library defaults (λ = 1e-4, η = {ETA_DEFAULT:g} / S-DA γ = 10, C = 0.1), rows 'validation': the "
+               "selected values; TF-IDF untuned")
     else:
         how = "library default parameters"
+    header = ("Tuned on validation draws: " + "; ".join(f"{k}: {v}" for k, v in tuned_what.items()) + ".\n\n") if args.val_draws else ""
 
     def write(r, p, sel=None, final=False):
         sel_now = {**selected, **({r[0]["words"]: sel["selected"]} if sel and r else {})}
-        table = markdown_table(rows + r, columns)
+        table = header + markdown_table(rows + r, columns)
         allp = prows + p
         ptable = markdown_table(allp, ["words", "method", "clock", "lambda", "mAP %", "sparsity %", "draws"])
         matched = matched_map(allp, args.matched_map) if args.matched_map else []
@@ -531,7 +607,8 @@ def main(argv=None):
                 "lambda_path": args.lambdas, "path_draws": args.path_draws, "oasis_full_draws": args.full_draws,
                 "rows": rows + r, "lambda_path_rows": allp, "matched_map_rows": matched,
                 "table": table, "lambda_path_table": ptable,
-                **({"val_draws": args.val_draws, "c_path": args.cs, "selected": {str(w): v for w, v in sel_now.items()},
+                **({"val_draws": args.val_draws, "c_path": args.cs, "eta_path": args.etas, "tuned": tuned_what,
+                    "selected": {str(w): v for w, v in sel_now.items()},
                     "validation_rows": vrows + (sel or {}).get("validation_rows", [])} if args.val_draws else {}),
             })
         return table, ptable, matched
@@ -539,7 +616,7 @@ def main(argv=None):
     for n_words in args.words:
         r, p, sel = run(args.data, n_words, args.draws, args.quick, args.queries, args.path_draws, args.full_draws,
                         args.methods, tuple(args.lambdas), on_draw=write, tree=args.tree, all_draws=args.all_draws,
-                        val_draws=args.val_draws, c_path=tuple(args.cs))
+                        val_draws=args.val_draws, c_path=tuple(args.cs), eta_path=tuple(args.etas))
         if sel:
             selected[n_words] = sel["selected"]
             vrows += sel["validation_rows"]
@@ -547,7 +624,7 @@ def main(argv=None):
         prows += p
         print(markdown_table(r, columns), flush=True)
         if sel:
-            print(markdown_table(sel["validation_rows"], ["words", "method", "clock", "param", "val mAP %", "sparsity %", "draws", "selected"]))
+            print(markdown_table(sel["validation_rows"], ["words", "method", "clock", "param", "η", "val mAP %", "sparsity %", "draws", "selected"]))
     table, ptable, matched = write([], [], final=True)
     print(table)
     print(ptable)

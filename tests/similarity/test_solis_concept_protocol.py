@@ -27,12 +27,13 @@ def _data(n_words=40, per_class=30, seed=0):
 class _Stub:
     """Fits nothing: a weight vector that depends on the parameter, so values rank differently."""
 
-    def __init__(self, p=None):
+    def __init__(self, p=None, eta=None):
         self.p = 1e-4 if p is None else p
+        self.eta = 0.1 if eta is None else eta
 
     def fit(self, X, triplets):
         self.triplets_ = np.asarray(triplets)
-        self.w_ = 1.0 + self.p * np.arange(X.shape[1])
+        self.w_ = 1.0 + self.p * np.arange(X.shape[1]) + self.eta * np.cos(np.arange(X.shape[1]))
         self.sparsity_, self.n_updates_ = 0.0, len(triplets)
         return self
 
@@ -110,7 +111,8 @@ def test_validation_and_test_draws_share_no_queries_and_no_seeds(tiny, monkeypat
         assert np.intersect1d(s[1], s[2]).size == 0 and s[1].size + s[2].size == y.size
     # selection covers OASIS-diag's C and the w1 = 0 solvers' λ, never TF-IDF or w1 = 1
     assert set(sel["selected"]) == {"OASIS-diag", "S-TG|0.0|updates", "S-ADA|0.0|triplets"}
-    assert sel["selected"]["OASIS-diag"] in (0.1, 1.0) and sel["selected"]["S-ADA|0.0|triplets"] in (1e-4, 1e-2)
+    assert sel["selected"]["OASIS-diag"]["C"] in (0.1, 1.0) and sel["selected"]["S-ADA|0.0|triplets"]["lam"] in (1e-4, 1e-2)
+    assert sel["selected"]["S-ADA|0.0|triplets"]["eta"] == bench.ETA_DEFAULT  # no --etas: λ alone is tuned
     assert {r["param"] for r in sel["validation_rows"] if r["method"] == "OASIS-diag"} == {"C=0.1", "C=1"}
     got = {(r["method"], r["w1"], r["setting"]) for r in rows}
     assert ("S-ADA", 0.0, "validation") in got and ("S-ADA", 0.0, "default") in got and ("S-ADA", 1.0, "validation") not in got
@@ -169,3 +171,66 @@ def test_matched_map_interpolates_along_the_path():
     assert out["A"]["sparsity % at mAP 74"] == pytest.approx(88.0)  # halfway between 78 and 70
     assert out["B"]["sparsity % at mAP 74"] == pytest.approx(60.0)  # never drops to 74: its sparsest point
     assert out["A"]["sparsity % at mAP 85"] is None
+
+
+def test_eta_grid_crosses_every_lambda_with_every_eta_and_reuses_the_default_eta_keys():
+    g = bench.grid("S-ADA", 0.0, "triplets", (1e-5, 1e-4), (0.1,), (0.1, 1.0))
+    assert g == ((1e-5, 0.1), (1e-5, 1.0), (1e-4, 0.1), (1e-4, 1.0))
+    assert bench.grid("OASIS-diag", "-", "-", (1e-5,), (0.1, 1.0), (0.1, 1.0)) == (0.1, 1.0)  # C only
+    assert bench.grid("S-ADA", 1.0, "triplets", (1e-5,), (0.1,), (0.1, 1.0)) == ()  # w1 = 1 is not tuned
+    # at the default η the key is the λ-only one of the runs without --etas (their saved fits are the same fits)
+    assert bench.pkey("S-ADA|0.0|triplets", (3e-5, bench.ETA_DEFAULT)) == "S-ADA|0.0|triplets@3e-05"
+    assert bench.pkey("S-ADA|0.0|triplets", (3e-5, 0.3)) == "S-ADA|0.0|triplets@3e-05,eta=0.3"
+    assert bench.pkey("OASIS-diag", 1.0) == "OASIS-diag@1"
+    assert bench.describe("S-DA", (1e-4, 0.3)) == {"param": "λ=0.0001", "η": "γ=3.33333"}
+
+
+def test_eta_reaches_every_solver_and_s_da_gets_gamma_one_over_eta():
+    made = {(n, c): f for n, w, c, f in bench.methods(1000) if w == 0.0}
+    for (name, clock), f in made.items():
+        m = f(3e-5, 0.3)
+        assert m.lam == 3e-5 and m.w_init == 0.0
+        assert (m.gamma == pytest.approx(1 / 0.3)) if name == "S-DA" else (m.eta == 0.3)
+        d = f(None)  # the library defaults
+        assert d.get_params() == type(d)(w_init=0.0, **({"clock": clock} if "clock" in d.get_params() else {})).get_params()
+    # the default η the keys assume is the library's
+    assert made[("S-ADA", "triplets")](None).eta == made[("S-AFB", "updates")](None).eta == bench.ETA_DEFAULT
+    assert made[("S-TG", "updates")](None).eta == bench.ETA_DEFAULT and made[("S-DA", "triplets")](None).gamma == 1 / bench.ETA_DEFAULT
+
+
+def test_select_over_lambda_eta_pairs_ties_to_the_larger_lambda_then_the_smaller_eta():
+    k = "S-ADA|0.0|triplets"
+    vals = {(1e-5, 0.1): 0.5, (1e-5, 1.0): 0.6, (1e-4, 0.1): 0.6, (1e-4, 1.0): 0.6, (1e-4, 3.0): 0.55}
+    recs = [{bench.pkey(k, p): {"map": [m], "sparsity": [50.0]} for p, m in vals.items()}]
+    selected, rows = bench.select(recs, {k: tuple(vals)})
+    assert selected == {k: (1e-4, 0.1)}  # three tie at 60: the larger λ, then the smaller η
+    assert [r["selected"] for r in rows] == [False, False, True, False, False]
+    assert rows[1]["param"] == "λ=1e-05" and rows[1]["η"] == "η=1" and rows[1]["value"] == {"lam": 1e-5, "eta": 1.0}
+
+
+def test_held_out_run_with_etas_fits_the_selected_pair_on_the_test_draws(tiny):
+    X, y = tiny
+    rows, _, sel = bench.run("mnist", 40, 1, True, 6, 0, 0, methods_set="tuned", lam_path=(1e-4, 1e-2),
+                             val_draws=1, c_path=(0.1,), eta_path=(0.1, 3.0))
+    # the stub's weights depend on η, so the validation rows differ across η
+    vr = [r for r in sel["validation_rows"] if r["method"] == "S-ADA"]
+    assert {(r["param"], r["η"]) for r in vr} == {("λ=0.0001", "η=0.1"), ("λ=0.0001", "η=3"), ("λ=0.01", "η=0.1"), ("λ=0.01", "η=3")}
+    best = max(vr, key=lambda r: (float(r["val mAP %"]), r["value"]["lam"], -r["value"]["eta"]))
+    assert sel["selected"]["S-ADA|0.0|triplets"] == best["value"]
+    ada = next(r for r in rows if r["method"] == "S-ADA" and r["setting"] == "validation")
+    assert ada["param"] == f"λ={best['value']['lam']:g}" and ada["η"] == f"η={best['value']['eta']:g}"
+    saved = json.loads(bench.draw_file("mnist", 40, True, 6, 0, "test").read_text())["methods"]
+    p = sel["selected"]["S-ADA|0.0|triplets"]
+    assert bench.pkey("S-ADA|0.0|triplets", (p["lam"], p["eta"])) in saved
+
+
+def test_a_saved_draw_the_solvers_no_longer_reproduce_is_refused(tiny):
+    kw = dict(quick=True, n_queries=6, path_draws=0, full_draws=0, methods_set="tuned", lam_path=(1e-4,), val_draws=1, c_path=(0.1,))
+    bench.run("mnist", 40, 1, **kw)
+    bench.run("mnist", 40, 1, **kw)  # reused: the refit of the first concept matches
+    path = bench.draw_file("mnist", 40, True, 6, 0, "test")
+    rec = json.loads(path.read_text())
+    rec["methods"]["OASIS-diag"]["map"][0] += 0.01  # as if fitted by other code
+    path.write_text(json.dumps(rec))
+    with pytest.raises(RuntimeError, match="refitted mAP"):
+        bench.run("mnist", 40, 1, **kw)
