@@ -22,6 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import ast
 import functools
 import json
@@ -758,7 +759,7 @@ def script_doc(path: Path) -> str:
 def build(out: Path) -> dict:
     """Write every generated file under ``out``; return {'benchmarks': [(title, rel page)], 'figures': {...}}."""
     w = Writer(out)
-    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_") and p.stem != "report")
+    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_") and p.stem not in ("report", "readme_figures"))
     results = sorted(p.stem for p in RESULTS.glob("*.json"))
     per_script: dict[str, list[str]] = {s: [] for s in scripts}
     orphans = []
@@ -828,6 +829,7 @@ def build(out: Path) -> dict:
 
     for method in METHOD_CODE:
         w.text(f"equations_{method}.md", equations(method))
+    w.text("headline_figures.md", headline_figures())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -841,6 +843,19 @@ def build(out: Path) -> dict:
         if p.is_file() and p not in keep:
             p.unlink()
     return {"benchmarks": pages, "figures": fig_index}
+
+
+def headline_figures() -> str:
+    """The README's headline table (``benchmarks/readme_figures.py``), for the docs' home page."""
+    spec = importlib.util.spec_from_file_location("hardneg_readme_figures", BENCHMARKS / "readme_figures.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    try:
+        block = module.render()
+    except Exception as exc:  # a reshaped result file: say so, never fail the build
+        logger.warning("headline figures skipped: %s", exc)
+        return f"!!! note \"Headline figures not generated\"\n    {fmt(str(exc))}\n"
+    return "\n".join(line for line in block.splitlines() if not line.startswith("<!--")).strip() + "\n"
 
 
 def _demote(text: str) -> str:
