@@ -71,19 +71,23 @@ _FAST = {"nnan", "ninf", "nsz", "arcp", "afn"}
 
 
 @numba.njit(fastmath=_FAST, cache=True)
-def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
-    """[Li13] Eq. (13) with H_i interpolated in the extended table ``V`` (see ``HIKBinTable._pack``).
+def _score_bins(X, lo, inv, P, off, q, out):  # pragma: no cover, no mutate block - compiled
+    """[Li13] Eq. (13) with H_i interpolated in the extended table (see ``HIKBinTable._pack``).
 
     Two passes per row: the quantization (value -> bin, fraction) is branch-free
-    and vectorizes; the look-up + sum then reads one table row per dimension.
-    Node k of dimension i sits at ``V[i, k + 1]``; the virtual nodes -1 and q + 1
-    carry the exact linear pieces below ``lo`` and above ``hi``, so no per-value
-    test is needed outside the grid.
+    and vectorizes; the look-up + sum then reads one (value, slope) pair per
+    dimension from ``P`` (complex64: real ``V[i, k]``, imaginary
+    ``float32(V[i, k + 1] - V[i, k])``, see ``HIKBinTable._pack_pairs``), one
+    8-byte load instead of two 4-byte ones. ``a + f * s`` with that ``s`` is
+    the float32 arithmetic of ``a + f * (b - a)``: the same bits as
+    ``_score_bins_two_reads`` and ``_eval_bins``. Node k of dimension i sits at
+    ``P[i, k + 1]``; the virtual nodes -1 and q + 1 carry the exact linear
+    pieces below ``lo`` and above ``hi``, so no per-value test is needed
+    outside the grid.
     """
     n, d = X.shape
-    stride = np.int32(V.shape[1])  # d * (q + 3) < 2**31: checked by HIKBinTable._pack
-    flat = V.ravel()
-    idx = np.empty(d, dtype=np.int32)
+    flat = P.ravel()
+    idx = np.empty(d, dtype=np.uint32)  # unsigned: no negative-index wraparound code in the gather
     frac = np.empty(d, dtype=np.float32)
     lowest = np.float32(-1.0)
     top = np.float32(q)
@@ -94,6 +98,42 @@ def _score_bins(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - c
             # clamp before the conversion: a float beyond int range has no defined int;
             # int32 (not int64) so that the conversion vectorizes (AVX2 has no float -> int64)
             k = np.int32(min(max(t, lowest), top) + one)  # 0 .. q + 1
+            idx[i] = off[i] + np.uint32(k)
+            # float32(k) - 1, not float32(k - 1): int32 - int32 is int64 in Numba, and an
+            # int64 -> float conversion does not vectorize (3x slower pass); equal for k < 2**24
+            frac[i] = t - (np.float32(k) - one)
+        s0 = 0.0
+        s1 = 0.0
+        for j in range(d >> 1):  # two chains: even and odd dimensions (the order of _score_codes)
+            p = flat[idx[2 * j]]
+            s0 += p.real + frac[2 * j] * p.imag
+            p = flat[idx[2 * j + 1]]
+            s1 += p.real + frac[2 * j + 1] * p.imag
+        if d & 1:
+            p = flat[idx[d - 1]]
+            s0 += p.real + frac[d - 1] * p.imag
+        out[r] = s0 + s1
+
+
+@numba.njit(fastmath=_FAST, cache=True)
+def _score_bins_two_reads(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
+    """The previous kernel, kept as a reference for tests and benchmarks/concept_speed.py.
+
+    Reads ``V[i, k]`` and ``V[i, k + 1]`` per value; its quantization pass converts
+    through int64 (scalar). Same scores as ``_score_bins``, bit for bit.
+    """
+    n, d = X.shape
+    stride = np.int32(V.shape[1])
+    flat = V.ravel()
+    idx = np.empty(d, dtype=np.int32)
+    frac = np.empty(d, dtype=np.float32)
+    lowest = np.float32(-1.0)
+    top = np.float32(q)
+    one = np.float32(1.0)
+    for r in range(n):
+        for i in range(d):
+            t = (X[r, i] - lo[i]) * inv[i]
+            k = np.int32(min(max(t, lowest), top) + one)
             idx[i] = np.int32(i) * stride + k
             frac[i] = t - np.float32(k - np.int32(1))
         out[r] = _gather_interp(flat, idx, frac, d)
@@ -119,7 +159,11 @@ def _gather_interp(flat, idx, frac, d):  # pragma: no cover, no mutate block - c
 
 @numba.njit(fastmath=_FAST, cache=True)
 def _eval_bins(Z, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
-    """H_i at points ``Z[i, :]`` with exactly the arithmetic of ``_score_bins`` (float32 terms)."""
+    """H_i at points ``Z[i, :]`` with exactly the arithmetic of ``_score_bins`` (float32 terms).
+
+    Reads the two nodes (``a + f * (b - a)``), not the packed pairs: the equality of
+    the codes scan with the float scan checks the pairs too.
+    """
     d, m = Z.shape
     lowest = np.float32(-1.0)
     top = np.float32(q)
@@ -483,6 +527,7 @@ class HIKBinTable:
         self.intercept = float(intercept)
         self.error_bound = float(error_bound)
         self._packed = None
+        self._pairs = None
 
     @classmethod
     def on_grid(cls, support_vectors: ArrayLike, dual_coef: ArrayLike, intercept: float, lo: ArrayLike, hi: ArrayLike,
@@ -559,6 +604,22 @@ class HIKBinTable:
             self._packed = (self.lo.astype(np.float32), (1.0 / delta).astype(np.float32), V.astype(np.float32))
         return self._packed
 
+    def _pack_pairs(self):
+        """The extended table as (value, slope) pairs for ``_score_bins``, and each dimension's row offset.
+
+        ``P[i, k] = V[i, k] + 1j * float32(V[i, k + 1] - V[i, k])`` (complex64, so one
+        8-byte load gives both); the slope is rounded to float32 exactly as the
+        kernel's ``b - a`` would be. The last column's slope is never read (k <= q + 1).
+        """
+        if getattr(self, "_pairs", None) is None:
+            V = self._pack()[2]
+            P = np.zeros(V.shape, dtype=np.complex64)
+            P.real = V
+            P.imag[:, :-1] = V[:, 1:] - V[:, :-1]  # float32 - float32: rounded once, as in the kernel
+            off = (np.arange(V.shape[0], dtype=np.uint32) * np.uint32(V.shape[1])).astype(np.uint32)
+            self._pairs = (P, off)
+        return self._pairs
+
     def decision_function(self, X: ArrayLike, *, check: bool = True) -> np.ndarray:
         """Score rows of ``X`` in O(d) each, [Li13] Eq. (13) with tabulated H_i ([Li13] Eq. (16)).
 
@@ -579,8 +640,9 @@ class HIKBinTable:
             X = check_matrix(X, "X", non_negative=True, min_rows=0, n_features=self.n_features)
         out = np.empty(X.shape[0], dtype=np.float64)
         if X.shape[0]:
-            lo, inv, V = self._pack()
-            _score_bins(X, lo, inv, V, self.n_bins, out)
+            lo, inv, _ = self._pack()
+            P, off = self._pack_pairs()
+            _score_bins(X, lo, inv, P, off, self.n_bins, out)
             out += self.intercept
         return out
 
