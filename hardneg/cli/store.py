@@ -16,23 +16,65 @@ def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.
     """Rows, dimension, layout, splits, labels and tags of a store."""
     from rich.table import Table
 
-    from ..store import FeatureStore
+    meta, summary, where = _fast_info(path)
+    if summary is None:  # an older store, a stale summary, or a remote one: count the item table
+        from ..store import FeatureStore
+        from ..store._item_table import summarize_items
 
-    store = FeatureStore.open(path)
-    items = store.items
-    table = Table(title=str(store.path), show_header=False)
-    table.add_row("rows", f"{len(store):,}")
-    table.add_row("dim", str(store.dim))
-    table.add_row("layout", "sparse CSR" if store.is_sparse else "dense float32")
-    splits = items.column("split").value_counts().to_pylist()
-    table.add_row("splits", ", ".join(f"{d['values']}: {d['counts']:,}" for d in splits) or "-")
-    labels = store.labels()
-    table.add_row("labelled rows", f"{int((labels >= 0).sum()):,} ({len(set(labels[labels >= 0].tolist()))} classes)")
-    summary = store.summary().split("; ")
-    table.add_row("tags", next((s[len("tags: "):] for s in summary if s.startswith("tags: ")), "-"))
-    for key, value in store.attrs.items():
-        table.add_row(f"attrs.{key}", str(value)[:80])
+        store = FeatureStore.open(path)
+        meta, where = store._meta, str(store.path)
+        summary = summarize_items(store.items, meta["parts"])
+    table = Table(title=where, show_header=False)
+    for key, value in _info_rows(meta, summary):
+        table.add_row(key, value)
     console.print(table)
+
+
+def _fast_info(path: str):
+    """``(meta, summary, title)`` of a local store whose ``meta.json`` holds a current item summary,
+    read and checked without NumPy or Arrow (issue 29); ``(None, None, None)`` otherwise.
+
+    The same checks as opening it (``meta.json``, the arrays' ``zarr.json``, the items/
+    folder), so a damaged store gives the same one-line error; the parts are not read
+    (``hardneg store verify`` reads them)."""
+    from ..store._meta import check_layouts, load_meta
+    from ..store._remote import LOCAL_PROTOCOLS, url_protocol
+    from ..store._summary import current_summary
+
+    protocol = url_protocol(path)
+    if protocol is not None:
+        if protocol not in LOCAL_PROTOCOLS:
+            return None, None, None
+        from ..store._feature_store import local_store_path  # file:// URLs are rare: parse them as the store does
+
+        folder = local_store_path(path)
+    else:
+        folder = Path(path)
+    meta = load_meta(folder)
+    summary = current_summary(meta)
+    if summary is None:
+        return None, None, None
+    check_layouts(folder, meta)
+    if not (folder / "items").is_dir():
+        from ..store._errors import StoreError
+
+        raise StoreError(f"{folder}: the items/ folder is missing")
+    return meta, summary, str(folder)
+
+
+def _info_rows(meta: dict, summary: dict) -> list[tuple[str, str]]:
+    """The lines of ``store info`` from ``meta.json`` and an item summary (both paths print these)."""
+    rows = [("rows", f"{meta['n_rows']:,}"), ("dim", str(meta["dim"])), ("layout", "sparse CSR" if meta["sparse"] else "dense float32")]
+    rows.append(("splits", ", ".join(f"{name}: {count:,}" for name, count in summary["splits"]) or "-"))
+    labelled = sum(count for _, count in summary["labels"])
+    rows.append(("labelled rows", f"{labelled:,} ({len(summary['labels'])} classes)"))
+    # the most frequent 12 (ties in tag order), as FeatureStore.summary() lists them
+    tags = sorted(summary["tags"], key=lambda kv: (-kv[1], kv[0]))
+    more = f", ... ({len(tags)} tags)" if len(tags) > 12 else ""
+    rows.append(("tags", ", ".join(f"{t} ({c})" for t, c in tags[:12]) + more if tags else "-"))
+    for key, value in meta.get("attrs", {}).items():
+        rows.append((f"attrs.{key}", str(value)[:80]))
+    return rows
 
 
 @app.command("verify")

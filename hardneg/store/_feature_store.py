@@ -5,8 +5,10 @@ Layout of a store directory::
     store/
       meta.json            committed state (the commit point): format version,
                            dim, sparse, chunk_rows, n_rows, nnz, the list of
-                           item-table parts, user attrs, and the checksums of
-                           every committed chunk and part
+                           item-table parts, user attrs, the checksums of
+                           every committed chunk and part, and the item
+                           summary (counts per split, label and tag, see
+                           :mod:`hardneg.store._summary`)
       vectors/             Zarr v3 group, uncompressed little-endian chunks:
                            dense ``X`` (n, dim) float32, or the CSR arrays
                            ``indptr`` (n + 1,) int64, ``indices`` (nnz,) int32
@@ -90,10 +92,11 @@ from .._typing import ArrayLike, RandomState
 from .._validation import check_matrix, check_positive_int, check_random_state, issparse
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._finite import all_finite
-from ._item_table import edit_items, next_part_name, store_summary
+from ._item_table import edit_items, next_part_name, store_summary, summarize_items
 from ._items import check_label, per_row, tag_list
-from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, first_line, load_meta, read_array_layout
+from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, check_layouts, first_line, load_meta
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
+from ._summary import SUMMARY, make_summary, merge_summaries
 from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
 
 if TYPE_CHECKING:
@@ -370,34 +373,10 @@ class FeatureStore:
 
     def _load_arrays(self) -> dict[str, _Array]:
         n, nnz, dim = len(self), self.nnz, self.dim
-        arrays = {}
-        if self.is_sparse:
-            for name in ("indptr", "indices", "data"):
-                shape, chunks = read_array_layout(self.path, name)
-                arrays[name] = _Array(name, np.dtype(ARRAY_TYPES[name]), 1, chunks[0], shape[0])
-            if arrays["indptr"].length < (n + 1 if n else 0):
-                raise StoreError(f"{self.path}: {META} says n_rows={n} but vectors/indptr holds offsets for {max(arrays['indptr'].length - 1, 0)} rows")
-            for name in ("indices", "data"):
-                if arrays[name].length < nnz:
-                    raise StoreError(f"{self.path}: {META} says nnz={nnz} but vectors/{name} holds only {arrays[name].length} values")
-        else:
-            shape, chunks = read_array_layout(self.path, "X")
-            if shape[1] != dim:
-                raise StoreError(f"{self.path}: {META} says dim={dim} but vectors/X has {shape[1]} columns")
-            if chunks != [self.chunk_rows, dim]:
-                raise StoreError(f"{self.path}: {META} says chunk_rows={self.chunk_rows} but vectors/X is chunked by {chunks[0]} rows")
-            if shape[0] < n:
-                raise StoreError(f"{self.path}: {META} says n_rows={n} but vectors/X holds only {shape[0]} rows")
-            arrays["X"] = _Array("X", np.dtype("<f4"), dim, chunks[0], shape[0])
+        widths = {"X": dim, "indptr": 1, "indices": 1, "data": 1}
+        arrays = {name: _Array(name, np.dtype(ARRAY_TYPES[name]), widths[name], chunk_len, length)
+                  for name, (chunk_len, length) in check_layouts(self.path, self._meta).items()}
         self._arrays = arrays
-        sums = self._meta.get("checksums")
-        if sums is not None:
-            for name, a in arrays.items():
-                want = n_chunks(self._committed(name), a.chunk_len)
-                if len(sums["chunks"][name]) != want:
-                    raise StoreError(
-                        f"{self.path}: corrupt {META}: {len(sums['chunks'][name])} checksums for vectors/{name}, which has {want} committed chunk(s)"
-                    )
         if self.is_sparse and n:
             ends = self._read(arrays["indptr"], 0, 1)[0], self._read(arrays["indptr"], n, n + 1)[0]
             if ends != (0, nnz):
@@ -531,6 +510,7 @@ class FeatureStore:
             "parts": [],
             "attrs": attrs or {},
             "checksums": {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {}},
+            SUMMARY: make_summary([], 0, [], [], []),
         }
         _atomic_write_text(tmp / META, json.dumps(meta, indent=1))
 
@@ -654,7 +634,15 @@ class FeatureStore:
             ``report.ok``, and ``report.problems``: one line per damaged
             chunk or part, naming it.
         """
-        return verify_store(self)
+        report = verify_store(self)
+        summary = self._meta.get(SUMMARY)
+        if summary is not None and summary["parts"] == self._meta["parts"] and not any(p.startswith("items/") for p in report.problems):
+            # cheap checks on open cannot see a well-formed summary that counts another table
+            actual = summarize_items(self.items, self._meta["parts"])
+            wrong = [f for f in ("rows", "splits", "labels", "tags") if summary[f] is not None and summary[f] != actual[f]]
+            if wrong:
+                report.problems.append(f"{META} {SUMMARY} does not match the item table ({', '.join(wrong)} differ)")
+        return report
 
     def _stat_chunk(self, a: _Array, c: int) -> None:
         key = a.key(c)
@@ -904,11 +892,21 @@ class FeatureStore:
 
         meta = dict(self._meta)
         meta.update(n_rows=start + n_new, nnz=nnz, parts=self._meta["parts"] + [part_name])
+        meta[SUMMARY] = self._appended_summary(table, meta["parts"])
         if sums is not None:
             meta["checksums"] = {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {**sums["parts"], part_name: zlib.crc32(memoryview(part))}}
         self._commit_meta(meta)  # the commit point
         if self._items_cache is not None:
             self._items_cache = pa.concat_tables([self._items_cache, table])
+
+    def _appended_summary(self, table: pa.Table, parts: list) -> dict:
+        """The item summary after appending ``table`` (see :mod:`hardneg.store._summary`): the new
+        part's counts merged in, or, where none is recorded (an older store) or it is stale, the
+        whole table counted once (it is in memory: :meth:`_check_tail` read it)."""
+        old = self._meta.get(SUMMARY)
+        if old is not None and old["parts"] == self._meta["parts"]:
+            return merge_summaries(old, summarize_items(table, []), parts)
+        return summarize_items(pa.concat_tables([self.items, table]), parts)
 
     def _commit_meta(self, meta: dict) -> None:
         """Replace ``meta.json`` atomically: the commit point of appends and item edits."""

@@ -3,6 +3,9 @@
 Everything read here comes from disk and may be damaged or hostile: every
 problem becomes one :class:`StoreError` line, never a ``KeyError`` or
 ``AttributeError`` from a malformed file.
+
+Plain Python (json, pathlib): ``hardneg store info`` reads a store through
+this module alone, without NumPy or Arrow (issue 29).
 """
 
 from __future__ import annotations
@@ -10,16 +13,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from ._errors import StoreError
 from ._remote import RemoteFolder, RemoteReadError
-from ._verify import CHECKSUM_ALGORITHM
+from ._summary import SUMMARY, check_summary
 
 FORMAT_VERSION = 1
 META = "meta.json"
+CHECKSUM_ALGORITHM = "crc32"  # the same as hardneg.store._verify's (which imports NumPy); a test checks it
 # The arrays of a store and their on-disk element types (uncompressed, little-endian).
 ARRAY_TYPES = {"X": "<f4", "indptr": "<i8", "indices": "<i4", "data": "<f4"}
+# The zarr v3 names of those types (what zarr writes); another spelling is checked with NumPy.
+_ZARR_TYPES = {"<f4": "float32", "<i8": "int64", "<i4": "int32"}
 
 
 def first_line(exc: BaseException) -> str:
@@ -108,7 +112,22 @@ def check_meta(meta, path: Path | RemoteFolder) -> dict:
             or not all(crc_ok(v) for v in sums["parts"].values())
         ):
             raise corrupt("checksums must be {'algorithm': 'crc32', 'chunks': {array: [crc, ...]}, 'parts': {part: crc}} covering every array and part")
+    if SUMMARY in meta:
+        # Written by hardneg in the same atomic commit as the parts: a malformed one was altered
+        # by something else, like any other malformed key here. See hardneg.store._summary.
+        problem = check_summary(meta[SUMMARY], parts, meta["n_rows"])
+        if problem is not None:
+            raise corrupt(f"{SUMMARY}: {problem}")
     return meta
+
+
+def _same_type(name: str, data_type) -> bool:
+    want = ARRAY_TYPES[name]
+    if data_type == _ZARR_TYPES[want]:
+        return True
+    import numpy as np  # a spelling zarr does not write: compare as NumPy would
+
+    return bool(np.dtype(want) == np.dtype(data_type).newbyteorder("<"))
 
 
 def read_array_layout(path: Path | RemoteFolder, name: str) -> tuple[list[int], list[int]]:
@@ -130,7 +149,7 @@ def read_array_layout(path: Path | RemoteFolder, name: str) -> tuple[list[int], 
         ok = (
             meta.get("zarr_format") == 3
             and meta.get("node_type") == "array"
-            and np.dtype(ARRAY_TYPES[name]) == np.dtype(meta["data_type"]).newbyteorder("<")
+            and _same_type(name, meta["data_type"])
             and grid.get("name") == "regular"
             and len(codecs) == 1
             and codecs[0]["name"] == "bytes"
@@ -146,3 +165,39 @@ def read_array_layout(path: Path | RemoteFolder, name: str) -> tuple[list[int], 
     if not ok:
         raise StoreError(f"{path}: {where} does not describe the layout a FeatureStore writes (uncompressed little-endian {ARRAY_TYPES[name]}, {ndim}-D, regular chunks)")
     return shape, chunks
+
+
+def check_layouts(path: Path | RemoteFolder, meta: dict) -> dict[str, tuple[int, int]]:
+    """Check the store's arrays against a checked ``meta``: ``{name: (rows per chunk, length)}``.
+
+    Shapes, ``dim``, chunk rows and the number of recorded chunk checksums
+    must agree with ``meta``; only ``zarr.json`` files are read.
+    """
+    n, dim = meta["n_rows"], meta["dim"]
+    out: dict[str, tuple[int, int]] = {}
+    if meta["sparse"]:
+        for name in ("indptr", "indices", "data"):
+            shape, chunks = read_array_layout(path, name)
+            out[name] = (chunks[0], shape[0])
+        if out["indptr"][1] < (n + 1 if n else 0):
+            raise StoreError(f"{path}: {META} says n_rows={n} but vectors/indptr holds offsets for {max(out['indptr'][1] - 1, 0)} rows")
+        for name in ("indices", "data"):
+            if out[name][1] < meta["nnz"]:
+                raise StoreError(f"{path}: {META} says nnz={meta['nnz']} but vectors/{name} holds only {out[name][1]} values")
+    else:
+        shape, chunks = read_array_layout(path, "X")
+        if shape[1] != dim:
+            raise StoreError(f"{path}: {META} says dim={dim} but vectors/X has {shape[1]} columns")
+        if chunks != [meta["chunk_rows"], dim]:
+            raise StoreError(f"{path}: {META} says chunk_rows={meta['chunk_rows']} but vectors/X is chunked by {chunks[0]} rows")
+        if shape[0] < n:
+            raise StoreError(f"{path}: {META} says n_rows={n} but vectors/X holds only {shape[0]} rows")
+        out["X"] = (chunks[0], shape[0])
+    sums = meta.get("checksums")
+    if sums is not None:
+        for name, (chunk_len, _) in out.items():
+            committed = {"X": n, "indptr": n + 1 if n else 0}.get(name, meta["nnz"])
+            want = -(-committed // chunk_len)
+            if len(sums["chunks"][name]) != want:
+                raise StoreError(f"{path}: corrupt {META}: {len(sums['chunks'][name])} checksums for vectors/{name}, which has {want} committed chunk(s)")
+    return out

@@ -298,7 +298,7 @@ def test_genuine_bug_keeps_its_traceback(files, monkeypatch):
 
     monkeypatch.setattr(FeatureStore, "open", broken)
     with pytest.raises(KeyError):
-        main(["store", "info", str(files / "s")])
+        main(["store", "verify", str(files / "s")])  # opens the store (info reads meta.json only)
 
 
 def test_io_fault_is_not_a_user_error(files, monkeypatch):
@@ -307,7 +307,7 @@ def test_io_fault_is_not_a_user_error(files, monkeypatch):
 
     monkeypatch.setattr(FeatureStore, "open", failing)
     with pytest.raises(OSError):
-        main(["store", "info", str(files / "s")])
+        main(["store", "verify", str(files / "s")])
 
 
 def test_disk_full_is_a_user_error(capsys, files, monkeypatch):
@@ -315,7 +315,7 @@ def test_disk_full_is_a_user_error(capsys, files, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", "/data/s")
 
     monkeypatch.setattr(FeatureStore, "open", full)
-    assert_one_line_error(run(capsys, "store", "info", files / "s"), "/data/s: No space left on device")
+    assert_one_line_error(run(capsys, "store", "verify", files / "s"), "/data/s: No space left on device")
 
 
 def test_vv_shows_the_traceback(files):
