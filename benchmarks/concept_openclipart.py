@@ -35,6 +35,26 @@ Noisy tags (``--missing 0.1 --wrong 0.1``: 20 % tag noise, half missing, half wr
 ``concept_openclipart_noisy.json``): NB 0.594, bagging 0.554, random 0.503; on the 30 rare concepts
 (<= 1.5 % of the pool) 0.575 / 0.522 / 0.467; NB below bagging by > 1 point on 7 of 53.
 
+Follow-up (issue 28): seeds 0-2 picked the losing concepts, so they were rerun on fresh seeds; every summary
+holds ``paired_vs_bagging``: per concept, AP minus bagging's over seeds (same split, B+ and pool), its sd and a
+paired 95 % t-interval. ``--nb`` variants also take ``+mK`` (m = K |B+| candidates).
+
+* ``concept_openclipart_fresh.json`` (seeds 3-12, the 10 losing concepts, NB "auto" and 0): significantly
+  below bagging with complete tags arrows, etiquette-theme, roadsigns; with 30 % untagged map_symbols,
+  roadsigns, transportation; hardware and africa (and action, for "auto") were noise.
+* ``concept_openclipart_grid.json`` (seeds 3-8: skip_top 0 / auto / 0.05, ``auto+dup0.99``, m = 5 and 20 |B+|),
+  ``concept_openclipart_grid2.json`` (seeds 3-12: 0.02 / 0.05 / 0.1, ``auto+dup0.95``, ``auto+dup0.9``,
+  ``auto+m5``), ``concept_openclipart_grid_T10.json`` / ``_T25.json`` (T = 10, 25 for every method):
+  T does not matter; near-duplicate exclusion does not help; harder selection (m = 20 |B+|) loses on the symbol
+  concepts, softer (m = 5 |B+|) helps them.
+* ``concept_openclipart_m.json`` (all 53 concepts, seeds 0-5; "auto", 0, ``auto+m5``, ``0+m5``, ``auto+m3``),
+  mean AP complete / 30 % untagged: auto 0.619 / 0.603, auto+m5 0.614 / 0.600, auto+m3 0.606 / 0.594,
+  bagging 0.579 / 0.565; concepts > 1 point below bagging 6 / 7, 6 / 3, 2 / 1; significantly below
+  (paired 95 %) 0 / 3, 0 / 0, 0 / 0.
+
+Runs split by seed and concept (one process each, ``OMP_NUM_THREADS=1``) and merged with ``--merge``; a merge
+records the parts' machines and commits (``part_machines``, ``part_commits``).
+
 Writes ``benchmarks/results/concept_openclipart.json`` (``--name``) via ``write_results``.
 """
 
@@ -118,12 +138,20 @@ def split(ids, test_fraction: float, seed: int) -> np.ndarray:
 
 
 def nb_variants(spec: str) -> dict:
+    """``skip[+dupC][+mK]``: skip_top ('auto' or a fraction), near_duplicate=C, n_candidates = K |B+|."""
     out = {}
     for v in spec.split(","):
         v = v.strip()
-        skip, _, dup = v.partition("+dup")
-        out[f"nb[{v}]"] = dict(skip_top=skip if skip == "auto" else float(skip),
-                               near_duplicate=float(dup) if dup else None)
+        skip, *extras = v.split("+")
+        kw = dict(skip_top=skip if skip == "auto" else float(skip), near_duplicate=None)
+        for e in extras:
+            if e.startswith("dup"):
+                kw["near_duplicate"] = float(e[3:])
+            elif e.startswith("m"):
+                kw["m_factor"] = float(e[1:])
+            else:
+                raise SystemExit(f"--nb: unknown modifier {e!r} in {v!r}")
+        out[f"nb[{v}]"] = kw
     return out
 
 
@@ -154,7 +182,9 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
     row = {"seed": seed, "concept": concept, "missing": missing, "wrong": wrong, "n_pos_train": int(pos_train.size),
            "prevalence": float(pos_train.size / train_rows.size), "n_untagged": int(untagged.size),
            "n_wrong": int(mislabelled.size), "n_bplus": int(B.size), "n_test_pos": int(y_test.sum())}
-    models = {name: NegativeBootstrap(n_iter=T, random_state=seed, **kw) for name, kw in variants.items()}
+    models = {name: NegativeBootstrap(n_iter=T, random_state=seed, n_candidates=(
+        None if "m_factor" not in kw else int(round(kw["m_factor"] * B.size))),
+        **{k: v for k, v in kw.items() if k != "m_factor"}) for name, kw in variants.items()}
     models["bagging"] = AsymmetricBagging(n_iter=T, random_state=seed)
     models["random"] = RandomSampling(n_iter=T, random_state=seed)
     for name, est in models.items():
@@ -179,6 +209,23 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
 RARE = 0.015  # a concept is rare when its positives are at most 1.5 % of the pool
 
 
+def paired_vs_bagging(rows, concepts, methods):
+    """Per concept and method: AP - bagging's AP over seeds (same split, B+ and pool), mean, std, 95 % t-interval."""
+    from scipy.stats import t as student_t
+
+    out = {}
+    for c in concepts:
+        cr = sorted((r for r in rows if r["concept"] == c), key=lambda r: r["seed"])
+        out[c] = {}
+        for m in methods:
+            d = np.array([r[m] - r["bagging"] for r in cr])
+            sd = float(d.std(ddof=1)) if d.size > 1 else float("nan")
+            half = float(student_t.ppf(0.975, d.size - 1) * sd / np.sqrt(d.size)) if d.size > 1 else float("nan")
+            out[c][m] = {"n": int(d.size), "mean": float(d.mean()), "std": sd,
+                         "ci95": [float(d.mean() - half), float(d.mean() + half)]}
+    return out
+
+
 def summarize(rows, methods):
     out = []
     for missing, wrong in sorted({(r["missing"], r.get("wrong", 0.0)) for r in rows}):
@@ -198,6 +245,7 @@ def summarize(rows, methods):
         rare = [c for c in concepts if per[c]["prevalence"] is not None and per[c]["prevalence"] <= RARE]
         mean_rare = {m: float(np.mean([per[c][m] for c in rare])) for m in methods} if rare else None
         out.append({"missing": missing, "wrong": wrong, "per_concept": per, "mean_ap": mean, "below_bagging_by_1pt": below,
+                    "paired_vs_bagging": paired_vs_bagging(rs, concepts, [m for m in methods if m != "bagging"]),
                     "n_concepts": len(concepts), "seeds": sorted({r["seed"] for r in rs}),
                     "rare_concepts": rare, "mean_ap_rare": mean_rare})
     return out
@@ -215,7 +263,7 @@ def main():
     ap.add_argument("--concepts", nargs="*", default=None, help="only these concepts (default: every category)")
     ap.add_argument("--nb", default="auto,0,auto+dup0.95",
                     help="comma-separated NB variants: skip_top ('auto' or a fraction), optionally '+dupC' for "
-                         "near_duplicate=C")
+                         "near_duplicate=C and '+mK' for K |B+| candidates (default 10)")
     ap.add_argument("--dup-cos", type=float, default=0.95)
     ap.add_argument("--name", default="concept_openclipart")
     ap.add_argument("--related", default=None, choices=["auto"],
@@ -231,9 +279,15 @@ def main():
         parts = [json.loads(Path(f).read_text()) for f in args.merge]
         rows = [r for p in parts for r in p["rows"]]
         methods = [m for m in parts[0]["methods"] if all(m in p["methods"] for p in parts)]
-        concepts = parts[0]["concepts"]
+        concepts = sorted({r["concept"] for r in rows})
+        # where the parts ran (a merge of runs made elsewhere records their machines and commits, not its own)
+        machines = {json.dumps({k: p["machine"].get(k) for k in ("processor", "cpu_count", "versions")}, sort_keys=True)
+                    for p in parts if "machine" in p}
+        commits = sorted({f"{p.get('commit')}{'+dirty' if p.get('dirty') else ''}" for p in parts})
         report(args.name, {**{k: parts[0][k] for k in ("protocol", "n_items")}, "concepts": concepts,
-                           "methods": methods, "merged_from": args.merge, "summary": summarize(rows, methods),
+                           "methods": methods, "merged_from": [Path(f).name for f in args.merge],
+                           "part_machines": [json.loads(m) for m in sorted(machines)], "part_commits": commits,
+                           "summary": summarize(rows, methods),
                            "rows": rows, "total_seconds": sum(p["total_seconds"] for p in parts)}, methods)
         return
     X, ids, tags = load(build_store(args.min_images))
@@ -278,6 +332,12 @@ def report(name, result, methods):
         print(f"\nmissing = {s['missing']}, wrong = {s.get('wrong', 0.0)}")
         print(markdown_table(table, ["concept", *methods, "n_pos"]))
         print("below bagging - 1 pt:", {m: len(v) for m, v in s["below_bagging_by_1pt"].items()}, s["below_bagging_by_1pt"])
+        for c, per in s.get("paired_vs_bagging", {}).items():
+            worse = {m: v for m, v in per.items() if m.startswith("nb") and v["mean"] < -0.01}
+            if worse:
+                print(f"  {c}: " + "; ".join(f"{m} - bagging {v['mean']:+.3f} (sd {v['std']:.3f}, 95 % "
+                                             f"[{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}], n {v['n']})"
+                                             for m, v in worse.items()))
     print(f"total {result['total_seconds']:.0f} s -> {path}")
 
 
