@@ -50,7 +50,8 @@ paired 95 % t-interval. ``--nb`` variants also take ``+mK`` (m = K |B+| candidat
 * ``concept_openclipart_m.json`` (all 53 concepts, seeds 0-5; "auto", 0, ``auto+m5``, ``0+m5``, ``auto+m3``),
   mean AP complete / 30 % untagged: auto 0.619 / 0.603, auto+m5 0.614 / 0.600, auto+m3 0.606 / 0.594,
   bagging 0.579 / 0.565; concepts > 1 point below bagging 6 / 7, 6 / 3, 2 / 1; significantly below
-  (paired 95 %) 0 / 3, 0 / 0, 0 / 0.
+  (paired 95 %) 0 / 3, 0 / 0, 0 / 0. Noisy tags, seeds 0-2 (``concept_openclipart_noisy_m.json``): auto 0.594,
+  auto+m5 0.593, bagging 0.554; > 1 point below bagging 7 and 3 concepts, none significantly.
 
 Runs split by seed and concept (one process each, ``OMP_NUM_THREADS=1``) and merged with ``--merge``; a merge
 records the parts' machines and commits (``part_machines``, ``part_commits``).
