@@ -79,7 +79,7 @@ def _score_bins(X, lo, inv, P, off, q, out):  # pragma: no cover, no mutate bloc
     dimension from ``P`` (complex64: real ``V[i, k]``, imaginary
     ``float32(V[i, k + 1] - V[i, k])``, see ``HIKBinTable._pack_pairs``), one
     8-byte load instead of two 4-byte ones. ``a + f * s`` with that ``s`` is
-    the float32 arithmetic of ``a + f * (b - a)``: the same bits as
+    the float32 arithmetic of ``a + f * (b - a)``: the same terms, bit for bit, as
     ``_score_bins_two_reads`` and ``_eval_bins``. Node k of dimension i sits at
     ``P[i, k + 1]``; the virtual nodes -1 and q + 1 carry the exact linear
     pieces below ``lo`` and above ``hi``, so no per-value test is needed
@@ -102,17 +102,33 @@ def _score_bins(X, lo, inv, P, off, q, out):  # pragma: no cover, no mutate bloc
             # float32(k) - 1, not float32(k - 1): int32 - int32 is int64 in Numba, and an
             # int64 -> float conversion does not vectorize (3x slower pass); equal for k < 2**24
             frac[i] = t - (np.float32(k) - one)
+        # four chains, dimension i into chain i % 4, then (s0 + s1) + (s2 + s3): the order of
+        # _score_codes. Two chains were bound by the add latency (~30% slower).
         s0 = 0.0
         s1 = 0.0
-        for j in range(d >> 1):  # two chains: even and odd dimensions (the order of _score_codes)
-            p = flat[idx[2 * j]]
-            s0 += p.real + frac[2 * j] * p.imag
-            p = flat[idx[2 * j + 1]]
-            s1 += p.real + frac[2 * j + 1] * p.imag
-        if d & 1:
-            p = flat[idx[d - 1]]
-            s0 += p.real + frac[d - 1] * p.imag
-        out[r] = s0 + s1
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(d >> 2):
+            b = 4 * j
+            p = flat[idx[b]]
+            s0 += p.real + frac[b] * p.imag
+            p = flat[idx[b + 1]]
+            s1 += p.real + frac[b + 1] * p.imag
+            p = flat[idx[b + 2]]
+            s2 += p.real + frac[b + 2] * p.imag
+            p = flat[idx[b + 3]]
+            s3 += p.real + frac[b + 3] * p.imag
+        b = d - (d & 3)
+        if b < d:
+            p = flat[idx[b]]
+            s0 += p.real + frac[b] * p.imag
+        if b + 1 < d:
+            p = flat[idx[b + 1]]
+            s1 += p.real + frac[b + 1] * p.imag
+        if b + 2 < d:
+            p = flat[idx[b + 2]]
+            s2 += p.real + frac[b + 2] * p.imag
+        out[r] = (s0 + s1) + (s2 + s3)
 
 
 @numba.njit(fastmath=_FAST, cache=True)
@@ -120,7 +136,8 @@ def _score_bins_two_reads(X, lo, inv, V, q, out):  # pragma: no cover, no mutate
     """The previous kernel, kept as a reference for tests and benchmarks/concept_speed.py.
 
     Reads ``V[i, k]`` and ``V[i, k + 1]`` per value; its quantization pass converts
-    through int64 (scalar). Same scores as ``_score_bins``, bit for bit.
+    through int64 (scalar); it sums in two chains (even and odd dimensions). Its terms
+    equal ``_score_bins``'s bit for bit; its sums differ from them by rounding only.
     """
     n, d = X.shape
     stride = np.int32(V.shape[1])
@@ -183,18 +200,28 @@ def _score_codes(B, T, out):  # pragma: no cover, no mutate block - compiled
 
     The caller checks every code against ``T.shape[1]`` first (one vectorized
     ``max`` per block): no read outside the table. Summed in the order of
-    ``_gather_interp``, so equal terms give equal scores.
+    ``_score_bins`` (four chains, dimension i into chain i % 4), so equal terms give equal scores.
     """
     n, d = B.shape
     for r in range(n):
         s0 = 0.0
         s1 = 0.0
-        for j in range(d >> 1):
-            s0 += T[2 * j, B[r, 2 * j]]
-            s1 += T[2 * j + 1, B[r, 2 * j + 1]]
-        if d & 1:
-            s0 += T[d - 1, B[r, d - 1]]
-        out[r] = s0 + s1
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(d >> 2):
+            b = 4 * j
+            s0 += T[b, B[r, b]]
+            s1 += T[b + 1, B[r, b + 1]]
+            s2 += T[b + 2, B[r, b + 2]]
+            s3 += T[b + 3, B[r, b + 3]]
+        b = d - (d & 3)
+        if b < d:
+            s0 += T[b, B[r, b]]
+        if b + 1 < d:
+            s1 += T[b + 1, B[r, b + 1]]
+        if b + 2 < d:
+            s2 += T[b + 2, B[r, b + 2]]
+        out[r] = (s0 + s1) + (s2 + s3)
 
 
 @numba.njit(cache=True)

@@ -1,6 +1,8 @@
 """The q-bin HIK scoring kernel ([Li13] Eq. (13)/(16)) reads one (value, slope) pair per
-dimension; its scores must equal, bit for bit, those of the previous kernel that read the
-two neighbouring nodes (``a + f * (b - a)``), and the per-dimension terms of ``H``."""
+dimension and sums in four chains (dimension i into chain i % 4). Its terms must equal, bit
+for bit, those of ``H`` (which reads the two neighbouring nodes, ``a + f * (b - a)``), summed
+in that order, as the uint8 codes scan sums its table entries; and its scores must stay
+within rounding of the previous kernel (two reads, two chains)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 import pytest
 
 from hardneg.svm import compress_hik
-from hardneg.svm._hik_tables import _score_bins_two_reads
+from hardneg.svm._hik_tables import _score_bins_two_reads, score_codes
 
 
 def _model(rng, d, M=40, flat_dims=()):
@@ -30,6 +32,14 @@ def _inputs(rng, table, n):
     return X.astype(np.float32)
 
 
+def _four_chains(terms):
+    """Sum rows of ``terms`` (d, n) as the kernels do: chain i % 4, then (s0 + s1) + (s2 + s3)."""
+    chains = [np.zeros(terms.shape[1]) for _ in range(4)]
+    for i in range(terms.shape[0]):
+        chains[i % 4] += terms[i]
+    return (chains[0] + chains[1]) + (chains[2] + chains[3])
+
+
 def _old(table, X):
     lo, inv, V = table._pack()
     out = np.empty(X.shape[0])
@@ -37,35 +47,30 @@ def _old(table, X):
     return out + table.intercept
 
 
-@pytest.mark.parametrize("seed, d, q", [(0, 1, 1), (1, 2, 3), (2, 7, 100), (3, 64, 100), (4, 33, 255), (5, 16, 7)])
-def test_pairs_kernel_equals_the_two_read_kernel_bit_for_bit(seed, d, q):
+@pytest.mark.parametrize("seed, d, q", [(0, 1, 1), (1, 2, 3), (2, 7, 100), (3, 64, 100), (4, 33, 255), (5, 16, 7),
+                                         (6, 6, 50), (9, 3, 20)])
+def test_kernel_sums_the_terms_of_H_in_the_codes_order_bit_for_bit(seed, d, q):
     rng = np.random.default_rng(seed)
     sv, coef, b = _model(rng, d, flat_dims=(0,) if d > 2 else ())
     table = compress_hik(sv, coef, b, n_bins=q)
     X = _inputs(rng, table, 200)
-    new = table.decision_function(X)
-    assert np.array_equal(new, _old(table, X))
-    # and float64 rows (quantized in float64 by both kernels)
+    terms = table.H(X.T).astype(np.float64)  # (d, n): float32 terms read from the two nodes
+    got = table.decision_function(X)
+    assert np.array_equal(got, _four_chains(terms) + table.intercept)
+    # the previous kernel (two chains): the same terms, another order
+    np.testing.assert_allclose(got, _old(table, X), rtol=0, atol=1e-12 * (np.abs(terms).sum(axis=0).max() + abs(b)))
+    # float64 rows are quantized in float64 by both kernels
     X64 = X.astype(np.float64) * (1 + 1e-9)
-    assert np.array_equal(table.decision_function(X64, check=False), _old(table, X64))
+    np.testing.assert_allclose(table.decision_function(X64, check=False), _old(table, X64), rtol=1e-12, atol=1e-12)
 
 
-def test_pairs_kernel_sums_the_terms_of_H_in_the_codes_order():
-    rng = np.random.default_rng(7)
-    d = 11
-    sv, coef, b = _model(rng, d)
-    table = compress_hik(sv, coef, b, n_bins=50)
-    X = _inputs(rng, table, 60)
-    terms = table.H(X.T).astype(np.float64)  # (d, n) float32 terms of _eval_bins
-    # two chains, even and odd dimensions, as _score_codes sums them
-    even = np.zeros(X.shape[0])
-    odd = np.zeros(X.shape[0])
-    for i in range(d):
-        if i % 2 == 0:
-            even += terms[i]
-        else:
-            odd += terms[i]
-    assert np.array_equal(table.decision_function(X), (even + odd) + table.intercept)
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 8, 11])
+def test_codes_scan_sums_in_the_kernel_order(d):
+    rng = np.random.default_rng(d)
+    codes = rng.integers(0, 9, size=(30, d), dtype=np.uint8)
+    T = (rng.normal(size=(d, 9)) * 10.0 ** rng.integers(-6, 6, size=(d, 1))).astype(np.float32)  # mixed scales: order shows
+    terms = np.take_along_axis(T, codes.T.astype(np.int64), axis=1).astype(np.float64)
+    assert np.array_equal(score_codes(codes, T), _four_chains(terms))
 
 
 def test_packed_slopes_are_the_float32_differences_of_the_nodes():
