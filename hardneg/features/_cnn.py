@@ -582,6 +582,8 @@ class EfficientNetLite0(TorchExtractor):
                 os.unlink(tmp)
         logger.info("exported EfficientNet-Lite0 to %s", path)
 
+    _ort_spinning = False  # ONNX Runtime's intra-op spin-wait (a benchmark switch, not a setting)
+
     def _make_session(self, path):
         ort = _import_onnxruntime()
         so = ort.SessionOptions()
@@ -591,9 +593,10 @@ class EfficientNetLite0(TorchExtractor):
         so.inter_op_num_threads = 1
         if self.num_threads is not None:
             so.intra_op_num_threads = int(self.num_threads)
-        # Spinning workers wait for work by burning a core: on a shared machine that
-        # slows every other process for little gain here (the batches are large).
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Spinning workers wait for work by burning a core: on a shared machine that slows
+        # every other process, and in extraction it takes the cores the decoding threads
+        # need (benchmarks/features_cnn_runtime.py measures both settings).
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._ort_spinning else "0")
         return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
     def _onnx_session(self):

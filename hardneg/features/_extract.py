@@ -572,12 +572,18 @@ class _Extraction:
 
     def extract_batch(self, batch: Sequence[ImageItem], loaded=None) -> None:
         """Read (unless ``loaded`` by :meth:`load`), transform and append one batch in this process."""
+        rows = self.transform_batch(batch, loaded)
+        if rows is not None:
+            self.write(*rows)
+
+    def transform_batch(self, batch: Sequence[ImageItem], loaded=None):
+        """``(good, X)``, the rows of one batch to :meth:`write` (None when none was readable);
+        read unless ``loaded`` by :meth:`load`."""
         good, images, failed = self.load(batch) if loaded is None else loaded
         self.summary.failed.extend(failed)
-        if good:
-            X = _transform_isolating_failures(self.extractor, good, images, self.summary)
-            if X is not None:
-                self.write(*X)
+        if not good:
+            return None
+        return _transform_isolating_failures(self.extractor, good, images, self.summary)
 
     decode_threads: int | None = None  # threads that decode images (None: the CPU count, at most 8; 0: serial, full size)
 
@@ -607,10 +613,7 @@ class _Extraction:
             # the next batch is decoded while this one runs through the extractor
             loaded = ((b, self.load(b)) for b in batches) if decode_threads == 0 else prefetch(batches, self.load)
             with contextlib.closing(loaded):  # a failed batch waits for the one being decoded, then stops
-                for batch, data in loaded:
-                    self.extract_batch(batch, data)
-                    if progress is not None:
-                        progress(len(batch))
+                self._transform_and_append(loaded, progress, background=decode_threads != 0)
             return
         done = 0
         while done < len(batches) and (not remote or self.store is None):
@@ -634,6 +637,41 @@ class _Extraction:
                 self.write([by_index[k] for k in kept], X)
             if progress is not None:
                 progress(len(batch))
+
+    def _transform_and_append(self, loaded, progress, *, background: bool) -> None:
+        """Transform each loaded batch; with ``background``, batch k is appended in a writer thread
+        while batch k + 1 runs through the extractor (the append waits on fsync: ~0.1 s a batch).
+
+        At most one append is pending, and it is finished, its error raised and its progress
+        reported before the next one starts, so the store holds the batches in input order
+        and a failure (or an interrupt) leaves every batch before it committed.
+        """
+        if not background:
+            for batch, data in loaded:
+                self.extract_batch(batch, data)
+                if progress is not None:
+                    progress(len(batch))
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        # leaving the with-block (normally or by an error) waits for the pending append
+        with ThreadPoolExecutor(1, thread_name_prefix="hardneg-append") as writer:
+            pending = None  # (future or None, n inputs) of the previous batch
+            for batch, data in loaded:
+                rows = self.transform_batch(batch, data)
+                self._settle(pending, progress)
+                pending = (None if rows is None else writer.submit(self.write, *rows), len(batch))
+            self._settle(pending, progress)
+
+    @staticmethod
+    def _settle(pending, progress) -> None:
+        if pending is None:
+            return
+        fut, n = pending
+        if fut is not None:
+            fut.result()  # raises the append's error here, in the loop's thread
+        if progress is not None:
+            progress(n)
 
     def close(self) -> None:
         if self.store is not None:

@@ -8,9 +8,10 @@ CNN extractor (one with ``input_size`` and ``resize``) each worker also does
 the one bicubic resize to the network input and the compositing of
 transparent images onto white (:func:`hardneg.features._images.read_image_square`),
 so the extractor gets ``(S, S, 3)`` arrays and only normalizes them; files
-at least twice the input side are decoded downscaled (JPEG draft mode, an
-integer reduction for other formats; never below twice the side). :func:`prefetch` overlaps the
-decoding of the next batch with the forward pass of the current one.
+at least three times the input side are decoded downscaled (JPEG draft mode,
+an integer reduction for other formats) and box-reduced inside the resize,
+never below three times the side. :func:`prefetch` overlaps the decoding of
+the next batch with the forward pass of the current one.
 
 ``n_threads=0`` is the serial reference path: each item's ``load()`` in the
 calling thread, full size, as extraction did before the loader existed.
@@ -67,9 +68,8 @@ def _load_one(item: ImageItem, target_size: int | None, geometry):
         from ._images import read_image
 
         return read_image(item.path, target_size=target_size)
-    # Files at least twice the input side are decoded downscaled (JPEG draft mode, an integer
-    # box reduction for other formats), never below twice the side: per-row cosine to the full
-    # decode >= 0.99992 on 62 such openclipart images (benchmarks/features_cnn_runtime.py).
+    # Large files are decoded downscaled, never below 3x the side (_images.RESIZE_REDUCING_GAP):
+    # per-row cosine to the full decode, benchmarks/features_cnn_runtime.py.
     size, resize = geometry
     return read_image_square(item.path, size, resize, target_size=size)
 

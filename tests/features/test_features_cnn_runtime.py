@@ -159,3 +159,14 @@ def test_threaded_load_batch_matches_serial_and_skips_bad_files(tmp_path, caplog
     assert all(min(im.shape[:2]) >= 64 and im.shape[0] < 300 for im in small)  # downscaled, never below 2 x 32
     assert [b for b, _ in prefetch([[1], [2], [3]], lambda b: b[0] * 10)] == [[1], [2], [3]]
     assert [v for _, v in prefetch([[1], [2], [3]], lambda b: b[0] * 10)] == [10, 20, 30]
+
+
+def test_shipped_session_does_not_spin(cache):
+    """Spin-waiting intra-op threads would take the cores the extraction's decoding threads need."""
+    _, ext = cache
+    opts = ext._session.get_session_options()
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    spinning = EfficientNetLite0(num_threads=2, runtime="onnx")
+    spinning._ort_spinning = True  # the benchmark's comparison row
+    assert spinning.active_runtime == "onnx"
+    assert spinning._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "1"

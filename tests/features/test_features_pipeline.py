@@ -34,6 +34,16 @@ def test_integer_compositing_matches_the_float_formula_on_every_pixel_pair():
     assert (got[:, 255] == rgba[:, 255, :3]).all() and (got[:, 0] == 255).all()  # opaque kept, transparent white
 
 
+def test_file_compositing_is_exact_on_every_pixel_pair(tmp_path):
+    """Files are composited by Pillow (a paste through the alpha band): round((c a + 255 (255 - a)) / 255) exactly."""
+    rgba = every_rgba()
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "pairs.png")
+    c, a = rgba[:, :, :3].astype(np.int64), rgba[:, :, 3:4].astype(np.int64)
+    exact = (2 * (c * a + 255 * (255 - a)) + 255) // 510  # round half up; no ties exist
+    np.testing.assert_array_equal(read_image(tmp_path / "pairs.png"), exact)
+    np.testing.assert_array_equal(to_rgb(rgba), exact)
+
+
 @pytest.fixture
 def files(tmp_path):
     """RGBA, LA, P with a transparent index, I;16 and RGB files, odd sizes."""
@@ -148,3 +158,106 @@ def test_check_extractor_available_uses_the_active_runtime(monkeypatch):
     monkeypatch.setattr(_cnn.EfficientNetLite0, "_load_model", lambda self: "net")
     check_extractor_available(torch_ext)
     assert torch_ext._net == "net"
+
+
+def _line_art(h, w, seed=0) -> np.ndarray:
+    """Clip-art-like RGBA: transparent background, opaque strokes of a few pixels, antialiased edges."""
+    rng = np.random.default_rng(seed)
+    rgba = np.zeros((h, w, 4), np.uint8)
+    for _ in range(12):
+        y, x = rng.integers(0, h - 8), rng.integers(0, w - 8)
+        dy, dx = rng.integers(4, max(5, h // 3)), rng.integers(4, max(5, w // 3))
+        rgba[y : y + dy, x : x + 6] = [*rng.integers(0, 200, 3), 255]
+        rgba[y : y + 6, x : x + dx] = [*rng.integers(0, 200, 3), 255]
+        rgba[y : y + dy, x + 6] = [0, 0, 0, 128]  # a half-transparent edge
+    return rgba
+
+
+@pytest.mark.parametrize("resize", ["stretch", "crop"])
+def test_reduced_square_read_stays_at_three_times_the_side(tmp_path, resize, monkeypatch):
+    """``target_size`` decodes reduced and box-reduces inside the resize, never below 3x the side:
+    a file under 3x reads exactly as the full path; a larger one within a small pixel error
+    (against the full decode and the plain bicubic resize, the slow reference)."""
+    from hardneg import _imaging
+    from hardneg.features._images import RESIZE_REDUCING_GAP
+
+    decoded = []
+    open_image = _imaging.open_image
+
+    def spy(*args, **kw):
+        im = open_image(*args, **kw)
+        decoded.append(im.size)
+        return im
+
+    monkeypatch.setattr(_imaging, "open_image", spy)
+
+    size = 32
+    small = _line_art(int(RESIZE_REDUCING_GAP * size) - 1, 150, seed=1)  # 95 x 150: no shortcut on the short side
+    Image.fromarray(small, "RGBA").save(tmp_path / "small.png")
+    want = np.asarray(fit_square(Image.fromarray(read_image(tmp_path / "small.png")), size, resize))
+    if resize == "crop":  # the crop resize scales 95 -> 32 and 150 -> 51: neither side reaches 3x its output
+        np.testing.assert_array_equal(read_image_square(tmp_path / "small.png", size, resize, target_size=size), want)
+    big = _line_art(700, 460, seed=2)  # 460 >= 4 x 3 x 32: decoded reduced by 4, to 175 x 115
+    Image.fromarray(big, "RGBA").save(tmp_path / "big.png")
+    want = np.asarray(fit_square(Image.fromarray(read_image(tmp_path / "big.png")), size, resize)).astype(int)
+    decoded.clear()
+    got = read_image_square(tmp_path / "big.png", size, resize, target_size=size).astype(int)
+    assert decoded == [(115, 175)] and min(decoded[0]) >= RESIZE_REDUCING_GAP * size  # (at 2x: reduced by 7, to 65 x 100)
+    assert got.shape == (size, size, 3)
+    assert np.abs(got - want).mean() < 1.5 and np.abs(got - want).max() <= 40
+    assert not np.array_equal(got, want)  # the shortcut did run
+
+
+def _count_appends(monkeypatch, fail_at=None):
+    """Wrap FeatureStore.append: record the thread of each call, raise on call ``fail_at``."""
+    import threading
+
+    from hardneg.store import FeatureStore
+
+    calls = []
+    original = FeatureStore.append
+
+    def append(self, X, **kw):
+        calls.append(threading.current_thread().name)
+        if fail_at is not None and len(calls) == fail_at:
+            raise OSError("disk full (test)")
+        return original(self, X, **kw)
+
+    monkeypatch.setattr(FeatureStore, "append", append)
+    return calls
+
+
+def test_background_append_keeps_order_progress_and_errors(files, tmp_path_factory, monkeypatch):
+    """Batches are appended in a writer thread, in input order, each reported to ``progress`` once
+    committed; an append that fails stops the run with its error and keeps the batches before it."""
+    from hardneg.features import EfficientNetLite0, extract_to_store
+    from hardneg.store import FeatureStore
+
+    pytest.importorskip("efficientnet_lite_pytorch")
+    folder, _ = files
+    out = tmp_path_factory.mktemp("stores")
+    ext = EfficientNetLite0(input_size=32, resize="stretch", num_threads=1)
+    calls = _count_appends(monkeypatch)
+    seen = []
+
+    def progress(n):
+        seen.append((n, len(FeatureStore.open(out / "bg"))))  # what is committed when the batch is reported
+
+    s = extract_to_store(folder, out / "bg", ext, batch_size=2, decode_threads=2, progress=progress)
+    assert s.n_added == 5 and len(calls) == 3 and all(name.startswith("hardneg-append") for name in calls)
+    assert [n for n, _ in seen] == [2, 2, 1]
+    assert [committed for _, committed in seen] == [2, 4, 5]
+    ref = extract_to_store(folder, out / "serial", ext, batch_size=2, decode_threads=0)
+    assert ref.n_added == 5 and not any(name.startswith("hardneg-append") for name in calls[3:])
+    a, b = FeatureStore.open(out / "bg"), FeatureStore.open(out / "serial")
+    assert a.items.column("id").to_pylist() == b.items.column("id").to_pylist()
+
+    monkeypatch.undo()
+    calls = _count_appends(monkeypatch, fail_at=2)
+    with pytest.raises(OSError, match="disk full"):
+        extract_to_store(folder, out / "fails", ext, batch_size=2, decode_threads=2)
+    kept = FeatureStore.open(out / "fails")
+    assert kept.items.column("id").to_pylist() == b.items.column("id").to_pylist()[:2]  # the first batch, committed
+    monkeypatch.undo()
+    resumed = extract_to_store(folder, out / "fails", ext, batch_size=2, decode_threads=2)
+    assert (resumed.n_already, resumed.n_added) == (2, 3)
