@@ -18,7 +18,8 @@ left out). Rows, all in one process on the same images, each repeat in turn:
 - pipeline new: ``extract_to_store`` as shipped (ONNX; decode, compositing
   and the one resize in threads, the next batch while this one runs, each
   batch appended to the store in a writer thread while the next runs);
-- pipeline new with ONNX Runtime's spin-wait; with the append inline (as
+- pipeline new with ONNX Runtime's spin-wait; with one ONNX Runtime thread
+  (the other core left to decoding); with the append inline (as
   before, between two forwards); with the read as before (decoded reduced
   down to 2x the side, plain bicubic resize);
 - pipeline serial: ``decode_threads=0`` (each image decoded full size in
@@ -29,7 +30,10 @@ left out). Rows, all in one process on the same images, each repeat in turn:
 Every pipeline row commits batches of 64 images. One small extraction
 (8 files) before the repeats warms up the store code, as the forward rows
 get a warm-up batch. Speeds are ratios to the best ONNX forward of the same
-repeat (the machine is shared and noisy); min and median over repeats.
+repeat (the machine is shared and noisy); min and median over repeats;
+rows after the first run in another order each repeat; CPU ms per image
+(the process's CPU time, all threads) beside each. The loader's CPU per
+image is split into its steps (decode, PNG check, compositing, resize).
 Cosines per row: ONNX vs PyTorch forward; new vs old pipeline (same ids);
 and, for images at least twice the input side, the loader's reduced read
 (integer box reduction after the PNG decode, JPEG draft mode on a
@@ -182,6 +186,7 @@ def main():
         "forward onnx, 1 thread": lambda: one_ext.transform(images),
         NEW: lambda: pipeline(tmp / "new", None),
         "pipeline new, spinning": lambda: pipeline(tmp / "spin", None, ext=spin_ext),
+        "pipeline new, ORT 1 thread": lambda: pipeline(tmp / "ort1", None, ext=one_ext),
         "pipeline new, append inline": lambda: pipeline(tmp / "inline", None, inline=True),
         "pipeline new, 2x read (before)": lambda: pipeline(tmp / "read2x", None, read_2x=True),
         "pipeline serial (decode_threads=0)": lambda: pipeline(tmp / "serial", 0),
@@ -193,15 +198,18 @@ def main():
     cos_vs: dict = {}
     try:
         cos_reduce = reduced_decode_cosines(onnx_ext, decoded, full, tmp, read_image_square)
+        loader_cpu = loader_stages(decoded)
         pipeline(tmp / "warm", None, files=paths[:8])  # first use of the store code (zarr, parquet) in this process
         for rep in range(args.repeats):
             rates = {}
-            for name, fn in rows_fn.items():
-                t = time.perf_counter()
-                out = fn()
-                dt = time.perf_counter() - t
+            cpu = {}
+            rest = names[1:]  # torch first (the reference of the ONNX cosines), the others in turn from another row each repeat
+            for name in names[:1] + rest[rep % len(rest):] + rest[: rep % len(rest)]:
+                t, c = time.perf_counter(), time.process_time()
+                out = rows_fn[name]()
+                dt, dc = time.perf_counter() - t, time.process_time() - c
                 n_done = len(out) if name.startswith("forward") else out.n_added
-                rates[name] = n_done / dt
+                rates[name], cpu[name] = n_done / dt, dc / n_done
                 if rep == 0 and name == "forward torch":
                     ref = out
                 if rep == 0 and name == "forward onnx":
@@ -211,8 +219,8 @@ def main():
             best = max(rates[k] for k in forwards)
             for k, v in rates.items():
                 runs[k].append({"images_per_s": v, "vs_best_onnx_forward": v / best, "vs_shipped_onnx_forward": v / rates["forward onnx"],
-                                "load_avg_1min": os.getloadavg()[0]})
-            print(f"repeat {rep}: " + ", ".join(f"{k} {v:.2f}/s" for k, v in rates.items()), flush=True)
+                                "cpu_ms_per_img": 1e3 * cpu[k], "load_avg_1min": os.getloadavg()[0]})
+            print(f"repeat {rep}: " + ", ".join(f"{k} {rates[k]:.2f}/s" for k in names), flush=True)
             if rep == 0:
                 new = FeatureStore.open(str(tmp / "new"))
                 inn = new.items.column("id").to_pylist()
@@ -227,7 +235,8 @@ def main():
                 ips = np.array([r["images_per_s"] for r in rs])
                 rat = np.array([r["vs_best_onnx_forward"] for r in rs])
                 rows.append({"row": k, "img/s min": float(ips.min()), "img/s median": float(np.median(ips)),
-                             "vs best onnx fwd min": float(rat.min()), "vs best onnx fwd median": float(np.median(rat))})
+                             "vs best onnx fwd min": float(rat.min()), "vs best onnx fwd median": float(np.median(rat)),
+                             "CPU ms/img median": float(np.median([r["cpu_ms_per_img"] for r in rs]))})
             ratio = {k: np.array([r["vs_best_onnx_forward"] for r in runs[k]]) for k in names}
             new_vs_old = np.array([a["images_per_s"] / b["images_per_s"] for a, b in zip(runs[NEW], runs[OLD])])
             payload = {
@@ -251,12 +260,14 @@ def main():
                 "cosine_new_vs_old_pipeline": _mm(cos_pipe),
                 "cosine_new_vs_2x_read_pipeline": {**_mm(cos_vs["read2x"]), "n_below_0.999": int((cos_vs["read2x"] < 0.999).sum())},
                 "cosine_reduced_vs_full_decode": cos_reduce,
+                "loader_cpu_ms_per_img": loader_cpu,
                 "load_avg_start": load_start, "load_avg_end": os.getloadavg(), "repeats_done": rep + 1,
             }
             path = write_results("features_cnn_runtime", payload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(markdown_table(rows, ["row", "img/s min", "img/s median", "vs best onnx fwd min", "vs best onnx fwd median"]))
+    print(markdown_table(rows, ["row", "img/s min", "img/s median", "vs best onnx fwd min", "vs best onnx fwd median", "CPU ms/img median"]))
+    print(f"loader CPU ms/img: {payload['loader_cpu_ms_per_img']}")
     for k in ("pipeline_new_vs_onnx_forward", "pipeline_old_vs_onnx_forward", "pipeline_new_vs_old", "cosine_new_vs_old_pipeline",
               "cosine_reduced_vs_full_decode"):
         print(f"{k}: {payload[k]}")
@@ -266,6 +277,41 @@ def main():
 def _mm(a) -> dict:
     a = np.asarray(a, dtype=float)
     return {"min": float(a.min()), "median": float(np.median(a)), "max": float(a.max())}
+
+
+def loader_stages(paths) -> dict:
+    """CPU ms per image of each step of the loader's read (one thread, as a decode thread does it)."""
+    from hardneg import _imaging
+    from hardneg.features._images import RESIZE_REDUCING_GAP, _rgb_image, fit_square
+
+    spent = dict.fromkeys(("open and decode, without the PNG check", "PNG completeness check (second inflate)",
+                           "to RGB (compositing)", "bicubic resize"), 0.0)
+    check = _imaging._check_png_complete
+
+    def timed_check(fp, label):
+        c = time.thread_time()
+        check(fp, label)
+        spent["PNG completeness check (second inflate)"] += time.thread_time() - c
+
+    _imaging._check_png_complete = timed_check
+    try:
+        for p in paths:
+            c0 = time.thread_time()
+            im = _imaging.open_image(p, target_size=int(224 * RESIZE_REDUCING_GAP / _imaging.REDUCING_GAP))
+            c1 = time.thread_time()
+            rgb = _rgb_image(im, p)
+            c2 = time.thread_time()
+            fit_square(rgb, 224, "stretch", reducing_gap=RESIZE_REDUCING_GAP)
+            c3 = time.thread_time()
+            spent["open and decode, without the PNG check"] += c1 - c0
+            spent["to RGB (compositing)"] += c2 - c1
+            spent["bicubic resize"] += c3 - c2
+    finally:
+        _imaging._check_png_complete = check
+    spent["open and decode, without the PNG check"] -= spent["PNG completeness check (second inflate)"]
+    out = {k: round(1e3 * v / len(paths), 3) for k, v in spent.items()}
+    out["total"] = round(sum(out.values()), 3)
+    return out
 
 
 def reduced_decode_cosines(ext, paths, full, tmp, read_image_square) -> dict:
