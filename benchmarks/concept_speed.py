@@ -11,13 +11,23 @@ Measures on synthetic 1,024-bin L1-normalized histograms (dense-SIFT-like):
 4. a scan of an on-disk FeatureStore (page-cached) with top-k search, and the
    same rows scanned from a binned (uint8) copy by look-up only
    (``hardneg store quantize``), against reading the float32 store + ``X @ w``;
-5. accuracy of the binned scan: AP and max |score - exact| against the bound.
+5. accuracy of the binned scan: AP and max |score - exact| against the bound;
+6. the same scoring rows on real dense-SIFT bags of words (Fashion-MNIST 5k, 1,000
+   words, TF-IDF, from the cache of benchmarks/similarity_solis_concept.py; skipped
+   when the cache is absent), tiled to the synthetic block's row count.
+
+Section 2 also times the previous table kernel (two 4-byte reads per value, a scalar
+quantization pass and two summation chains, kept as ``_score_bins_two_reads``; same
+terms, sums within rounding) on the same rows in the same process, the current kernel
+over row blocks in ``numba.prange`` (wall time only can drop; the library's kernel is
+single-threaded), and a zero-skipping prototype (defined here, not in the library).
 
 Timings: every figure is the min and the median over ``--repeats`` runs, of
 wall time and of process CPU time (CPU time counts every thread's work and is
 what a shared, loaded machine cannot inflate); ratios use the minima, with
 ``X @ w`` measured in the same run on the same rows (also single-threaded, as
-the table kernels run on one thread).
+the table kernels run on one thread). In section 2 the methods take turns, one
+run each per round, so a burst of load from other processes hits all of them.
 
 Usage::
 
@@ -27,13 +37,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sklearn.metrics import average_precision_score
@@ -43,8 +57,11 @@ from benchmarks._common import write_results
 from hardneg.concept import NegativeBootstrap, search
 from hardneg.store import BinGrid, FeatureStore, quantize_store
 from hardneg.svm import hik_gram
+from hardneg.svm._hik_tables import _score_bins, _score_bins_two_reads
 
 RESULTS = Path(__file__).resolve().parent / "results" / "concept_speed.json"
+# the dense-SIFT bags of words of benchmarks/similarity_solis_concept.py (fashion_bag_of_words(1000, quick=False))
+REAL_BOW = Path(os.environ.get("HARDNEG_CACHE", Path.home() / ".cache" / "hardneg")) / "solis-bench" / "fashion5k-dsift1000.npz"
 
 
 def histograms(rng, n, d, concentration=0.3):
@@ -72,6 +89,92 @@ def timed(fn, repeat):
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     return {"wall_min": min(wall), "wall_median": float(np.median(wall)), "cpu_min": min(cpu), "cpu_median": float(np.median(cpu))}
+
+
+def timed_turns(fns, repeat):
+    """``timed`` for several methods, one run of each per round (min and median per method).
+
+    A value may be ``(fn, context)``: ``fn`` then runs inside ``context()``, entered
+    outside the timed region (``threadpool_limits`` costs milliseconds to enter).
+    """
+    runs = {k: {"wall": [], "cpu": []} for k in fns}
+    for _ in range(repeat):
+        for k, entry in fns.items():
+            fn, context = entry if isinstance(entry, tuple) else (entry, contextlib.nullcontext)
+            with context():
+                c0, t0 = time.process_time(), time.perf_counter()
+                fn()
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            runs[k]["wall"].append(wall)
+            runs[k]["cpu"].append(cpu)
+    return {k: {"wall_min": min(v["wall"]), "wall_median": float(np.median(v["wall"])), "cpu_min": min(v["cpu"]),
+                "cpu_median": float(np.median(v["cpu"]))} for k, v in runs.items()}
+
+
+@numba.njit(parallel=True)
+def _score_bins_prange(X, lo, inv, P, off, q, out, block):  # pragma: no cover - compiled
+    """The library kernel over row blocks in parallel (idea 4 of issue 29: wall time only)."""
+    n = X.shape[0]
+    for b in numba.prange((n + block - 1) // block):
+        r0 = b * block
+        r1 = min(r0 + block, n)
+        _score_bins(X[r0:r1], lo, inv, P, off, q, out[r0:r1])
+
+
+@numba.njit(fastmath={"nnan", "ninf", "nsz", "arcp", "afn"})
+def _score_bins_skip_zeros(X, lo, inv, P, off, q, out):  # pragma: no cover - compiled
+    """Prototype of idea 3 of issue 29 (not in the library): per row, list the nonzero entries of
+    each summation chain (dimension i in chain i % 4; branch-free), then quantize + look up only
+    those, in the library kernel's order. Equal to it where every zero has the term 0.0
+    (``lo = 0`` in every dimension, as for the real bags of words); not on the gamma rows."""
+    n, d = X.shape
+    flat = P.ravel()
+    pos = np.empty((4, d), dtype=np.uint32)
+    m = np.zeros(4, dtype=np.int64)
+    s = np.zeros(4)
+    lowest = np.float32(-1.0)
+    top = np.float32(q)
+    one = np.float32(1.0)
+    for r in range(n):
+        m[:] = 0
+        for i in range(d):
+            c = i & 3
+            pos[c, m[c]] = i
+            m[c] += X[r, i] != 0
+        for c in range(4):
+            acc = 0.0
+            for j in range(m[c]):
+                i = pos[c, j]
+                t = (X[r, i] - lo[i]) * inv[i]
+                k = np.int32(min(max(t, lowest), top) + one)
+                p = flat[off[i] + np.uint32(k)]
+                acc += p.real + (t - (np.float32(k) - one)) * p.imag
+            s[c] = acc
+        out[r] = (s[0] + s[1]) + (s[2] + s[3])
+
+
+def table_kernels(table):
+    """Callables scoring rows with the previous kernel, the prange one and the zero-skipping prototype (no intercept)."""
+    lo, inv, V = table._pack()
+    P, off = table._pack_pairs()
+    q = table.n_bins
+
+    def previous(X):
+        out = np.empty(X.shape[0])
+        _score_bins_two_reads(X, lo, inv, V, q, out)
+        return out
+
+    def parallel(X):
+        out = np.empty(X.shape[0])
+        _score_bins_prange(X, lo, inv, P, off, q, out, 1024)
+        return out
+
+    def skip_zeros(X):
+        out = np.empty(X.shape[0])
+        _score_bins_skip_zeros(X, lo, inv, P, off, q, out)
+        return out
+
+    return previous, parallel, skip_zeros
 
 
 def ratios(t, base):
@@ -127,11 +230,19 @@ def main(argv=None):
     grid = BinGrid(np.zeros(d), Xs.max(axis=0), 100)  # the store's own grid, as `hardneg store quantize` makes it
     codes = grid.quantize(Xs)
     comp.decision_function_bins(codes[:10], grid)
-    t_xw = timed(lambda: Xs @ w, repeats)
-    with threadpool_limits(1):
-        t_xw1 = timed(lambda: Xs @ w, repeats)
-    t_comp = timed(lambda: comp.table.decision_function(Xs, check=False), repeats)
-    t_codes = timed(lambda: comp.decision_function_bins(codes, grid), repeats)
+    load_before = list(os.getloadavg())
+    previous, parallel, skip_zeros = table_kernels(comp.table)
+    # the library adds the intercept last: compare with the same addition, not by subtracting it
+    s_new = comp.table.decision_function(Xs, check=False)
+    diff_previous = float(np.abs(s_new - (previous(Xs) + comp.table.intercept)).max())
+    same_as_parallel = bool(np.array_equal(s_new, parallel(Xs) + comp.table.intercept))
+
+    turns = timed_turns({"X@w": lambda: Xs @ w, "X@w_1_thread": (lambda: Xs @ w, lambda: threadpool_limits(1)),
+                         "compressed": lambda: comp.table.decision_function(Xs, check=False),
+                         "previous": lambda: previous(Xs), "prange": lambda: parallel(Xs), "skip_zeros": lambda: skip_zeros(Xs),
+                         "codes": lambda: comp.decision_function_bins(codes, grid)}, repeats)
+    t_xw, t_xw1, t_comp, t_codes = turns["X@w"], turns["X@w_1_thread"], turns["compressed"], turns["codes"]
+    t_prev, t_par, t_skip = turns["previous"], turns["prange"], turns["skip_zeros"]
     n_sub = 2000
     t_tab = best_of(lambda: exact_tab.table.decision_function(Xs[:n_sub], check=False), 1) * n_score / n_sub
     n_ker = 500
@@ -142,8 +253,18 @@ def main(argv=None):
                                  for s, c in zip(nb50.member_support_, nb50.member_dual_coef_)], 1) * n_score / n_ker
     out["scoring"] = {
         "rows": n_score, "dim": d, "T": 50, "n_support_merged": int(used.size), "repeats": repeats,
+        "load_average_1_5_15_min_before": load_before, "load_average_1_5_15_min_after": list(os.getloadavg()),
         "X@w": t_xw, "X@w_1_thread": t_xw1, "compressed_q100": t_comp, "compressed_q100_uint8_codes": t_codes,
         "compressed_over_X@w": ratios(t_comp, t_xw), "compressed_over_X@w_1_thread": ratios(t_comp, t_xw1),
+        "compressed_q100_previous_kernel": t_prev, "previous_kernel_over_X@w_1_thread": ratios(t_prev, t_xw1),
+        "previous_kernel_over_compressed": ratios(t_prev, t_comp), "previous_kernel_max_abs_diff": diff_previous,
+        f"compressed_q100_prange_{numba.get_num_threads()}_threads": t_par,
+        "prange_over_X@w": ratios(t_par, t_xw), "prange_scores_identical": same_as_parallel,
+        "zero_fraction": float(np.mean(Xs == 0)), "skip_zeros_prototype": t_skip,
+        "skip_zeros_prototype_over_compressed": ratios(t_skip, t_comp),
+        "values_per_ns_cpu_min": {"X@w_1_thread": Xs.size / t_xw1["cpu_min"] / 1e9,
+                                  "compressed": Xs.size / t_comp["cpu_min"] / 1e9,
+                                  "previous_kernel": Xs.size / t_prev["cpu_min"] / 1e9},
         "uint8_codes_over_X@w": ratios(t_codes, t_xw), "uint8_codes_over_X@w_1_thread": ratios(t_codes, t_xw1),
         "exact_tables_s (extrapolated)": t_tab, "merged_kernel_s (extrapolated)": t_kernel,
         "per_member_kernel_s (extrapolated)": t_members,
@@ -215,6 +336,50 @@ def main(argv=None):
         "max_abs_table_minus_exact": float(np.abs(s_table - s_exact).max()), "bound_table": comp.table.error_bound,
     }
 
+    # ---------------------------------------------------------------- 6. real dense-SIFT rows
+    if REAL_BOW.is_file():
+        z = np.load(REAL_BOW)
+        R = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"])).toarray().astype(np.float32)
+        yr = z["y"]
+        rr = np.random.default_rng(args.seed)
+        pos_r = R[rr.choice(np.flatnonzero(yr == 0), 100, replace=False)]
+        nb_r = NegativeBootstrap(n_iter=50, n_candidates=1000, skip_top=0.0, random_state=0).fit(pos_r, R[yr != 0])
+        comp_r = nb_r.compress(100)
+        XR = np.ascontiguousarray(np.tile(R, (max(1, n_score // R.shape[0]), 1)))
+        wr = rr.normal(size=R.shape[1]).astype(np.float32)
+        grid_r = BinGrid(np.zeros(R.shape[1]), XR.max(axis=0), 100)
+        codes_r = grid_r.quantize(XR)
+        prev_r, _, skip_r = table_kernels(comp_r.table)
+        sr = comp_r.table.decision_function(XR, check=False)
+        diff_r = float(np.abs(sr - (prev_r(XR) + comp_r.table.intercept)).max())
+        same_skip_r = bool(np.array_equal(sr, skip_r(XR) + comp_r.table.intercept))
+        comp_r.decision_function_bins(codes_r[:10], grid_r)
+
+        load_before = list(os.getloadavg())
+        tr_ = timed_turns({"X@w": lambda: XR @ wr, "X@w_1_thread": (lambda: XR @ wr, lambda: threadpool_limits(1)),
+                           "compressed": lambda: comp_r.table.decision_function(XR, check=False),
+                           "previous": lambda: prev_r(XR), "skip_zeros": lambda: skip_r(XR), "codes": lambda: comp_r.decision_function_bins(codes_r, grid_r)},
+                          repeats)
+        out["scoring_real"] = {
+            "data": f"{REAL_BOW.name}: Fashion-MNIST 5k dense-SIFT BoW (1,000 words, TF-IDF, l2), tiled",
+            "rows": int(XR.shape[0]), "dim": int(XR.shape[1]), "zero_fraction": float(np.mean(XR == 0)),
+            "model": "NegativeBootstrap T=50, m=1000, 100 positives of class 0, pool = the other classes; q=100",
+            "n_support_merged": int(np.count_nonzero(nb_r.dual_coef_)), "repeats": repeats,
+            "load_average_1_5_15_min_before": load_before, "load_average_1_5_15_min_after": list(os.getloadavg()),
+            "X@w": tr_["X@w"], "X@w_1_thread": tr_["X@w_1_thread"], "compressed_q100": tr_["compressed"],
+            "compressed_q100_previous_kernel": tr_["previous"], "compressed_q100_uint8_codes": tr_["codes"],
+            "compressed_over_X@w": ratios(tr_["compressed"], tr_["X@w"]),
+            "compressed_over_X@w_1_thread": ratios(tr_["compressed"], tr_["X@w_1_thread"]),
+            "previous_kernel_over_X@w_1_thread": ratios(tr_["previous"], tr_["X@w_1_thread"]),
+            "uint8_codes_over_X@w_1_thread": ratios(tr_["codes"], tr_["X@w_1_thread"]),
+            "previous_kernel_max_abs_diff": diff_r, "lo_zero_in_every_dim": bool(np.all(comp_r.table.lo == 0)),
+            "skip_zeros_prototype": tr_["skip_zeros"], "skip_zeros_prototype_scores_identical": same_skip_r,
+            "skip_zeros_prototype_over_compressed": ratios(tr_["skip_zeros"], tr_["compressed"]),
+            "skip_zeros_prototype_over_X@w_1_thread": ratios(tr_["skip_zeros"], tr_["X@w_1_thread"]),
+        }
+    else:
+        out["scoring_real"] = {"skipped": f"{REAL_BOW} not found (run benchmarks/similarity_solis_concept.py --data fashion first)"}
+
     path = write_results("concept_speed_quick" if args.quick else "concept_speed", out)
     s, tr, sc, acc = out["scoring"], out["training"], out["store_scan"], out["binned_accuracy"]
 
@@ -232,6 +397,10 @@ def main(argv=None):
     print(f"| score {n_score:,} x {d}: X@w (BLAS threads) | {ms(s['X@w'])} ms | 1.0x |")
     print(f"| X@w, 1 thread | {ms(s['X@w_1_thread'])} ms | |")
     print(f"| compressed q=100 (T=50), float32 rows | {ms(s['compressed_q100'])} ms | {x(s['compressed_over_X@w'])} X@w ({x(s['compressed_over_X@w_1_thread'])} 1-thread) |")
+    print(f"| compressed q=100, previous kernel (two reads, scalar quantization) | {ms(s['compressed_q100_previous_kernel'])} ms | "
+          f"{x(s['previous_kernel_over_X@w_1_thread'])} X@w 1-thread |")
+    par = next(k for k in s if k.startswith("compressed_q100_prange_"))
+    print(f"| compressed q=100, prange over row blocks ({par.rsplit('_', 2)[1]} threads) | {ms(s[par])} ms | {x(s['prange_over_X@w'])} X@w |")
     print(f"| compressed q=100, uint8 codes (look-up only) | {ms(s['compressed_q100_uint8_codes'])} ms | {x(s['uint8_codes_over_X@w'])} X@w ({x(s['uint8_codes_over_X@w_1_thread'])} 1-thread) |")
     print(f"| exact tables, binary search | | {s['exact_tables_over_X@w']:.0f}x X@w |")
     print(f"| exact merged kernel expansion ({s['n_support_merged']} SVs) | | {s['merged_kernel_over_X@w']:.0f}x X@w |")
@@ -241,6 +410,12 @@ def main(argv=None):
     print(f"| read uint8 codes + compressed look-up | {ms(sc['read_codes_plus_compressed_uint8'])} ms | {x(sc['binned_scan_over_float_X@w_scan'])} |")
     print(f"| concept.search top-100 (float store) | {ms(sc['search_top100'])} ms | |")
     print(f"| AP exact / table q=100 / uint8 codes q=100 | {acc['AP_exact']:.4f} / {acc['AP_table_q100']:.4f} / {acc['AP_uint8_codes']:.4f} | |")
+    real = out["scoring_real"]
+    if "skipped" not in real:
+        print(f"| real BoW {real['rows']:,} x {real['dim']} ({real['zero_fraction']:.0%} zeros): X@w 1 thread | {ms(real['X@w_1_thread'])} ms | 1.0x |")
+        print(f"| real BoW: compressed q=100 | {ms(real['compressed_q100'])} ms | {x(real['compressed_over_X@w_1_thread'])} |")
+        print(f"| real BoW: zero-skipping prototype | {ms(real['skip_zeros_prototype'])} ms | {x(real['skip_zeros_prototype_over_X@w_1_thread'])} |")
+        print(f"| real BoW: previous kernel | {ms(real['compressed_q100_previous_kernel'])} ms | {x(real['previous_kernel_over_X@w_1_thread'])} |")
     print(f"| max abs(codes - exact) vs bound | {acc['max_abs_codes_minus_exact']:.4f} <= {acc['bound_table_plus_binning']:.4f} | |")
 
 
