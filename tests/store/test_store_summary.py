@@ -59,7 +59,7 @@ def _assert_current(path) -> dict:
 
 
 def _random_batch(rng, n, start):
-    tag_pool = ["cat", "dog", "boat", "red", "x y", "ünï"]
+    tag_pool = ["cat", "dog", "boat", "red", "x y", "ünï", 'say "hi"']
     tags = [list(rng.choice(tag_pool, size=rng.integers(0, 3))) for _ in range(n)]
     labels = [int(v) if v >= 0 else None for v in rng.integers(-1, 4, size=n)]
     split = [[None, "train", "test", "val"][k] for k in rng.integers(0, 4, size=n)]
@@ -106,6 +106,10 @@ def test_every_write_keeps_the_summary_current(tmp_path):
     assert ["holdout", 1] in summary["splits"] and [7, 1] in summary["labels"]
     remove_items(path, ["i0", "m1", "i100"])
     _assert_current(path)
+    # meta.json is indented, with the summary compact on its own line, and reads back as written
+    text = (path / "meta.json").read_text()
+    assert text.startswith('{\n "format": ') and text.splitlines()[-2].startswith(' "item_summary": {"parts":[')
+    assert json.loads(text) == FeatureStore.open(path)._meta
 
 
 def test_an_older_store_gets_a_summary_on_its_next_append(tmp_path):
