@@ -94,10 +94,10 @@ from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._finite import all_finite
 from ._item_table import edit_items, next_part_name, store_summary, summarize_items
 from ._items import check_label, per_row, tag_list
-from ._meta import ARRAY_TYPES, FORMAT_VERSION, META, check_layouts, first_line, load_meta
+from ._meta import ARRAY_TYPES, CHECKSUM_ALGORITHM, FORMAT_VERSION, META, check_layouts, first_line, load_meta
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
 from ._summary import SUMMARY, make_summary, merge_summaries
-from ._verify import CHECKSUM_ALGORITHM, VerifyReport, extend_checksums, n_chunks, verify_store
+from ._verify import VerifyReport, extend_checksums, n_chunks, verify_store
 
 if TYPE_CHECKING:
     from filelock import FileLock

@@ -19,7 +19,7 @@ from ._summary import SUMMARY, check_summary
 
 FORMAT_VERSION = 1
 META = "meta.json"
-CHECKSUM_ALGORITHM = "crc32"  # the same as hardneg.store._verify's (which imports NumPy); a test checks it
+CHECKSUM_ALGORITHM = "crc32"  # of chunks and parts (meta.json "checksums")
 # The arrays of a store and their on-disk element types (uncompressed, little-endian).
 ARRAY_TYPES = {"X": "<f4", "indptr": "<i8", "indices": "<i4", "data": "<f4"}
 # The zarr v3 names of those types (what zarr writes); another spelling is checked with NumPy.

@@ -18,7 +18,6 @@ import numpy as np
 
 from ._errors import StoreDamagedError
 
-CHECKSUM_ALGORITHM = "crc32"
 
 
 def extend_checksums(checksums: list[int], committed: int, values: np.ndarray, chunk_len: int) -> list[int]:
