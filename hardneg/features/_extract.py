@@ -5,7 +5,8 @@ relative to the folder each was found in, whichever other folders are
 listed; row numbers for arrays), opens the store or plans to create it,
 skips every id already in it, and extracts the rest batch by batch; each
 batch is one atomically committed append, so a killed run loses at most the
-batch in flight and a rerun picks up where it stopped. A file that cannot be
+batches in flight (the one being appended in the writer thread and the one in
+the extractor) and a rerun picks up where it stopped. A file that cannot be
 decoded is skipped and listed in the returned summary; nothing else is lost.
 
 What a rerun may not change is refused before anything is written: a stored
