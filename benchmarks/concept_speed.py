@@ -91,16 +91,20 @@ def timed(fn, repeat):
     return {"wall_min": min(wall), "wall_median": float(np.median(wall)), "cpu_min": min(cpu), "cpu_median": float(np.median(cpu))}
 
 
-def timed_turns(fns, repeat):
+def timed_turns(fns, repeat, pause=0.25):
     """``timed`` for several methods, one run of each per round (min and median per method).
 
     A value may be ``(fn, context)``: ``fn`` then runs inside ``context()``, entered
     outside the timed region (``threadpool_limits`` costs milliseconds to enter).
+    Each run starts after a pause: OpenBLAS's threads busy-wait ~0.1 s after a call, and
+    that spinning counted in the process CPU time of whatever ran next (X@w 1-thread
+    measured right after the threaded X@w took 2x its CPU time; a table kernel 2x).
     """
     runs = {k: {"wall": [], "cpu": []} for k in fns}
     for _ in range(repeat):
         for k, entry in fns.items():
             fn, context = entry if isinstance(entry, tuple) else (entry, contextlib.nullcontext)
+            time.sleep(pause)
             with context():
                 c0, t0 = time.process_time(), time.perf_counter()
                 fn()
