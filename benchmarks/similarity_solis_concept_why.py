@@ -20,7 +20,10 @@ never the test draws):
   threshold) and TF-IDF restricted to S-ADA's non-zero words (its word choice with the cosine's weights):
   which of the two, S-ADA's weights or its word choice, costs the mAP;
 * S-ADA w1 = 0 trained on the same 21,000 triplets for ``--passes`` passes (the protocol is one pass: a
-  diagnostic of whether the solver is under-trained, not a protocol change).
+  diagnostic of whether the solver is under-trained, not a protocol change);
+* with ``--w1-one-grid``: S-ADA with w1 = 1 (the identity start OASIS-diag has; the l1 threshold
+  ``η t λ / δ`` still zeroes every word outside V+ once ``ηλ >= δ / t``) over the λ x η grid of the held-out
+  selection, validation mAP only: whether the identity start, not the solver, is what the 10K words need.
 
 Usage: nice .venv/bin/python benchmarks/similarity_solis_concept_why.py --data mnist --words 10000 1000
 """
@@ -39,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import RESULTS, markdown_table, write_results  # noqa: E402
 from benchmarks.similarity_solis import bag_of_words  # noqa: E402
 from benchmarks.similarity_solis_concept import (  # noqa: E402
-    VAL_SEED, concept_map, concept_split, fashion_bag_of_words, query_halves)
+    ETA_PATH, LAM_PATH, VAL_SEED, concept_map, concept_split, fashion_bag_of_words, query_halves)
 from hardneg.similarity import OasisDiagonal, SolisADA, TfidfCosine  # noqa: E402
 
 
@@ -111,6 +114,24 @@ def study(X, y, n_words: int, lam: float, eta: float, C: float, val_draws: int, 
     return rows
 
 
+def w1_one_grid(X, y, lams, etas, val_draws: int, n_queries: int) -> list[dict]:
+    """Mean validation mAP and sparsity of S-ADA with w1 = 1 at every (λ, η) (a diagnostic: not selected from)."""
+    val = query_halves(y)
+    acc: dict[tuple, dict] = {}
+    for v in range(val_draws):
+        rng = np.random.default_rng(VAL_SEED + v)
+        for c in np.unique(y):
+            t, _, db, queries = concept_split(y, c, rng, 7, 500, n_queries, val)
+            for lam in lams:
+                for eta in etas:
+                    m = SolisADA(lam=lam, eta=eta, w_init=1.0).fit(X, triplets=t)
+                    a = acc.setdefault((lam, eta), {"map": [], "sparsity": []})
+                    a["map"].append(100 * concept_map(m, X, y, c, db, queries))
+                    a["sparsity"].append(100 * m.sparsity_)
+    return [{"λ": lam, "η": eta, "val mAP %": round(float(np.mean(a["map"])), 2), "sparsity %": round(float(np.mean(a["sparsity"])), 1)}
+            for (lam, eta), a in acc.items()]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", choices=["mnist", "fashion"], default="mnist")
@@ -122,6 +143,7 @@ def main(argv=None):
     ap.add_argument("--lam", type=float, default=None, help="S-ADA's λ (default: the held-out selection's)")
     ap.add_argument("--eta", type=float, default=None, help="S-ADA's η (default: the held-out selection's)")
     ap.add_argument("--C", type=float, default=None, help="OASIS-diag's C (default: the held-out selection's)")
+    ap.add_argument("--w1-one-grid", action="store_true", help="also S-ADA w1 = 1 over the λ x η grid (validation mAP)")
     ap.add_argument("--name", default=None)
     args = ap.parse_args(argv)
     out, summary = {}, []
@@ -137,6 +159,10 @@ def main(argv=None):
         out[str(n_words)] = {"parameters": {"lam": lam, "eta": eta, "C": C, "from": sel.get("source", "defaults / command line")},
                              "per_concept": rows, "mean": mean}
         print(markdown_table(summary[-1:], list(summary[-1])), flush=True)
+        if args.w1_one_grid:
+            g = w1_one_grid(X, y, LAM_PATH, ETA_PATH, args.val_draws, args.queries)
+            out[str(n_words)]["s_ada_w1_1_grid"] = g
+            print(markdown_table(g, list(g[0])), flush=True)
     write_results(args.name or f"similarity_solis_concept_why_{args.data}{'_tree' if args.tree else ''}", {
         "what": "per-concept diagnostics on the held-out selection's validation draws (not the test draws): V+ = words of the "
                 "7 positives (the only words any triplet's subgradient touches); S-ADA w1 = 0 and OASIS-diag at the given "

@@ -35,3 +35,26 @@ def test_no_weight_moves_outside_the_anchor_words():
         assert 0 < r["S-ADA non-zero words"] <= r["|V+|"] and 0 < r["OASIS-diag changed words"] <= r["|V+|"]
         assert 0 < r["query mass on V+ %"] <= 100
         assert r["S-ADA violated"] <= 7 * 6 * 500
+
+
+def test_w1_one_zeroes_the_unseen_words_once_eta_lam_reaches_delta_over_t():
+    # the docstring's claim: outside V+ the weight is soft(1, η t λ / δ), zero iff η λ >= δ / t
+    from hardneg.similarity import SolisADA
+
+    X, y = _data()
+    t, _, _, _ = why.concept_split(y, 0, np.random.default_rng(0), 7, 500, 5, None)
+    vplus = np.zeros(X.shape[1], bool)
+    vplus[X[np.unique(t[:, 0])].indices] = True
+    n, delta, eta = len(t), 1e-2, 0.1
+    above = SolisADA(lam=1.01 * delta / (n * eta), eta=eta, delta=delta, w_init=1.0).fit(X, triplets=t).w_
+    below = SolisADA(lam=0.5 * delta / (n * eta), eta=eta, delta=delta, w_init=1.0).fit(X, triplets=t).w_
+    assert not vplus.all()
+    assert np.all(above[~vplus] == 0.0)
+    assert np.allclose(below[~vplus], 0.5)  # soft(1, 0.5)
+
+
+def test_w1_one_grid_has_a_row_per_pair():
+    X, y = _data()
+    rows = why.w1_one_grid(X, y, (1e-6, 1e-2), (0.1, 1.0), 1, 5)
+    assert [(r["λ"], r["η"]) for r in rows] == [(1e-6, 0.1), (1e-6, 1.0), (1e-2, 0.1), (1e-2, 1.0)]
+    assert all(0 <= r["val mAP %"] <= 100 and 0 <= r["sparsity %"] <= 100 for r in rows)
