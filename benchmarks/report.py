@@ -27,6 +27,7 @@ import ast
 import functools
 import json
 import logging
+import math
 import re
 from pathlib import Path
 
@@ -514,14 +515,22 @@ def _solis_heldout_tables(data: dict, label: dict) -> list[str]:
             g = d.get("c_path" if r["method"] == "OASIS-diag" else "lambda_path") or []
             if setting == "validation" and g and float(r["param"].split("=")[1]) in (min(g), max(g)):
                 par += " (grid edge)"
+            if r.get("η", "-") != "-":
+                par += f", {r['η']}"
+                eta = float(r["η"].split("=")[1])
+                eta = 1 / eta if r["η"].startswith("γ") else eta  # S-DA's γ = 1/η
+                if setting == "validation" and d.get("eta_path") and any(math.isclose(eta, e, rel_tol=1e-4) for e in (min(d["eta_path"]), max(d["eta_path"]))):
+                    par += " (η grid edge)"
             cells[(name, setting, s)] = f"{r['mAP %']}{zero}{par} ({r['draws']})"
             rows_by[(r["method"], str(r["w1"]), r["clock"], setting, s)] = r
     sets.sort(key=lambda s: ("tree" in s, "Fashion" in s, int(s.split()[-1][:-1])))
     order = ["TF-IDF", "OASIS-diag", "S-TG w1=0", "S-DA w1=0", "S-AFB w1=0", "S-ADA w1=0", "S-ADA w1=0 (update clock)", "S-ADA w1=1"]
     first = next(iter(data.values()))
-    out = ["#### λ and C chosen on validation draws (the headline)", "",
-           f"Every SOLIS solver's λ (w1 = 0) from its λ path {first.get('lambda_path')} and OASIS-diag's C from "
-           f"{first.get('c_path')}, each the value with the highest mean mAP on {first.get('val_draws')} validation draws "
+    out = ["#### λ (and η) and C chosen on validation draws (the headline)", "",
+           f"Every SOLIS solver's λ (w1 = 0) from its λ path {first.get('lambda_path')}"
+           + (f" crossed with its step size η from {first['eta_path']} (S-DA: γ = 1/η; ties go to the larger λ, then the smaller η)"
+              if first.get("eta_path") else "")
+           + f" and OASIS-diag's C from {first.get('c_path')}, each the value with the highest mean mAP on {first.get('val_draws')} validation draws "
            "(their own seeds; their queries from one half of every concept's images, the test queries from the other "
            "half; the database is the protocol's); 'validation' rows are trained with the selected value, 'default' rows "
            "with the library's, both on the same 5 test draws and queries. TF-IDF has nothing to tune. Per-concept mAP % "
