@@ -839,6 +839,7 @@ def build(out: Path) -> dict:
     for method in METHOD_CODE:
         w.text(f"equations_{method}.md", equations(method))
     w.text("headline_figures.md", headline_figures())
+    w.text("concept_openclipart_tables.md", concept_openclipart_tables())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -852,6 +853,54 @@ def build(out: Path) -> dict:
         if p.is_file() and p not in keep:
             p.unlink()
     return {"benchmarks": pages, "figures": fig_index}
+
+
+def concept_openclipart_tables() -> str:
+    """Negative Bootstrap against asymmetric bagging per concept on openclipart (issue 28): the mean AP table of
+    every variant (concept_openclipart_m.json) and the fresh-seed check of the concepts seeds 0-2 had as losers
+    (concept_openclipart_fresh.json)."""
+    out = []
+    try:
+        data = _load("concept_openclipart_m")
+    except OSError:
+        return "*No concept_openclipart_m.json result yet.*\n"
+    methods = data["methods"]
+    out += [f"**All {data['summary'][0]['n_concepts']} concepts, seeds {data['summary'][0]['seeds']}** "
+            "(`benchmarks/results/concept_openclipart_m.json`): mean AP; concepts whose mean NB − bagging is below "
+            "−1 AP point; concepts whose paired 95 % interval of NB − bagging lies below 0. `+m5` / `+m3`: "
+            "`n_candidates` = 5 / 3 × |B+| instead of the default 10 × |B+|; `[0]`: the paper's selection "
+            "(`skip_top=0`), `[auto]`: the default.", "",
+            "| condition | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    for summ in data["summary"]:
+        cond = "complete tags" if not summ["missing"] and not summ["wrong"] else f"{summ['missing']:.0%} untagged"
+        paired = summ["paired_vs_bagging"]
+        cells = []
+        for m in methods:
+            cell = f"{summ['mean_ap'][m]:.3f}"
+            if m != "bagging":
+                below = sum(v[m]["mean"] < -0.01 for v in paired.values())
+                sig = sum(v[m]["ci95"][1] < 0 for v in paired.values())
+                cell += f" ({below} / {sig})"
+            cells.append(cell)
+        out.append(f"| {cond} | " + " | ".join(cells) + " |")
+    try:
+        fresh = _load("concept_openclipart_fresh")
+    except OSError:
+        return "\n".join(out) + "\n"
+    seeds = fresh["summary"][0]["seeds"]
+    out += ["", f"**Fresh seeds {seeds[0]}-{seeds[-1]} for the concepts seeds 0-2 had as losers** "
+            "(`benchmarks/results/concept_openclipart_fresh.json`; seeds 0-2 chose these concepts, so only new seeds "
+            "test them without bias): NB (`auto`) − bagging, mean [paired 95 % interval].", "",
+            "| concept | " + " | ".join("complete tags" if not s["missing"] else f"{s['missing']:.0%} untagged" for s in fresh["summary"]) + " |",
+            "|---|" + "---|" * len(fresh["summary"])]
+    for concept in fresh["summary"][0]["paired_vs_bagging"]:
+        cells = []
+        for summ in fresh["summary"]:
+            v = summ["paired_vs_bagging"][concept]["nb[auto]"]
+            cell = f"{v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]"
+            cells.append(f"**{cell}**" if v["ci95"][1] < 0 else cell)
+        out.append(f"| {concept} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 def headline_figures() -> str:
