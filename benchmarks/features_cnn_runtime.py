@@ -1,6 +1,6 @@
 """EfficientNet-Lite0 extraction: the whole pipeline against the network's forward rate.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/features_cnn_runtime.py [--n 210] [--repeats 3] [--threads N]
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/features_cnn_runtime.py [--n 210] [--repeats 3] [--threads 2]
 
 Data: a fixed seeded sample of the Debian package ``openclipart-png`` (real
 clip art of mixed sizes and modes: RGBA, grey+alpha, palette), plus its
@@ -13,15 +13,13 @@ left out). Rows, all in one process on the same images, each repeat in turn:
 - forward torch / onnx: ``transform`` on the images already decoded and
   resized to 224 x 224 (normalization + forward: the pure forward rate;
   PyTorch on the first ``--n-torch`` of them); ONNX as shipped (``--threads``
-  intra-op threads, default the extractor's: the physical cores less one; no
-  spin-wait), with spin-wait, and on every core (ONNX Runtime's own default,
-  the shipped setting before): the ratios are to the best of these three in
-  each repeat;
+  intra-op threads, no spin-wait), with spin-wait, and with one thread: the
+  ratios are to the best of these three in each repeat;
 - pipeline new: ``extract_to_store`` as shipped (ONNX; decode, compositing
   and the one resize in threads, the next batch while this one runs, each
   batch appended to the store in a writer thread while the next runs);
-- pipeline new with ONNX Runtime's spin-wait; with ONNX Runtime on every
-  core (as before); with the append inline (as
+- pipeline new with ONNX Runtime's spin-wait; with one ONNX Runtime thread
+  (the other core left to decoding); with the append inline (as
   before, between two forwards); with the read as before (decoded reduced
   down to 2x the side, plain bicubic resize);
 - pipeline serial: ``decode_threads=0`` (each image decoded full size in
@@ -120,7 +118,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=210)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime / torch threads (default: the extractor's)")
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-torch", type=int, default=32, help="images in the PyTorch forward row (eager PyTorch is ~20x slower)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
@@ -135,11 +133,7 @@ def main():
     from hardneg.features._images import ImageItem, ImageReadError, fit_square, read_image, read_image_square
     from hardneg.store import FeatureStore
 
-    from hardneg.features._cnn import _onnx_default_threads
-
-    all_cores = os.cpu_count() or 1
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     picked = sample(openclipart_files(), args.n)
     huge = [f for f in picked if not f.endswith(BOMB) and pixels(f) > 50e6]  # Pillow's guard refuses > 179 Mpx
     paths = [p for p in picked if p not in huge]
@@ -163,8 +157,8 @@ def main():
     if onnx_ext.active_runtime != "onnx":
         raise SystemExit("onnxruntime is not usable here")
     onnx_open_s = time.perf_counter() - t
-    spin_ext, all_ext = make("onnx", spinning=True), make("onnx", threads=all_cores)
-    for ext in (torch_ext, onnx_ext, spin_ext, all_ext):
+    spin_ext, one_ext = make("onnx", spinning=True), make("onnx", threads=1)
+    for ext in (torch_ext, onnx_ext, spin_ext, one_ext):
         ext.transform(images[:2])  # warm-up: model load, allocator
     if onnx_ext._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") != "0":
         raise RuntimeError("the shipped session spins")
@@ -184,15 +178,15 @@ def main():
             ImageItem.load, _Extraction._transform_and_append, pipeline_mod.read_image_square = load, run_batches, square
 
     tmp = Path(tempfile.mkdtemp(prefix="hardneg-bench-"))
-    forwards = ("forward onnx", "forward onnx, spinning", "forward onnx, every core")
+    forwards = ("forward onnx", "forward onnx, spinning", "forward onnx, 1 thread")
     rows_fn = {
         "forward torch": lambda: torch_ext.transform(images[: args.n_torch]),
         "forward onnx": lambda: onnx_ext.transform(images),
         "forward onnx, spinning": lambda: spin_ext.transform(images),
-        "forward onnx, every core": lambda: all_ext.transform(images),
+        "forward onnx, 1 thread": lambda: one_ext.transform(images),
         NEW: lambda: pipeline(tmp / "new", None),
         "pipeline new, spinning": lambda: pipeline(tmp / "spin", None, ext=spin_ext),
-        "pipeline new, ORT on every core (before)": lambda: pipeline(tmp / "allcores", None, ext=all_ext),
+        "pipeline new, ORT 1 thread": lambda: pipeline(tmp / "ort1", None, ext=one_ext),
         "pipeline new, append inline": lambda: pipeline(tmp / "inline", None, inline=True),
         "pipeline new, 2x read (before)": lambda: pipeline(tmp / "read2x", None, read_2x=True),
         "pipeline serial (decode_threads=0)": lambda: pipeline(tmp / "serial", 0),
@@ -250,7 +244,7 @@ def main():
                 "data": {"source": "openclipart-png", "n_files": len(paths), "n_decodable": len(images), "seed": 0,
                          "left_out_over_50_mpx": [Path(f).name for f in huge],
                          "side_px_percentiles_10_50_90_max": [float(v) for v in np.percentile(sides, [10, 50, 90, 100])]},
-                "settings": {"n_torch_forward": args.n_torch, "model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads, "onnx_threads_shipped": args.threads or _onnx_default_threads(), "onnx_threads_every_core": all_cores,
+                "settings": {"n_torch_forward": args.n_torch, "model": "EfficientNet-Lite0", "input_size": 224, "resize": "stretch", "threads": args.threads,
                              "batch": BATCH, "repeats": args.repeats, "torch": torch.__version__,
                              "onnxruntime": __import__("onnxruntime").__version__, "onnx_session_open_s": round(onnx_open_s, 2)},
                 "rows": rows,

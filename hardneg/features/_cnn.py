@@ -80,32 +80,6 @@ def _import_onnxruntime():
     return onnxruntime
 
 
-def _onnx_default_threads() -> int:
-    """ONNX Runtime's intra-op threads when ``num_threads`` is None: the physical cores less one, at least one.
-
-    ONNX Runtime's own default is every physical core. Extraction decodes the
-    next images while the network runs, and the decoding costs about half the
-    forward pass's CPU per image (7 against 15 ms on 2 cores at 224 px, real
-    clip art): with every core in the forward pass, the decoding threads
-    preempt its workers and each parallel step waits for the slowest one. On
-    the 2-core machine of ``benchmarks/features_cnn_runtime.py`` one thread
-    also gives the faster forward pass alone.
-
-    Returns
-    -------
-    int
-    """
-    n = None
-    with contextlib.suppress(ImportError):  # psutil is optional: it tells physical cores from hyper-threads
-        import psutil
-
-        n = psutil.cpu_count(logical=False)
-    n = n or os.cpu_count() or 1
-    if hasattr(os, "sched_getaffinity"):  # a container or taskset may allow fewer
-        n = min(n, len(os.sched_getaffinity(0)))
-    return max(1, n - 1)
-
-
 def _file_sha256(path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -461,13 +435,8 @@ class EfficientNetLite0(TorchExtractor):
     ----------
     input_size : int
         Side of the square input, a multiple of 32.
-    l2_normalize, resize, batch_size
+    l2_normalize, resize, batch_size, num_threads
         As for :class:`TorchExtractor`.
-    num_threads : int, optional
-        Intra-op threads of the engine. None: PyTorch's own default; in
-        ONNX Runtime the physical cores less one (at least one), which
-        leaves a core to the threads that decode the next images during
-        extraction.
     runtime : {"auto", "onnx", "torch"}
         The engine, as above.
 
@@ -622,7 +591,8 @@ class EfficientNetLite0(TorchExtractor):
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.inter_op_num_threads = 1
-        so.intra_op_num_threads = int(self.num_threads) if self.num_threads is not None else _onnx_default_threads()
+        if self.num_threads is not None:
+            so.intra_op_num_threads = int(self.num_threads)
         # Spinning workers wait for work by burning a core: on a shared machine that slows
         # every other process, and in extraction it takes the cores the decoding threads
         # need (benchmarks/features_cnn_runtime.py measures both settings).

@@ -170,19 +170,3 @@ def test_shipped_session_does_not_spin(cache):
     spinning._ort_spinning = True  # the benchmark's comparison row
     assert spinning.active_runtime == "onnx"
     assert spinning._session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "1"
-
-
-def test_onnx_threads_leave_a_core_to_decoding(cache, monkeypatch):
-    """num_threads=None: ONNX Runtime gets the physical cores less one (at least one); a number is taken as given."""
-    import os
-    import types
-
-    assert cache[1]._session.get_session_options().intra_op_num_threads == 2  # the fixture's num_threads=2
-    default = EfficientNetLite0(runtime="onnx")
-    assert default.active_runtime == "onnx"
-    assert default._session.get_session_options().intra_op_num_threads == _cnn._onnx_default_threads()
-    for physical, allowed, want in ((1, 1, 1), (2, 2, 1), (8, 16, 7), (8, 3, 2), (None, 4, 3)):
-        monkeypatch.setitem(sys.modules, "psutil", types.SimpleNamespace(cpu_count=lambda logical=True, n=physical: n))
-        monkeypatch.setattr(os, "cpu_count", lambda n=allowed: n)
-        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=allowed: set(range(n)), raising=False)
-        assert _cnn._onnx_default_threads() == want, (physical, allowed)
