@@ -145,7 +145,7 @@ def zeroshot() -> Row:
 def extraction() -> Row:
     name = "features_cnn_runtime"
     data = load(name)
-    what = (f"ONNX Runtime forward {data['onnx_vs_torch_forward']['median']:.0f}× eager PyTorch (cosine ≥ {data['cosine_onnx_vs_torch_forward']['min']:.7f} per image); "
+    what = (f"ONNX Runtime forward {data['onnx_vs_torch_forward']['median']:.1f}× eager PyTorch (cosine ≥ {data['cosine_onnx_vs_torch_forward']['min']:.7f} per image); "
             f"whole pipeline (decode, resize, forward, store) {data['pipeline_new_vs_onnx_forward']['median']:.2f}× the forward rate (median of {data['repeats_done']} repeats)")
     return ("Image extraction (EfficientNet-Lite0, real clip art)", what, "forward alone on decoded images, same run", source(name))
 
