@@ -64,14 +64,13 @@ def _fast_info(path: str):
 
 def _info_rows(meta: dict, summary: dict) -> list[tuple[str, str]]:
     """The lines of ``store info`` from ``meta.json`` and an item summary (both paths print these)."""
+    from ..store._summary import top_counts
+
     rows = [("rows", f"{meta['n_rows']:,}"), ("dim", str(meta["dim"])), ("layout", "sparse CSR" if meta["sparse"] else "dense float32")]
     rows.append(("splits", ", ".join(f"{name}: {count:,}" for name, count in summary["splits"]) or "-"))
     labelled = sum(count for _, count in summary["labels"])
     rows.append(("labelled rows", f"{labelled:,} ({len(summary['labels'])} classes)"))
-    # the most frequent 12 (ties in tag order), as FeatureStore.summary() lists them
-    tags = sorted(summary["tags"], key=lambda kv: (-kv[1], kv[0]))
-    more = f", ... ({len(tags)} tags)" if len(tags) > 12 else ""
-    rows.append(("tags", ", ".join(f"{t} ({c})" for t, c in tags[:12]) + more if tags else "-"))
+    rows.append(("tags", top_counts(summary["tags"]) if summary["tags"] else "-"))  # as FeatureStore.summary() lists them
     for key, value in meta.get("attrs", {}).items():
         rows.append((f"attrs.{key}", str(value)[:80]))
     return rows

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from .._atomic import atomic_path
 from ._items import check_label, tag_list
-from ._summary import SUMMARY, make_summary
+from ._summary import SUMMARY, current_summary, make_summary, top_counts
 
 if TYPE_CHECKING:
     from ._feature_store import FeatureStore
@@ -56,7 +56,7 @@ def next_part_name(parts: Sequence[str]) -> str:
     return f"part-{max([len(parts) - 1, *numbers]) + 1:08d}.parquet"
 
 
-def summarize_items(table: pa.Table, parts: Sequence[str]) -> dict:
+def summarize_items(table: pa.Table, parts: Sequence[str], *, cap: bool = True) -> dict:
     """Count the items of ``table`` per split, label and tag: the ``meta.json`` item summary.
 
     Parameters
@@ -65,6 +65,8 @@ def summarize_items(table: pa.Table, parts: Sequence[str]) -> dict:
         An item table (the whole table, or one appended part).
     parts : sequence of str
         The part names the summary covers.
+    cap : bool
+        As in :func:`hardneg.store._summary.make_summary` (False: every count kept).
 
     Returns
     -------
@@ -84,6 +86,7 @@ def summarize_items(table: pa.Table, parts: Sequence[str]) -> dict:
         splits=pairs(table.column("split").value_counts()),
         labels=[[v, c] for v, c in pairs(table.column("label").value_counts()) if v is not None and v >= 0],
         tags=pairs(pc.list_flatten(table.column("tags")).value_counts()) if table.num_rows else [],
+        cap=cap,
     )
 
 
@@ -234,29 +237,21 @@ def store_summary(store: FeatureStore, *, top: int = 12) -> str:
     str
         ``"<n> rows; tags: ...; labels: ...; splits: ..."``, each part with counts (or "no tags", ...).
     """
-    items = store.items
+    # the counts meta.json keeps (the item table is counted only when it keeps none, or not all)
+    summary = current_summary(store._meta) or summarize_items(store.items, store._meta["parts"], cap=False)
     parts = [f"{len(store):,} rows"]
-    flat = pc.list_flatten(items.column("tags")).to_pylist() if len(store) else []
-    if flat:
-        vals, counts = np.unique(np.array(flat, dtype=object), return_counts=True)
-        order = np.argsort(-counts, kind="stable")[:top]
-        more = f", ... ({len(vals)} tags)" if len(vals) > top else ""
-        parts.append("tags: " + ", ".join(f"{vals[i]} ({counts[i]})" for i in order) + more)
-    else:
-        parts.append("no tags")
-    lab = store.labels()
-    if (lab >= 0).any():
+    parts.append("tags: " + top_counts(summary["tags"], top) if summary["tags"] else "no tags")
+    labels = summary["labels"]  # ascending class ids
+    if labels:
         names = store.attrs.get("class_names") or []
-        vals, counts = np.unique(lab[lab >= 0], return_counts=True)
-        shown = [f"{names[v] if 0 <= v < len(names) else v} ({c})" for v, c in zip(vals[:top].tolist(), counts[:top].tolist())]
-        more = f", ... ({len(vals)} labels)" if len(vals) > top else ""
+        shown = [f"{names[v] if 0 <= v < len(names) else v} ({c})" for v, c in labels[:top]]
+        more = f", ... ({len(labels)} labels)" if len(labels) > top else ""
         parts.append("labels: " + ", ".join(shown) + more)
     else:
         parts.append("no labels")
-    sp = [s for s in items.column("split").to_pylist() if s is not None]
-    if sp:
-        vals, counts = np.unique(np.array(sp, dtype=object), return_counts=True)
-        parts.append("splits: " + ", ".join(f"{v} ({c})" for v, c in zip(vals, counts)))
+    splits = sorted((k, c) for k, c in summary["splits"] if k is not None)
+    if splits:
+        parts.append("splits: " + ", ".join(f"{v} ({c})" for v, c in splits))
     else:
         parts.append("no splits")
     return "; ".join(parts)

@@ -111,11 +111,36 @@ def current_summary(meta: dict) -> dict | None:
     return summary
 
 
-def _capped(pairs: list) -> list | None:
-    return pairs if len(pairs) <= MAX_VALUES else None
+def top_counts(pairs: list, top: int = 12, noun: str = "tags") -> str:
+    """``"a (3), b (2), ... (N tags)"``: the ``top`` most frequent values of ``[value, count]`` pairs.
+
+    Ties keep value order. What ``hardneg store info`` and the one-line store
+    summary of error messages show.
+
+    Parameters
+    ----------
+    pairs : list of [value, count]
+        Counts, e.g. a summary's ``tags``.
+    top : int
+        Most values listed.
+    noun : str
+        What the values are, for the "... (N tags)" tail.
+
+    Returns
+    -------
+    str
+        The listed values with their counts ("" for no pairs).
+    """
+    ranked = sorted(pairs, key=lambda kv: (-kv[1], kv[0]))
+    more = f", ... ({len(ranked)} {noun})" if len(ranked) > top else ""
+    return ", ".join(f"{v} ({c})" for v, c in ranked[:top]) + more
 
 
-def make_summary(parts: list, rows: int, splits: list, labels: list, tags: list) -> dict:
+def _capped(pairs: list, cap: bool = True) -> list | None:
+    return pairs if not cap or len(pairs) <= MAX_VALUES else None
+
+
+def make_summary(parts: list, rows: int, splits: list, labels: list, tags: list, *, cap: bool = True) -> dict:
     """A summary from counts (pairs ``[value, count]``, splits in order of first appearance).
 
     Parameters
@@ -126,18 +151,21 @@ def make_summary(parts: list, rows: int, splits: list, labels: list, tags: list)
         Rows counted.
     splits, labels, tags : list of [value, count]
         The counts; labels and tags are sorted here.
+    cap : bool
+        Whether a field with more than :data:`MAX_VALUES` values becomes ``None``
+        (what ``meta.json`` keeps); False keeps every count.
 
     Returns
     -------
     dict
-        The summary, each field ``None`` when it holds more than :data:`MAX_VALUES` values.
+        The summary.
     """
     return {
         "parts": list(parts),
         "rows": int(rows),
-        "splits": _capped([[k, int(c)] for k, c in splits]),
-        "labels": _capped(sorted([int(k), int(c)] for k, c in labels)),
-        "tags": _capped(sorted([str(k), int(c)] for k, c in tags)),
+        "splits": _capped([[k, int(c)] for k, c in splits], cap),
+        "labels": _capped(sorted([int(k), int(c)] for k, c in labels), cap),
+        "tags": _capped(sorted([str(k), int(c)] for k, c in tags), cap),
     }
 
 
