@@ -639,7 +639,7 @@ class HIKBinTable:
         8-byte load gives both); the slope is rounded to float32 exactly as the
         kernel's ``b - a`` would be. The last column's slope is never read (k <= q + 1).
         """
-        if getattr(self, "_pairs", None) is None:
+        if self._pairs is None:
             V = self._pack()[2]
             P = np.zeros(V.shape, dtype=np.complex64)
             P.real = V
