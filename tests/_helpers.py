@@ -14,18 +14,45 @@ helper pays only for what that helper uses.
   linear image of their class's description).
 - The service in a real server for browser tests: :func:`free_port`,
   :func:`serving` (uvicorn in a thread), :func:`chrome_driver`.
+- :func:`load_script`: a ``benchmarks/`` script as a module, from its file.
+- :func:`sparse_class_rows`: l2-normalized sparse bag-of-words rows, three classes
+  with their own words (the SOLIS benchmark tests).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import re
 import socket
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(stem: str, as_name: str | None = None):
+    """``benchmarks/<stem>.py`` loaded as a fresh module (the folder need not be importable)."""
+    spec = importlib.util.spec_from_file_location(as_name or f"_bench_{stem}", ROOT / "benchmarks" / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sparse_class_rows(n_words: int, per_class: int, density: float, seed: int = 0):
+    """``(X, y)``: random sparse rows of three classes, each class with 5 words of its own
+    (one per row), l2-normalized (CSR)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), per_class)
+    X = sp.random(y.size, n_words, density=density, random_state=seed, format="csr")
+    X = X + sp.csr_matrix((np.ones(y.size), (np.arange(y.size), y * 5 + rng.integers(0, 5, y.size))), shape=X.shape)
+    return sp.csr_matrix(X.multiply(1 / np.sqrt(X.multiply(X).sum(axis=1)))), y
 
 
 # ----------------------------------------------------------------------------- the CLI

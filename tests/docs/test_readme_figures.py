@@ -1,18 +1,15 @@
 """The README's headline figures are what the result files say (benchmarks/readme_figures.py)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from _helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "benchmarks" / "readme_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("readme_figures")
 
 
 def test_readme_block_matches_results():

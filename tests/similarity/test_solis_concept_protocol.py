@@ -10,18 +10,14 @@ import json
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
+
+from _helpers import sparse_class_rows
 
 bench = pytest.importorskip("benchmarks.similarity_solis_concept")
 
 
 def _data(n_words=40, per_class=30, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(3), per_class)
-    X = sp.random(y.size, n_words, density=0.2, random_state=seed, format="csr")
-    X = X + sp.csr_matrix((np.ones(y.size), (np.arange(y.size), y * 5 + rng.integers(0, 5, y.size))), shape=X.shape)
-    X = sp.csr_matrix(X.multiply(1 / np.sqrt(X.multiply(X).sum(axis=1))))
-    return X, y
+    return sparse_class_rows(n_words, per_class, density=0.2, seed=seed)
 
 
 class _Stub:

@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _helpers import sparse_class_rows
+
 why = pytest.importorskip("benchmarks.similarity_solis_concept_why")
 
 
 def _data(n_words=60, per_class=260, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(3), per_class)
-    X = sp.random(y.size, n_words, density=0.03, random_state=seed, format="csr")
-    X = X + sp.csr_matrix((np.ones(y.size), (np.arange(y.size), y * 5 + rng.integers(0, 5, y.size))), shape=X.shape)
-    return sp.csr_matrix(X.multiply(1 / np.sqrt(X.multiply(X).sum(axis=1)))), y
+    return sparse_class_rows(n_words, per_class, density=0.03, seed=seed)
 
 
 def test_mass_on_is_the_share_of_the_squared_norm():
