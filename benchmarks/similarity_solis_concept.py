@@ -32,7 +32,7 @@ Held-out selection (``--val-draws V``, the paper's practice of choosing λ from 
 3-6, done without the test draws): every concept's images are split once in two halves (seed 0,
 :func:`query_halves`): validation queries come from one half, test queries from the other. On V
 validation draws (seeds ``VAL_SEED + v``, disjoint from the test draws' ``1000 + d``) each SOLIS
-solver with w1 = 0 runs its λ path (``--lambdas``) crossed with the step sizes ``--etas`` (η of
+solver with w1 = 0, and the extra S-ADA with w1 = 1, runs its λ path (``--lambdas``) crossed with the step sizes ``--etas`` (η of
 S-TG, S-AFB and S-ADA; S-DA's γ = 1/η; default: η = 0.1 only, the library default, i.e. λ alone is
 tuned) and OASIS-diag its aggressiveness path (``--cs``); the value with the highest mean validation
 mAP is selected (ties: the larger λ or C, the sparser / more cautious model, then the smaller η) and
@@ -80,7 +80,7 @@ from hardneg.similarity import (  # noqa: E402
 
 LAM_PATH = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2)  # 1e-4 is the default: the main fits are reused
 ETA_DEFAULT = 0.1  # the library default η of S-TG, S-AFB and S-ADA; S-DA's γ = 10 = 1 / 0.1
-ETA_PATH = (0.03, 0.1, 0.3, 1.0, 3.0)  # the η grid the held-out runs pass with --etas
+ETA_PATH = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # the η grid the held-out runs pass with --etas
 C_PATH = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # OASIS-diag's C (PA-I step cap), 0.1 the default
 TEST_SEED, VAL_SEED = 1000, 5000  # draw d: seed 1000 + d; validation draw v: 5000 + v (needs d < 4000)
 FASHION_PER_CLASS = 500
@@ -217,6 +217,7 @@ PARTIAL = CACHE / "concept-draws"  # one JSON per (data, words, queries, draw): 
 
 
 TUNED_DEFAULTS = {"TF-IDF", "OASIS-diag", "S-ADA|1.0|triplets"} | {f"{n}|0.0|{c}" for n, c in PATH_METHODS}  # --methods tuned
+W1_EXTRA = "S-ADA|1.0|triplets"  # the extra (identity start) the held-out selection tunes beside the w1 = 0 solvers
 
 
 def _key(name, w1, clock) -> str:
@@ -225,10 +226,10 @@ def _key(name, w1, clock) -> str:
 
 def grid(name, w1, clock, lam_path=LAM_PATH, c_path=C_PATH, eta_path=(ETA_DEFAULT,)) -> tuple:
     """The values held-out selection tries for a method: ``(λ, η)`` pairs (every λ with every η) for the
-    SOLIS solvers with w1 = 0, C for OASIS-diag."""
+    SOLIS solvers with w1 = 0 and for the extra S-ADA with w1 = 1 (:data:`W1_EXTRA`), C for OASIS-diag."""
     if name == "OASIS-diag":
         return tuple(c_path)
-    if w1 == 0.0 and (name, clock) in PATH_METHODS:
+    if (w1 == 0.0 and (name, clock) in PATH_METHODS) or _key(name, w1, clock) == W1_EXTRA:
         return tuple((float(lam), float(eta)) for lam in lam_path for eta in eta_path)
     return ()
 
@@ -576,10 +577,11 @@ def main(argv=None):
         ap.error(f"--draws must be at most {VAL_SEED - TEST_SEED}: the test seeds would reach the validation seeds")
     rows, prows, vrows, selected = [], [], [], {}
     columns = COLUMNS if not args.val_draws else COLUMNS[:4] + ["setting", "param", "η"] + COLUMNS[4:]
-    tuned_what = {"OASIS-diag": "C", "SOLIS solvers, w1 = 0": "λ" + (" and η (S-DA: γ = 1/η)" if args.etas != [ETA_DEFAULT] else ""),
-                  "TF-IDF, S-ADA w1 = 1": "nothing (defaults)"}
+    tuned_what = {"OASIS-diag": "C", "SOLIS solvers, w1 = 0, and S-ADA w1 = 1 (extra)": "λ" + (" and η (S-DA: γ = 1/η)" if args.etas != [ETA_DEFAULT] else ""),
+                  "TF-IDF": "nothing"}
     if args.val_draws:
-        how = (f"tuned on {args.val_draws} validation draws, by the highest mean mAP: OASIS-diag's C; every SOLIS solver's (w1 = 0) "
+        how = (f"tuned on {args.val_draws} validation draws, by the highest mean mAP: OASIS-diag's C; every SOLIS solver's (w1 = 0, "
+               "and the extra S-ADA w1 = 1) "
                + ("λ" if args.etas == [ETA_DEFAULT] else "λ and step size η jointly (every λ with every η; S-DA's γ = 1/η)")
                + f" (validation seeds {VAL_SEED}+v, disjoint from the test draws' {TEST_SEED}+d) over λ in {args.lambdas}"
                + ("" if args.etas == [ETA_DEFAULT] else f", η in {args.etas}")

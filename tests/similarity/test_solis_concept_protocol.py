@@ -105,13 +105,13 @@ def test_validation_and_test_draws_share_no_queries_and_no_seeds(tiny, monkeypat
     assert not vtrain & {tuple(s[1]) for s in seen["test"]}
     for s in seen["val"] + seen["test"]:  # the database is the protocol's in both phases
         assert np.intersect1d(s[1], s[2]).size == 0 and s[1].size + s[2].size == y.size
-    # selection covers OASIS-diag's C and the w1 = 0 solvers' λ, never TF-IDF or w1 = 1
-    assert set(sel["selected"]) == {"OASIS-diag", "S-TG|0.0|updates", "S-ADA|0.0|triplets"}
+    # selection covers OASIS-diag's C, the w1 = 0 solvers' λ and the extra S-ADA w1 = 1's, never TF-IDF
+    assert set(sel["selected"]) == {"OASIS-diag", "S-TG|0.0|updates", "S-ADA|0.0|triplets", bench.W1_EXTRA}
     assert sel["selected"]["OASIS-diag"]["C"] in (0.1, 1.0) and sel["selected"]["S-ADA|0.0|triplets"]["lam"] in (1e-4, 1e-2)
     assert sel["selected"]["S-ADA|0.0|triplets"]["eta"] == bench.ETA_DEFAULT  # no --etas: λ alone is tuned
     assert {r["param"] for r in sel["validation_rows"] if r["method"] == "OASIS-diag"} == {"C=0.1", "C=1"}
     got = {(r["method"], r["w1"], r["setting"]) for r in rows}
-    assert ("S-ADA", 0.0, "validation") in got and ("S-ADA", 0.0, "default") in got and ("S-ADA", 1.0, "validation") not in got
+    assert ("S-ADA", 0.0, "validation") in got and ("S-ADA", 0.0, "default") in got and ("S-ADA", 1.0, "validation") in got
     assert ("OASIS-diag", "-", "validation") in got and ("TF-IDF", "-", "validation") not in got
     # the default rows and the validation rows are scored on the same test draws and queries
     assert all(r["draws"] == 2 for r in rows)
@@ -152,9 +152,10 @@ def test_run_resumes_from_saved_draws(tiny, monkeypatch):
     assert json.loads(bench.draw_file("mnist", 40, True, 5, 0).read_text())["methods"].keys() == saved["methods"].keys() | {"S-TG|0.0|updates"}
 
 
-def test_grid_tunes_oasis_diag_and_the_w1_0_solvers_only():
+def test_grid_tunes_oasis_diag_the_w1_0_solvers_and_the_s_ada_w1_1_extra_only():
     tuned = {bench._key(n, w, c) for n, w, c, _ in bench.methods(1000) if bench.grid(n, w, c)}
-    assert tuned == {"OASIS-diag"} | {f"{n}|0.0|{c}" for n, c in bench.PATH_METHODS}
+    assert tuned == {"OASIS-diag", bench.W1_EXTRA} | {f"{n}|0.0|{c}" for n, c in bench.PATH_METHODS}
+    assert bench.W1_EXTRA == "S-ADA|1.0|triplets"
 
 
 def test_matched_map_interpolates_along_the_path():
@@ -173,7 +174,8 @@ def test_eta_grid_crosses_every_lambda_with_every_eta_and_reuses_the_default_eta
     g = bench.grid("S-ADA", 0.0, "triplets", (1e-5, 1e-4), (0.1,), (0.1, 1.0))
     assert g == ((1e-5, 0.1), (1e-5, 1.0), (1e-4, 0.1), (1e-4, 1.0))
     assert bench.grid("OASIS-diag", "-", "-", (1e-5,), (0.1, 1.0), (0.1, 1.0)) == (0.1, 1.0)  # C only
-    assert bench.grid("S-ADA", 1.0, "triplets", (1e-5,), (0.1,), (0.1, 1.0)) == ()  # w1 = 1 is not tuned
+    assert bench.grid("S-ADA", 1.0, "triplets", (1e-5,), (0.1,), (0.1, 1.0)) == ((1e-5, 0.1), (1e-5, 1.0))  # the extra
+    assert bench.grid("S-AFB", 1.0, "updates", (1e-5,), (0.1,), (0.1, 1.0)) == ()  # other w1 = 1 solvers: defaults only
     # at the default η the key is the λ-only one of the runs without --etas (their saved fits are the same fits)
     assert bench.pkey("S-ADA|0.0|triplets", (3e-5, bench.ETA_DEFAULT)) == "S-ADA|0.0|triplets@3e-05"
     assert bench.pkey("S-ADA|0.0|triplets", (3e-5, 0.3)) == "S-ADA|0.0|triplets@3e-05,eta=0.3"
