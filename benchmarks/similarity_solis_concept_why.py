@@ -18,7 +18,10 @@ never the test draws):
   words, it should vanish there;
 * S-ADA w1 = 0 with λ = 0 (no l1: the averaged-gradient weighting alone, [Gao17] Eq. (22) without the
   threshold) and TF-IDF restricted to S-ADA's non-zero words (its word choice with the cosine's weights):
-  which of the two, S-ADA's weights or its word choice, costs the mAP;
+  which of the two, S-ADA's weights or its word choice, costs the mAP; how many of the λ = 0 weights are
+  positive (words that co-occur in an anchor and its positives more than with the negatives: the only
+  words that can raise a same-concept image's score) and negative, and its mAP with the negative weights
+  set to 0;
 * S-ADA w1 = 0 trained on the same 21,000 triplets for ``--passes`` passes (the protocol is one pass: a
   diagnostic of whether the solver is under-trained, not a protocol change);
 * with ``--w1-one-grid``: S-ADA with w1 = 1 (the identity start OASIS-diag has; the l1 threshold
@@ -106,6 +109,9 @@ def study(X, y, n_words: int, lam: float, eta: float, C: float, val_draws: int, 
                 "TF-IDF mAP": 100 * concept_map(fixed_weights(ones), X, y, c, db, queries),
                 "TF-IDF on V+ only mAP": 100 * concept_map(fixed_weights(vplus.astype(float)), X, y, c, db, queries),
                 "S-ADA λ=0 mAP": 100 * concept_map(dense, X, y, c, db, queries),
+                "S-ADA λ=0 positive words": int(np.count_nonzero(dense.w_ > 0)),
+                "S-ADA λ=0 negative words": int(np.count_nonzero(dense.w_ < 0)),
+                "S-ADA λ=0, negative weights set to 0 mAP": 100 * concept_map(fixed_weights(np.maximum(dense.w_, 0.0)), X, y, c, db, queries),
                 "TF-IDF on S-ADA's words mAP": 100 * concept_map(fixed_weights((w_ada != 0).astype(float)), X, y, c, db, queries),
             }
             if multi is not None:

@@ -33,6 +33,10 @@ def test_no_weight_moves_outside_the_anchor_words():
         assert 0 < r["S-ADA non-zero words"] <= r["|V+|"] and 0 < r["OASIS-diag changed words"] <= r["|V+|"]
         assert 0 < r["query mass on V+ %"] <= 100
         assert r["S-ADA violated"] <= 7 * 6 * 500
+        # λ = 0 keeps every touched word: its positive and negative weights split the V+ words that moved
+        assert 0 < r["S-ADA λ=0 positive words"] and r["S-ADA λ=0 positive words"] + r["S-ADA λ=0 negative words"] <= r["|V+|"]
+        assert r["S-ADA λ=0 positive words"] + r["S-ADA λ=0 negative words"] >= r["S-ADA non-zero words"]
+        assert 0 <= r["S-ADA λ=0, negative weights set to 0 mAP"] <= 100
 
 
 def test_w1_one_zeroes_the_unseen_words_once_eta_lam_reaches_delta_over_t():
