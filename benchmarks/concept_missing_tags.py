@@ -76,17 +76,23 @@ def load(name: str, n_rows: int, seed: int):
     return np.ascontiguousarray(X, np.float32), store.labels()[rows], f"FeatureStore {path.name} ({store.dim}-d), {rows.size} of {n} rows"
 
 
-def methods(T: int, seed: int, variants: list[str]):
+def methods(T: int, seed: int, variants: list[str], n_pos: int):
+    """``ab``, ``nb`` (the paper's selection), ``auto`` or a skip fraction, each NB one optionally ``+mK``:
+    ``n_candidates = K * n_pos`` instead of the default."""
     out = {}
     for v in variants:
         if v == "ab":
             out["asymmetric bagging"] = AsymmetricBagging(n_iter=T, random_state=seed)
-        elif v == "nb":
-            out["NB (paper, skip 0)"] = NegativeBootstrap(n_iter=T, skip_top=0.0, random_state=seed)
-        elif v == "auto":
-            out["NB skip auto"] = NegativeBootstrap(n_iter=T, skip_top="auto", random_state=seed)
+            continue
+        skip, _, m = v.partition("+m")
+        kw = {"n_candidates": int(round(float(m) * n_pos))} if m else {}
+        suffix = f" m={m}|B+|" if m else ""
+        if skip == "nb":
+            out["NB (paper, skip 0)" + suffix] = NegativeBootstrap(n_iter=T, skip_top=0.0, random_state=seed, **kw)
+        elif skip == "auto":
+            out["NB skip auto" + suffix] = NegativeBootstrap(n_iter=T, skip_top="auto", random_state=seed, **kw)
         else:
-            out[f"NB skip {float(v):g}"] = NegativeBootstrap(n_iter=T, skip_top=float(v), random_state=seed)
+            out[f"NB skip {float(skip):g}" + suffix] = NegativeBootstrap(n_iter=T, skip_top=float(skip), random_state=seed, **kw)
     return out
 
 
@@ -112,7 +118,7 @@ def run_concept(X, y, pool, test, classes, missing, rare_fraction, n_pos, T, see
            "n_untagged_positives": int(untagged.size),
            "test_positives": int(rel.sum()), "AP": {}, "AP_vs_T": {}, "fit_s": {}, "untagged_positive_share_of_negatives": {},
            "mean_skipped": {}}
-    for name, est in methods(T, seed, variants).items():
+    for name, est in methods(T, seed, variants, pos.size).items():
         t0 = time.perf_counter()
         est.fit(X[pos], X, exclude_tags=concept_tags, pool_tags=tags, pool_rows=pool_rows)
         out["fit_s"][name] = round(time.perf_counter() - t0, 2)
@@ -135,7 +141,7 @@ def main(argv=None):
     ap.add_argument("--missing", type=float, nargs="+", default=[0.1, 0.3, 0.5])
     ap.add_argument("--groups", nargs="+", default=["common", "rare"], choices=list(GROUPS))
     ap.add_argument("--methods", nargs="+", default=["ab", "nb", "auto", "0.1"],
-                    help="ab, nb (paper), auto, or a skip fraction")
+                    help="ab, nb (paper), auto, or a skip fraction; an NB one may end in +mK (K |B+| candidates)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (split, positives, tags, methods)")
     ap.add_argument("--tag", default="", help="suffix for the results file")
     args = ap.parse_args(argv)
