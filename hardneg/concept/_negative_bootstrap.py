@@ -62,7 +62,11 @@ class NegativeBootstrap(HIKEnsembleConcept):
         the hardest candidates are ambiguous and softer is better
         (``20 * |B+|`` is 2-7 points below ``10 * |B+|`` there); where
         they are informative (action icons vs a sibling icon theme, africa)
-        ``5 * |B+|`` gives up 2-3 points. So the default stays ``10 * |B+|``.
+        ``5 * |B+|`` gives up 2-3 points. ``3 * |B+|`` mends the clip-art
+        losers on fresh seeds (``concept_openclipart_fresh_m3.json``,
+        ``concept_openclipart_related.json``) but falls 3.9-4.0 AP points
+        below asymmetric bagging on Fashion-MNIST's confusable "shirt"
+        (``concept_missing_tags_fashion-raw_m3.json``). So the default stays ``10 * |B+|``.
     n_bins : int, default 100
         q, bins per dimension of the compressed tables (training-time
         candidate scoring and :meth:`compress`), 1 to 4096.
