@@ -153,6 +153,8 @@ def test_sample_pages_in_a_browser(site):
         pytest.skip("chromium / chromedriver not found (Debian: apt-get install chromium chromium-driver)")
     from _helpers import chrome_driver
     from PIL import Image
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chrome_driver(site.parent, CHROMIUM, DRIVER)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
@@ -165,6 +167,10 @@ def test_sample_pages_in_a_browser(site):
         for page in _browser_sample(_pages(site)):
             url = urljoin(base, "" if page == "." else page + "/")
             driver.get(url)
+            try:  # a loaded machine may hand back the page before its <title> is parsed
+                WebDriverWait(driver, 20).until(lambda d: d.title.strip())
+            except TimeoutException:
+                pass
             if not driver.title.strip():
                 problems.append(f"{page}: no title")
             images = driver.execute_script(
