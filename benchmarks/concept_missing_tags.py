@@ -85,7 +85,7 @@ def methods(T: int, seed: int, variants: list[str], n_pos: int):
             out["asymmetric bagging"] = AsymmetricBagging(n_iter=T, random_state=seed)
             continue
         skip, _, m = v.partition("+m")
-        kw = {"n_candidates": int(round(float(m) * n_pos))} if m else {}
+        kw = {"n_candidates": "cv" if m == "cv" else int(round(float(m) * n_pos))} if m else {}
         suffix = f" m={m}|B+|" if m else ""
         if skip == "nb":
             out["NB (paper, skip 0)" + suffix] = NegativeBootstrap(n_iter=T, skip_top=0.0, random_state=seed, **kw)
@@ -141,7 +141,7 @@ def main(argv=None):
     ap.add_argument("--missing", type=float, nargs="+", default=[0.1, 0.3, 0.5])
     ap.add_argument("--groups", nargs="+", default=["common", "rare"], choices=list(GROUPS))
     ap.add_argument("--methods", nargs="+", default=["ab", "nb", "auto", "0.1"],
-                    help="ab, nb (paper), auto, or a skip fraction; an NB one may end in +mK (K |B+| candidates)")
+                    help="ab, nb (paper), auto, or a skip fraction; an NB one may end in +mK (K |B+| candidates) or +mcv (n_candidates='cv')")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per seed (split, positives, tags, methods)")
     ap.add_argument("--tag", default="", help="suffix for the results file")
     args = ap.parse_args(argv)

@@ -149,7 +149,7 @@ def nb_variants(spec: str) -> dict:
             if e.startswith("dup"):
                 kw["near_duplicate"] = float(e[3:])
             elif e.startswith("m"):
-                kw["m_factor"] = float(e[1:])
+                kw["m_factor"] = "cv" if e[1:] == "cv" else float(e[1:])
             else:
                 raise SystemExit(f"--nb: unknown modifier {e!r} in {v!r}")
         out[f"nb[{v}]"] = kw
@@ -184,7 +184,7 @@ def run_concept(X, Xn, tags_full, train, test, concept, missing, seed, T, varian
            "prevalence": float(pos_train.size / train_rows.size), "n_untagged": int(untagged.size),
            "n_wrong": int(mislabelled.size), "n_bplus": int(B.size), "n_test_pos": int(y_test.sum())}
     models = {name: NegativeBootstrap(n_iter=T, random_state=seed, n_candidates=(
-        None if "m_factor" not in kw else int(round(kw["m_factor"] * B.size))),
+        None if "m_factor" not in kw else "cv" if kw["m_factor"] == "cv" else int(round(kw["m_factor"] * B.size))),
         **{k: v for k, v in kw.items() if k != "m_factor"}) for name, kw in variants.items()}
     models["bagging"] = AsymmetricBagging(n_iter=T, random_state=seed)
     models["random"] = RandomSampling(n_iter=T, random_state=seed)
@@ -264,7 +264,7 @@ def main():
     ap.add_argument("--concepts", nargs="*", default=None, help="only these concepts (default: every category)")
     ap.add_argument("--nb", default="auto,0,auto+dup0.95",
                     help="comma-separated NB variants: skip_top ('auto' or a fraction), optionally '+dupC' for "
-                         "near_duplicate=C and '+mK' for K |B+| candidates (default 10)")
+                         "near_duplicate=C and '+mK' for K |B+| candidates (default 10), '+mcv' for n_candidates='cv'")
     ap.add_argument("--dup-cos", type=float, default=0.95)
     ap.add_argument("--name", default="concept_openclipart")
     ap.add_argument("--related", default=None, choices=["auto"],

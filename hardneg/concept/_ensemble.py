@@ -351,6 +351,10 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             raise ValueError(f"class_weight: labels {unknown!r} are not in y's classes {self.classes_.tolist()!r}")
         return {internal: float(cw.get(label, 1.0)) for internal, label in enumerate(self.classes_.tolist())}
 
+    def _n_candidates(self, n_neg: int) -> int | None:
+        """m of Table I for ``n_neg`` negatives per iteration (None: the sampler's default, 10 * n_neg)."""
+        return self._param("n_candidates", None)
+
     def _fit(self, P, pool, progress):
         """Table I on validated positives ``P`` (float32) and a :class:`NegativePool`."""
         # Parameters were checked against _parameter_constraints; what remains
@@ -380,7 +384,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         K_pp = hik_gram(P, check=False)
         registry = _SupportRegistry(P.shape[0])
         random_sampler = RandomPoolSampler()
-        boot_sampler = BootstrapPoolSampler(n_candidates=self._param("n_candidates", None),
+        boot_sampler = BootstrapPoolSampler(n_candidates=self._n_candidates(n_neg),
                                             skip_top=self._param("skip_top", 0.0))
         train_scorer = None
         if self._bootstrap and T > 1:

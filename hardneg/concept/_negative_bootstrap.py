@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from numbers import Real
+import copy
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from hardneg._typing import ArrayLike
-from hardneg._validation import Interval, check_positive_int, check_random_state
+from hardneg._validation import Interval, StrOptions, check_positive_int, check_random_state
+from hardneg.eval import average_precision
 from hardneg.negatives import BootstrapPoolSampler, NegativePool
 from hardneg.svm import hik_gram
 
@@ -18,6 +21,13 @@ __all__ = ["NegativeBootstrap"]
 
 #: default ``near_duplicate``: cosine at which a pool item counts as a copy of a positive
 NEAR_DUPLICATE = None
+
+#: ``n_candidates="cv"``: the m / |B-| factors compared (10 is the default m), the folds of B+, the T of
+#: each fold's model (AP levels off by T = 10) and the held-out pool rows each fold is scored on.
+CV_FACTORS = (3, 10)
+CV_FOLDS = 3
+CV_ITER = 10
+CV_NEGATIVES = 1000
 
 
 class NegativeBootstrap(HIKEnsembleConcept):
@@ -166,10 +176,11 @@ class NegativeBootstrap(HIKEnsembleConcept):
     _parameter_constraints = {
         **_constraints("n_iter", "n_candidates", "n_bins", "C", "weights", "n_negatives", "compressed_training",
                        "skip_top", "random_state"),
+        "n_candidates": [None, Interval(Integral, 1, None, closed="left"), StrOptions({"cv"})],
         "near_duplicate": [None, Interval(Real, 0, 1, closed="right")],
     }
 
-    def __init__(self, n_iter: int = 50, n_candidates: int | None = None, n_bins: int = 100, C: float = 1.0,
+    def __init__(self, n_iter: int = 50, n_candidates: int | str | None = None, n_bins: int = 100, C: float = 1.0,
                  weights: str | ArrayLike | None = None, n_negatives: int | None = None, compressed_training: bool = True,
                  skip_top: float | str = "auto", near_duplicate: float | None = NEAR_DUPLICATE,
                  random_state: int | np.random.Generator | None = None):
@@ -191,7 +202,52 @@ class NegativeBootstrap(HIKEnsembleConcept):
             self.n_near_duplicates_ = int(pool.exclude_near_duplicates(refs, self.near_duplicate).size)
         else:
             self.n_near_duplicates_ = 0
+        self.cv_results_ = self._choose_factor(P, pool) if self.n_candidates == "cv" else None
         return super()._fit(P, pool, progress)
+
+    def _n_candidates(self, n_neg: int) -> int | None:
+        if self.n_candidates == "cv":
+            return int(self.cv_results_["factor"]) * n_neg
+        return self.n_candidates
+
+    def _choose_factor(self, P, pool) -> dict:
+        """``n_candidates="cv"``: the factor of :data:`CV_FACTORS` (m = factor x |B-|) whose fold models
+        rank held-out positives best.
+
+        B+ is split in :data:`CV_FOLDS`; for each fold, :data:`CV_NEGATIVES` random allowed pool rows
+        are held out of the pool, a model with T = :data:`CV_ITER` is trained per factor on the other
+        positives and the rest of the pool, and it ranks the fold's positives among the held-out rows
+        (average precision). The factor with the best mean AP wins; ties go to the larger factor (the
+        default's). Untagged positives among the held-out rows count as negatives, for every factor
+        alike. With fewer than 2 positives per fold the default factor is kept without a search.
+        """
+        n_pos = P.shape[0]
+        out: dict = {"factor": max(CV_FACTORS), "ap": {}, "n_folds": 0}
+        n_val = min(CV_NEGATIVES, pool.n_allowed // (CV_FOLDS + 1))
+        if n_pos < 2 * CV_FOLDS or n_val < 1:
+            return out
+        seed = self.random_state
+        rng = np.random.default_rng([seed, 1] if isinstance(seed, Integral) else check_random_state(seed).integers(2**63))
+        folds = np.array_split(rng.permutation(n_pos), CV_FOLDS)
+        held_rows = rng.choice(pool.allowed, size=n_val * CV_FOLDS, replace=False).astype(np.int64)
+        ap: dict = {f: [] for f in CV_FACTORS}
+        for i, held in enumerate(folds):
+            V = np.sort(held_rows[i * n_val : (i + 1) * n_val])
+            sub = copy.copy(pool)  # the same data and tags; only the allowed rows differ
+            sub.allowed = np.setdiff1d(pool.allowed, V)
+            train = np.setdiff1d(np.arange(n_pos), held)
+            X_val = np.vstack([P[held], pool.take(V).astype(np.float32, copy=False)])
+            y_val = np.r_[np.ones(held.size), np.zeros(V.size)]
+            for f in CV_FACTORS:
+                est = clone(self).set_params(n_iter=min(CV_ITER, self.n_iter), near_duplicate=None,
+                                             random_state=int(rng.integers(2**31)))
+                est.n_features_in_, est.classes_ = P.shape[1], np.array([0, 1])
+                est.cv_results_ = {"factor": f}  # read by _n_candidates: m = f x this fold's |B-|
+                HIKEnsembleConcept._fit(est, P[train], sub, None)
+                ap[f].append(float(average_precision(y_val, est.decision_function(X_val))))
+        mean = {f: float(np.mean(v)) for f, v in ap.items()}
+        out.update(factor=max(CV_FACTORS, key=lambda f: (mean[f], f)), ap=ap, n_folds=CV_FOLDS)
+        return out
 
     def refine(self, positives, negatives, pool=None, *, pool_tags=None, exclude_tags=None, related_tags=None,
                pool_rows=None, n_hard=None, n_candidates=None, skip_top=0.0, random_state=None, progress=None):
