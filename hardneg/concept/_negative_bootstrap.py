@@ -54,9 +54,13 @@ class NegativeBootstrap(HIKEnsembleConcept):
         In ``benchmarks/concept_missing_tags.py`` AP levels off by T = 10
         (within 0.001 of T = 50), and T = 50 trains in a few seconds on a
         20,000-item pool, so the paper's value is kept.
-    n_candidates : int, optional
+    n_candidates : int, "cv" or None
         m, candidates scored per iteration; default ``10 * |B+|``, capped
-        at the pool size. The kept |B+| are the top |B+|/m of a random
+        at the pool size. ``"cv"`` (an extra, not in the paper) chooses
+        m = 3 or 10 x |B-| per concept: 3-fold validation on B+ with
+        held-out pool rows as negatives (:meth:`_choose_factor`; T = 10
+        fold models, about 2.2x the training time); the choice and the
+        fold APs are in ``cv_results_``. The kept |B+| are the top |B+|/m of a random
         draw, so a smaller m picks softer negatives. A measured setting
         (issue 28, ``benchmarks/concept_openclipart.py``, 53 concepts,
         6 seeds, ``concept_openclipart_m.json``): ``5 * |B+|`` with
@@ -127,6 +131,10 @@ class NegativeBootstrap(HIKEnsembleConcept):
     weights_ : normalized lambda_t
     n_near_duplicates_ : int
         Pool items ``near_duplicate`` kept out of the negatives (0 when off).
+    cv_results_ : dict or None
+        With ``n_candidates="cv"``: ``factor`` (the chosen m / |B-|), ``ap``
+        (fold APs per factor) and ``n_folds`` (0: too few positives to
+        validate, the default factor kept); None otherwise.
     iterations_ : list of dict
         Per iteration: selected pool rows, their ids, tags and ensemble
         scores, and ``n_skipped`` (top candidates passed over by ``skip_top``).
@@ -206,7 +214,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         return super()._fit(P, pool, progress)
 
     def _n_candidates(self, n_neg: int) -> int | None:
-        if self.n_candidates == "cv":
+        if isinstance(self.n_candidates, str):  # "cv": the factor _choose_factor picked
             return int(self.cv_results_["factor"]) * n_neg
         return self.n_candidates
 
