@@ -860,33 +860,21 @@ def build(out: Path) -> dict:
 
 def concept_openclipart_tables() -> str:
     """Negative Bootstrap against asymmetric bagging per concept on openclipart (issue 28): the mean AP table of
-    every variant (concept_openclipart_m.json), then the fresh-seed checks of the losing concepts
+    every variant (concept_openclipart_m.json) and of n_candidates="cv" (concept_openclipart_cv.json), then the fresh-seed checks of the losing concepts
     (concept_openclipart_fresh.json, concept_openclipart_fresh_m3.json) and the paper's related-tag exclusion on them
     (concept_openclipart_related.json)."""
-    out = []
     try:
         data = _load("concept_openclipart_m")
     except OSError:
         return "*No concept_openclipart_m.json result yet.*\n"
-    methods = data["methods"]
-    out += [f"**All {data['summary'][0]['n_concepts']} concepts, seeds {data['summary'][0]['seeds']}** "
-            "(`benchmarks/results/concept_openclipart_m.json`): mean AP; concepts whose mean NB − bagging is below "
-            "−1 AP point; concepts whose paired 95 % interval of NB − bagging lies below 0. `+m5` / `+m3`: "
-            "`n_candidates` = 5 / 3 × |B+| instead of the default 10 × |B+|; `[0]`: the paper's selection "
-            "(`skip_top=0`), `[auto]`: the default.", "",
-            "| condition | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
-    for summ in data["summary"]:
-        cond = "complete tags" if not summ["missing"] and not summ["wrong"] else f"{summ['missing']:.0%} untagged"
-        paired = summ["paired_vs_bagging"]
-        cells = []
-        for m in methods:
-            cell = f"{summ['mean_ap'][m]:.3f}"
-            if m != "bagging":
-                below = sum(v[m]["mean"] < -0.01 for v in paired.values())
-                sig = sum(v[m]["ci95"][1] < 0 for v in paired.values())
-                cell += f" ({below} / {sig})"
-            cells.append(cell)
-        out.append(f"| {cond} | " + " | ".join(cells) + " |")
+    out = _mean_ap_table(data, "concept_openclipart_m", "`+m5` / `+m3`: `n_candidates` = 5 / 3 × |B+| instead of the default "
+                         "10 × |B+|; `[0]`: the paper's selection (`skip_top=0`), `[auto]`: the default.")
+    try:
+        out += ["", *_mean_ap_table(_load("concept_openclipart_cv"), "concept_openclipart_cv",
+                                    "`+mcv`: `n_candidates=\"cv\"` (m = 3 or 10 × |B-| chosen per concept by 3-fold "
+                                    "validation on B+), beside the default `[auto]`.")]
+    except OSError:
+        pass
     extra = [
         ("concept_openclipart_fresh", "**Fresh seeds {s} for the concepts seeds 0-2 had as losers** "
          "(`benchmarks/results/concept_openclipart_fresh.json`; seeds 0-2 chose these concepts, so only new seeds "
@@ -904,6 +892,29 @@ def concept_openclipart_tables() -> str:
         except OSError:
             continue
     return "\n".join(out) + "\n"
+
+
+def _mean_ap_table(data: dict, name: str, legend: str) -> list[str]:
+    """Rows tag condition, columns method: mean AP over concepts and seeds, and for NB variants (concepts more
+    than 1 AP point below bagging / concepts whose paired 95 % interval lies below 0)."""
+    methods = data["methods"]
+    out = [f"**All {data['summary'][0]['n_concepts']} concepts, seeds {data['summary'][0]['seeds']}** "
+           f"(`benchmarks/results/{name}.json`): mean AP; concepts whose mean NB − bagging is below "
+           f"−1 AP point; concepts whose paired 95 % interval of NB − bagging lies below 0. {legend}", "",
+           "| condition | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    for summ in data["summary"]:
+        cond = "complete tags" if not summ["missing"] and not summ["wrong"] else f"{summ['missing']:.0%} untagged"
+        paired = summ["paired_vs_bagging"]
+        cells = []
+        for m in methods:
+            cell = f"{summ['mean_ap'][m]:.3f}"
+            if m != "bagging":
+                below = sum(v[m]["mean"] < -0.01 for v in paired.values())
+                sig = sum(v[m]["ci95"][1] < 0 for v in paired.values())
+                cell += f" ({below} / {sig})"
+            cells.append(cell)
+        out.append(f"| {cond} | " + " | ".join(cells) + " |")
+    return out
 
 
 def _paired_vs_bagging_table(data: dict, intro: str) -> list[str]:
