@@ -238,6 +238,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         rng = np.random.default_rng([seed, 1] if isinstance(seed, Integral) else check_random_state(seed).integers(2**63))
         folds = np.array_split(rng.permutation(n_pos), CV_FOLDS)
         held_rows = rng.choice(pool.allowed, size=n_val * CV_FOLDS, replace=False).astype(np.int64)
+        pool.feature_max()  # computed once here, then shared by the fold pools (shallow copies) and the final fit
         ap: dict = {f: [] for f in CV_FACTORS}
         for i, held in enumerate(folds):
             V = np.sort(held_rows[i * n_val : (i + 1) * n_val])

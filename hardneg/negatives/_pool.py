@@ -236,8 +236,15 @@ class NegativePool:
         ndarray of shape (d,)
             The maximum of every dimension over all pool rows (float32 for a store).
         """
+        cached = getattr(self, "_feature_max", None)
+        if cached is None:  # the pool's data never change: one pass serves every fit on it
+            cached = self._feature_max = self._compute_feature_max()
+            cached.setflags(write=False)
+        return cached
+
+    def _compute_feature_max(self) -> np.ndarray:
         if not self.is_store:
-            return self._array.max(axis=0)
+            return np.asarray(self._array.max(axis=0))
         out = np.zeros(self.dim, dtype=np.float32)
         for _, block in self.iter_chunks():
             if block.shape[0]:

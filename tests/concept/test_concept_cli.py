@@ -65,3 +65,27 @@ def test_related_auto_and_skip_top(tmp_path, capsys):
     assert "sail (" not in out.split("most frequent tags")[-1]  # never among the selected negatives
     assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "--skip-top", "1.5"]) == 2
     assert "--skip-top" in capsys.readouterr().err
+
+
+def test_candidates_cv_or_a_number(tmp_path, capsys, monkeypatch):
+    """--candidates cv chooses m per concept (n_candidates="cv"); anything but 'cv' or a whole number >= 1 is an error."""
+    from hardneg.cli import concept as cli_concept
+
+    make_store(tmp_path / "s")
+    model = tmp_path / "boat.npz"
+    built = []
+    real = cli_concept._estimator
+
+    def spy(*a, **k):
+        built.append(real(*a, **k))
+        return built[-1]
+
+    monkeypatch.setattr(cli_concept, "_estimator", spy)
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "--candidates", "cv"]) == 0
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "--candidates", "40"]) == 0
+    assert built[0].n_candidates == "cv" and built[0].cv_results_["factor"] in (3, 10)
+    assert built[1].n_candidates == 40 and built[1].iterations_[-1]["n_candidates"] == 40
+    capsys.readouterr()
+    for bad in ("many", "0", "-3", "2.5"):
+        assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "--candidates", bad]) == 2
+        assert "--candidates must be a whole number >= 1 or 'cv'" in capsys.readouterr().err

@@ -144,3 +144,18 @@ def test_select_returning_the_wrong_count_is_caught():
     X, tags = _pool_data()
     with pytest.raises(RuntimeError, match=r"^Broken.select returned \(2,\) rows, expected \(3,\)$"):
         Broken().sample(NegativePool(X, tags=tags), 3, 0)
+
+
+def test_feature_max_reads_a_store_once(tmp_path, monkeypatch):
+    """feature_max is cached: a fit (and n_candidates="cv"'s fold fits on shallow copies) pay one pass."""
+    import copy
+
+    X, tags = _pool_data(n=40, d=5)
+    pool = NegativePool(_store(tmp_path, X, tags, sparse=False))
+    passes = []
+    real = pool.iter_chunks
+    monkeypatch.setattr(pool, "iter_chunks", lambda *a, **k: passes.append(1) or real(*a, **k))
+    first = pool.feature_max()
+    np.testing.assert_array_equal(first, X.max(axis=0))
+    assert pool.feature_max() is first and copy.copy(pool).feature_max() is first
+    assert len(passes) == 1 and not first.flags.writeable
