@@ -860,7 +860,8 @@ def build(out: Path) -> dict:
 
 def concept_openclipart_tables() -> str:
     """Negative Bootstrap against asymmetric bagging per concept on openclipart (issue 28): the mean AP table of
-    every variant (concept_openclipart_m.json) and of n_candidates="cv" (concept_openclipart_cv.json), then the fresh-seed checks of the losing concepts
+    every variant (concept_openclipart_m.json) and of n_candidates="cv" (concept_openclipart_cv.json, and with noisy
+    tags concept_openclipart_noisy_cv.json), then the fresh-seed checks of the losing concepts
     (concept_openclipart_fresh.json, concept_openclipart_fresh_m3.json) and the paper's related-tag exclusion on them
     (concept_openclipart_related.json)."""
     try:
@@ -869,12 +870,12 @@ def concept_openclipart_tables() -> str:
         return "*No concept_openclipart_m.json result yet.*\n"
     out = _mean_ap_table(data, "concept_openclipart_m", "`+m5` / `+m3`: `n_candidates` = 5 / 3 × |B+| instead of the default "
                          "10 × |B+|; `[0]`: the paper's selection (`skip_top=0`), `[auto]`: the default.")
-    try:
-        out += ["", *_mean_ap_table(_load("concept_openclipart_cv"), "concept_openclipart_cv",
-                                    "`+mcv`: `n_candidates=\"cv\"` (m = 3 or 10 × |B-| chosen per concept by 3-fold "
-                                    "validation on B+), beside the default `[auto]`.")]
-    except OSError:
-        pass
+    for name in ("concept_openclipart_cv", "concept_openclipart_noisy_cv"):
+        try:
+            out += ["", *_mean_ap_table(_load(name), name, "`+mcv`: `n_candidates=\"cv\"` (m = 3 or 10 × |B-| chosen per "
+                                        "concept by 3-fold validation on B+), beside the default `[auto]`.")]
+        except OSError:
+            pass
     extra = [
         ("concept_openclipart_fresh", "**Fresh seeds {s} for the concepts seeds 0-2 had as losers** "
          "(`benchmarks/results/concept_openclipart_fresh.json`; seeds 0-2 chose these concepts, so only new seeds "
@@ -903,7 +904,8 @@ def _mean_ap_table(data: dict, name: str, legend: str) -> list[str]:
            f"−1 AP point; concepts whose paired 95 % interval of NB − bagging lies below 0. {legend}", "",
            "| condition | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     for summ in data["summary"]:
-        cond = "complete tags" if not summ["missing"] and not summ["wrong"] else f"{summ['missing']:.0%} untagged"
+        cond = ("complete tags" if not summ["missing"] and not summ["wrong"] else f"{summ['missing']:.0%} untagged"
+                + (f", {summ['wrong']:.0%} wrongly tagged" if summ["wrong"] else ""))
         paired = summ["paired_vs_bagging"]
         cells = []
         for m in methods:
