@@ -59,8 +59,9 @@ class NegativeBootstrap(HIKEnsembleConcept):
         at the pool size. ``"cv"`` (an extra, not in the paper) chooses
         m = 3 or 10 x |B-| per concept: 3-fold validation on B+ with
         held-out pool rows as negatives (:meth:`_choose_factor`; T = 10
-        fold models: 2.0x the training time at T = 50, 3.2x at T = 20,
-        measured in the benchmarks below); the choice and the
+        fold models: 2.0x the training time at T = 50, 3.2x at T = 20, the
+        fit times of ``concept_openclipart_cv.json`` and
+        ``concept_missing_tags_fashion-raw_cv.json``); the choice and the
         fold APs are in ``cv_results_``. The kept |B+| are the top |B+|/m of a random
         draw, so a smaller m picks softer negatives. A measured setting
         (issue 28, ``benchmarks/concept_openclipart.py``, 53 concepts,
