@@ -49,21 +49,25 @@ def pct(x: float, digits: int = 1) -> str:
 Row = tuple[str, str, str, str]
 
 
+def _condition(summary: dict) -> str:
+    """The tag condition of one summary of concept_openclipart.py."""
+    return "complete tags" if not summary["missing"] and not summary["wrong"] else f"{pct(summary['missing'], 0)} % untagged"
+
+
+def _below_bagging(summary: dict, method: str) -> str:
+    """"below / significant": concepts whose mean NB - bagging is under -1 AP point / whose paired 95 % interval is under 0."""
+    paired = summary["paired_vs_bagging"].values()
+    return f"{sum(v[method]['mean'] < -0.01 for v in paired)} / {sum(v[method]['ci95'][1] < 0 for v in paired)}"
+
+
 def concept_quality() -> Row:
     name = "concept_openclipart_m"
     data = load(name)
     what, base = [], []
     for s in data["summary"]:
-        cond = "complete tags" if not s["missing"] and not s["wrong"] else f"{pct(s['missing'], 0)} % untagged"
-        mean, paired = s["mean_ap"], s["paired_vs_bagging"]
-
-        def counts(method: str) -> str:
-            below = sum(v[method]["mean"] < -0.01 for v in paired.values())
-            significant = sum(v[method]["ci95"][1] < 0 for v in paired.values())
-            return f"{below} / {significant}"
-
-        what.append(f"{cond}: mean AP {mean['nb[auto]']:.3f} (default), {counts('nb[auto]')} concepts; "
-                    f"with 3 candidates per positive (m = 3 × B+ size) {mean['nb[auto+m3]']:.3f}, {counts('nb[auto+m3]')}")
+        cond, mean = _condition(s), s["mean_ap"]
+        what.append(f"{cond}: mean AP {mean['nb[auto]']:.3f} (default), {_below_bagging(s, 'nb[auto]')} concepts; "
+                    f"with 3 candidates per positive (m = 3 × B+ size) {mean['nb[auto+m3]']:.3f}, {_below_bagging(s, 'nb[auto+m3]')}")
         base.append(f"{cond}: bagging {mean['bagging']:.3f}, random negatives {mean['random']:.3f}, NB's paper selection {mean['nb[0]']:.3f}")
     seeds = len(data["summary"][0]["seeds"])
     job = (f"Concept search, Negative Bootstrap (openclipart, {data['summary'][0]['n_concepts']} concepts, {seeds} seeds; "
@@ -76,12 +80,9 @@ def concept_cv() -> Row:
     data = load(name)
     what, base = [], []
     for s in data["summary"]:
-        cond = "complete tags" if not s["missing"] and not s["wrong"] else f"{pct(s['missing'], 0)} % untagged"
-        mean, paired = s["mean_ap"], s["paired_vs_bagging"]
-        counts = {m: f"{sum(v[m]['mean'] < -0.01 for v in paired.values())} / {sum(v[m]['ci95'][1] < 0 for v in paired.values())}"
-                  for m in ("nb[auto+mcv]", "nb[auto]")}
-        what.append(f"{cond}: mean AP {mean['nb[auto+mcv]']:.3f}, {counts['nb[auto+mcv]']} concepts")
-        base.append(f"{cond}: default m {mean['nb[auto]']:.3f} ({counts['nb[auto]']}), bagging {mean['bagging']:.3f}")
+        cond, mean = _condition(s), s["mean_ap"]
+        what.append(f"{cond}: mean AP {mean['nb[auto+mcv]']:.3f}, {_below_bagging(s, 'nb[auto+mcv]')} concepts")
+        base.append(f"{cond}: default m {mean['nb[auto]']:.3f} ({_below_bagging(s, 'nb[auto]')}), bagging {mean['bagging']:.3f}")
     job = (f"Concept search, NB with m chosen per concept (`n_candidates=\"cv\"`, an extra; openclipart, "
            f"{data['summary'][0]['n_concepts']} concepts, {len(data['summary'][0]['seeds'])} seeds; same counts)")
     return (job, "; ".join(what), "; ".join(base), source(name))

@@ -212,7 +212,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
             self.n_near_duplicates_ = int(pool.exclude_near_duplicates(refs, self.near_duplicate).size)
         else:
             self.n_near_duplicates_ = 0
-        self.cv_results_ = self._choose_factor(P, pool) if self.n_candidates == "cv" else None
+        self.cv_results_ = self._choose_factor(P, pool) if isinstance(self.n_candidates, str) else None  # "cv"
         return super()._fit(P, pool, progress)
 
     def _n_candidates(self, n_neg: int) -> int | None:
