@@ -143,6 +143,18 @@ def fit_member(K_pp, P, N, *, C: float, class_weight=None):
     return fit_hik_svm_gram(K, y, C=C, class_weight=class_weight)
 
 
+def _add_table(acc, table, w):
+    """``acc + w * table`` over a table's value arrays and intercept, with the weight sum last."""
+    if acc is None:
+        return [w * table.values, w * table.below, w * table.above, w * table.intercept, w]
+    acc[0] += w * table.values
+    acc[1] += w * table.below
+    acc[2] += w * table.above
+    acc[3] += w * table.intercept
+    acc[4] += w
+    return acc
+
+
 class _SupportRegistry:
     """Union of support vectors over the ensemble, deduplicated by origin.
 
@@ -355,6 +367,13 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         """m of Table I for ``n_neg`` negatives per iteration (None: the sampler's default, 10 * n_neg)."""
         return self._param("n_candidates", None)
 
+    def _spy_folds(self, n_pos: int, pool: NegativePool) -> int:
+        """Folds of B+ held out in turn as spies (0: every member trains on all of B+).
+
+        Subclasses that estimate untagged positives from spies override it.
+        """
+        return 0
+
     def _fit(self, P, pool, progress):
         """Table I on validated positives ``P`` (float32) and a :class:`NegativePool`."""
         # Parameters were checked against _parameter_constraints; what remains
@@ -387,6 +406,13 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         boot_sampler = BootstrapPoolSampler(n_candidates=self._n_candidates(n_neg),
                                             skip_top=self._param("skip_top", 0.0))
         train_scorer = None
+        # Spies (an extra, see NegativeBootstrap): member t trains without fold (t - 1) mod K of B+;
+        # fold k's positives are then scored by the members that never saw them (spy_acc[k]).
+        n_folds = self._spy_folds(P.shape[0], pool) if self._bootstrap and T > 1 else 0
+        if n_folds:
+            fold_of = np.empty(P.shape[0], dtype=np.int64)
+            fold_of[rng.permutation(P.shape[0])] = np.arange(P.shape[0]) % n_folds
+            spy_acc: list = [None] * n_folds
         if self._bootstrap and T > 1:
             # Fixed grid [0, max] for the training-time tables so that the
             # tables of g_1..g_t add up (H_i is linear in the dual coefficients).
@@ -394,14 +420,19 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             grid_lo = np.zeros_like(grid_hi)
             acc = None
         members, records = [], []
+        spy_scores = None
         for t in range(1, T + 1):
             # ---- choose training rows (Table I, steps 3 and 5-7)
             if self._bootstrap and t > 1:
-                sample = boot_sampler.sample(pool, n_neg, rng, scorer=train_scorer)
+                spy_scores = self._spy_scores(P, fold_of, spy_acc, grid_lo, grid_hi) if n_folds else None
+                sample = boot_sampler.sample(pool, n_neg, rng, scorer=train_scorer, reference_scores=spy_scores)
             else:
                 sample = random_sampler.sample(pool, n_neg, rng)
             pos_idx = (np.sort(rng.choice(P.shape[0], size=n_pos_iter, replace=False))
                        if n_pos_iter < P.shape[0] else np.arange(P.shape[0]))
+            held = (t - 1) % n_folds if n_folds else -1
+            if n_folds:
+                pos_idx = pos_idx[fold_of[pos_idx] != held]
             N = pool.take(sample.rows)
             Pt = P[pos_idx]
             # ---- train g_t on B+ and B-^(t) (step 8)
@@ -415,14 +446,9 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                 sv_t = np.stack([registry.vectors[s] for s in slots])
                 tab = HIKBinTable.on_grid(sv_t, coef, b, grid_lo, grid_hi, q)
                 w = weights[t - 1]
-                if acc is None:
-                    acc = [w * tab.values, w * tab.below, w * tab.above, w * tab.intercept, w]
-                else:
-                    acc[0] += w * tab.values
-                    acc[1] += w * tab.below
-                    acc[2] += w * tab.above
-                    acc[3] += w * tab.intercept
-                    acc[4] += w
+                if n_folds:
+                    spy_acc[held] = _add_table(spy_acc[held], tab, w)
+                acc = _add_table(acc, tab, w)
                 total = acc[4]
                 train_scorer = self._training_scorer(
                     HIKBinTable(grid_lo, grid_hi, acc[0] / total, acc[1] / total, acc[2] / total, acc[3] / total),
@@ -436,6 +462,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                 "scores": None if sample.scores is None else sample.scores.tolist(),
                 "n_candidates": int(sample.n_candidates),
                 "n_skipped": int(sample.n_skipped),
+                "n_spies": 0 if spy_scores is None else int(spy_scores.size),
                 "n_support": int(support.size),
             })
             logger.debug("iteration %d: %d support vectors, %d negatives", t, support.size, n_neg)
@@ -452,9 +479,24 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         self.iterations_ = records
         self.n_positives_ = P.shape[0]
         self.n_negatives_ = n_neg
+        self.n_spy_folds_ = n_folds
+        later = records[1:]
+        self.skipped_fraction_ = (float(np.mean([r["n_skipped"] / r["n_candidates"] for r in later]))
+                                  if self._bootstrap and later else 0.0)
         self.excluded_tags_ = list(pool.exclude_tags)
         self.compressed_ = None
         return self
+
+    @staticmethod
+    def _spy_scores(P, fold_of, spy_acc, grid_lo, grid_hi) -> np.ndarray | None:
+        """Each spy scored by the averaged members that did not train on it (folds with no such member: none)."""
+        out = []
+        for k, a in enumerate(spy_acc):
+            if a is not None:
+                total = a[4]
+                table = HIKBinTable(grid_lo, grid_hi, a[0] / total, a[1] / total, a[2] / total, a[3] / total)
+                out.append(table.decision_function(P[fold_of == k], check=False))
+        return np.concatenate(out) if out else None
 
     def _training_scorer(self, table, registry, members, weights):
         if self._param("compressed_training", True):
@@ -622,6 +664,8 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             "n_iter": len(self.member_support_) if n_members is None else int(n_members),
             "n_support": int(used.size),
             "n_positives": int(self.n_positives_),
+            "skipped_fraction": float(self.skipped_fraction_),
+            "spy_folds": int(self.n_spy_folds_),
             "excluded_tags": self.excluded_tags_,
         }
         model = CompressedConcept(table, meta=meta)

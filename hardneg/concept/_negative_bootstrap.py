@@ -29,6 +29,12 @@ CV_FOLDS = 3
 CV_ITER = 10
 CV_NEGATIVES = 1000
 
+#: ``skip_top="auto"`` on a pool with fewer tagged items than :data:`SPY_MIN_TAGGED`: B+ is split in
+#: :data:`SPY_FOLDS` folds, member t trains without fold (t - 1) mod K, and each fold's positives are
+#: the spies, scored by the members that never saw them (needs |B+| >= SPY_FOLDS).
+SPY_FOLDS = 5
+SPY_MIN_TAGGED = 10
+
 
 class NegativeBootstrap(HIKEnsembleConcept):
     """Learn a concept from a few positives by bootstrapping relevant negatives.
@@ -42,10 +48,19 @@ class NegativeBootstrap(HIKEnsembleConcept):
     ([Li13] Eq. (10)). Pool items tagged with the concept (``exclude_tags``) or
     related tags are never negatives.
 
-    Departure from the paper (an extra, on by default): the highest-scoring
-    candidates are skipped before the |B+| are kept (``skip_top="auto"``),
-    because with missing tags they are mostly positives without the tag;
-    ``skip_top=0`` restores [Li13] Eq. (6)-(8) exactly.
+    Departure from the paper (an extra, on by default): the pool is treated
+    as positive-unlabelled data. The highest-scoring candidates are skipped
+    before the |B+| are kept (``skip_top="auto"``), because where the
+    concept's other members carry no tag -- a collection where the user
+    tagged a handful of items, or social tags that miss some -- they are
+    mostly those untagged positives. How many to skip is estimated each
+    iteration from held-out positives: the pool items that carry the
+    concept's tag, or, where the pool has fewer than
+    :data:`SPY_MIN_TAGGED` of them, spies (Liu, Lee, Yu & Li, ICML 2002):
+    B+ is split in :data:`SPY_FOLDS` folds, member g_t trains on B+ without
+    fold (t - 1) mod 5, and each fold is scored by the members that never
+    saw it. ``skip_top=0`` restores [Li13] Eq. (6)-(8) exactly (every member
+    on all of B+).
 
     Parameters
     ----------
@@ -103,11 +118,13 @@ class NegativeBootstrap(HIKEnsembleConcept):
         highest-scoring candidates are mostly positives that lack the tag.
         A float skips that fraction of the m candidates; ``"auto"``
         estimates the number of untagged positives among them from the
-        scores of the pool items that carry the concept's tag
+        scores of held-out positives: the pool items that carry the
+        concept's tag, or spies held out of B+ in turn when the pool has
+        fewer than :data:`SPY_MIN_TAGGED` tagged items and |B+| >=
+        :data:`SPY_FOLDS` (then each meta classifier trains on 4/5 of B+)
         (:meth:`hardneg.negatives.BootstrapPoolSampler.n_skip`).
-        0 is the paper's selection, [Li13] Eq. (6)-(8). Without tagged items in
-        the pool "auto" skips nothing, so it is then the paper's selection;
-        the default was chosen by ``benchmarks/concept_missing_tags.py``.
+        0 is the paper's selection, [Li13] Eq. (6)-(8). Measured in
+        ``docs/methods/concept.md`` (``benchmarks/concept_untagged.py``).
     near_duplicate : float in (0, 1] or None, default None
         Extra, not in the paper (issue 28): pool items whose cosine
         similarity to a positive (B+ or a pool item carrying the concept's
@@ -131,6 +148,13 @@ class NegativeBootstrap(HIKEnsembleConcept):
     support_vectors_, dual_coef_, intercept_ : merged ensemble, [Li13] Eq. (11)-(12)
     member_support_, member_dual_coef_, member_intercept_ : the meta classifiers
     weights_ : normalized lambda_t
+    skipped_fraction_ : float
+        Mean share of the m candidates that ``skip_top`` passed over in
+        iterations 2..T (0 for the paper's selection): the estimated share
+        of untagged positives (and negatives scoring like positives).
+    n_spy_folds_ : int
+        Folds of B+ held out in turn as spies (0: the estimate came from the
+        pool's tagged items, or nothing was estimated).
     n_near_duplicates_ : int
         Pool items ``near_duplicate`` kept out of the negatives (0 when off).
     cv_results_ : dict or None
@@ -214,6 +238,11 @@ class NegativeBootstrap(HIKEnsembleConcept):
             self.n_near_duplicates_ = 0
         self.cv_results_ = self._choose_factor(P, pool) if isinstance(self.n_candidates, str) else None  # "cv"
         return super()._fit(P, pool, progress)
+
+    def _spy_folds(self, n_pos: int, pool) -> int:
+        """Spies only for ``skip_top="auto"`` where the pool's tagged items are too few to estimate from."""
+        auto = isinstance(self.skip_top, str)
+        return SPY_FOLDS if auto and pool.tagged.size < SPY_MIN_TAGGED and n_pos >= SPY_FOLDS else 0
 
     def _n_candidates(self, n_neg: int) -> int | None:
         if isinstance(self.n_candidates, str):  # "cv": the factor _choose_factor picked

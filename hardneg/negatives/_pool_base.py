@@ -50,7 +50,8 @@ class BasePoolSampler:
     needs_scorer = False
 
     def sample(self, pool: NegativePool, n: int, random_state: RandomState = None,
-               scorer: Callable[[np.ndarray], np.ndarray] | None = None) -> NegativeSample:
+               scorer: Callable[[np.ndarray], np.ndarray] | None = None, *,
+               reference_scores: np.ndarray | None = None) -> NegativeSample:
         """Check the request and the pool, then choose ``n`` negatives with :meth:`select`.
 
         Parameters
@@ -64,6 +65,9 @@ class BasePoolSampler:
         scorer : callable or None, default=None
             Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
             under the current ensemble; required by samplers with ``needs_scorer``.
+        reference_scores : ndarray of float, optional
+            Scores of held-out positives under the same scorer (the learner's spies), passed
+            on to samplers that estimate how many candidates are untagged positives.
 
         Returns
         -------
@@ -84,7 +88,9 @@ class BasePoolSampler:
         if self.needs_scorer and scorer is None:
             raise ValueError(f"{type(self).__name__}: needs a scorer (the current ensemble)")
         rng = check_random_state(random_state)
-        result = self.select(pool, n, rng, scorer)
+        # only samplers that estimate untagged positives take held-out positives' scores
+        result = (self.select(pool, n, rng, scorer) if reference_scores is None
+                  else self.select(pool, n, rng, scorer, reference_scores=reference_scores))
         if result.rows.shape != (n,):
             raise RuntimeError(f"{type(self).__name__}.select returned {result.rows.shape} rows, expected ({n},)")
         return result

@@ -9,9 +9,10 @@ the concept's tag; they stay in the pool and the ensemble scores them highest,
 so [Li13] Eq. (6)-(8) pick exactly them as the "most relevant negatives". ``skip_top``
 skips the top of the ranking before taking n: a fixed fraction of the m
 candidates, or ``"auto"``, which estimates how many candidates are untagged
-positives from the pool items that *do* carry the concept's tag (see
-:meth:`BootstrapPoolSampler.n_skip`). ``skip_top=0`` is the paper's
-selection.
+positives from held-out positives: the pool items that *do* carry the concept's
+tag, and the learner's spies (positives of B+ that the scoring members did not
+train on; the spy technique of Liu, Lee, Yu & Li, ICML 2002), see
+:meth:`BootstrapPoolSampler.n_skip`. ``skip_top=0`` is the paper's selection.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ from ._pool import NegativePool
 from ._pool_base import BasePoolSampler, NegativeSample
 
 __all__ = ["BootstrapPoolSampler", "check_skip_top"]
+
+#: ``skip_top="auto"``: the quantile of the held-out positives' scores that sets the threshold tau,
+#: and the factor on the number of candidates scoring >= tau (0.5 and 2: about twice the candidates
+#: above the typical positive; docs/methods/concept.md has the measurements behind them).
+AUTO_QUANTILE = 0.5
+AUTO_SCALE = 2.0
 
 
 def check_skip_top(skip_top):
@@ -88,19 +95,22 @@ class BootstrapPoolSampler(BasePoolSampler):
         return scores
 
     def n_skip(self, pool: NegativePool, scores: np.ndarray, n: int, rng: np.random.Generator,
-               scorer: Callable[[np.ndarray], np.ndarray] | None) -> int:
+               scorer: Callable[[np.ndarray], np.ndarray] | None, reference_scores: np.ndarray | None = None) -> int:
         """How many top-ranked candidates to skip (0 for the paper's selection).
 
-        ``"auto"``: the pool items carrying the concept's tag (``pool.tagged``,
-        excluded from the negatives) are a sample of positives the ensemble
-        has not trained on. If tags go missing independently of appearance
-        (the "selected completely at random" assumption of PU learning), the
-        untagged positives among the candidates score like them, so about
-        half of those positives score at or above the tagged items' median
-        score tau. The estimate is twice the number of candidates scoring
-        >= tau. A true negative scoring above a typical positive is counted
-        too, which errs on the side of skipping: such a candidate is as
-        likely to be a positive the tags missed.
+        ``"auto"``: held-out positives -- the pool items carrying the concept's
+        tag (``pool.tagged``, excluded from the negatives) and the learner's
+        spies (``reference_scores``: positives scored by ensemble members that
+        did not train on them) -- are a sample of positives the scorer has not
+        trained on. If tags go missing independently of appearance (the
+        "selected completely at random" assumption of PU learning), the
+        untagged positives among the candidates score like them, so a share
+        ``1 - AUTO_QUANTILE`` of those positives scores at or above the
+        held-out positives' ``AUTO_QUANTILE`` quantile tau. The estimate is
+        ``AUTO_SCALE`` times the number of candidates scoring >= tau (by
+        default twice the number above the median). A true negative scoring
+        above a typical positive is counted too, which errs on the side of
+        skipping: such a candidate is as likely to be a positive the tags missed.
 
         Parameters
         ----------
@@ -115,6 +125,9 @@ class BootstrapPoolSampler(BasePoolSampler):
         scorer : callable or None
             Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
             (used by ``"auto"`` only).
+        reference_scores : ndarray of float, optional
+            Scores of further held-out positives (the spies), on the scale of ``scores``;
+            ``"auto"`` only.
 
         Returns
         -------
@@ -125,18 +138,24 @@ class BootstrapPoolSampler(BasePoolSampler):
         skip = check_skip_top(self.skip_top)
         if isinstance(skip, float):
             k = int(round(skip * m))
-        elif pool.tagged.size == 0:
-            k = 0  # no tagged items in the pool: nothing to estimate from
         else:
-            ref = pool.tagged
-            if ref.size > m:
-                ref = np.sort(rng.choice(ref, size=m, replace=False))
-            tau = float(np.median(self._score(pool, ref.astype(np.int64), scorer)))
-            k = 2 * int(np.count_nonzero(scores >= tau))
+            refs = [] if reference_scores is None else [np.asarray(reference_scores, dtype=np.float64).ravel()]
+            if pool.tagged.size:
+                ref = pool.tagged
+                if ref.size > m:
+                    ref = np.sort(rng.choice(ref, size=m, replace=False))
+                refs.append(self._score(pool, ref.astype(np.int64), scorer))
+            ref_scores = np.concatenate(refs) if refs else np.empty(0)
+            if ref_scores.size == 0:
+                k = 0  # no held-out positives: nothing to estimate from
+            else:
+                tau = float(np.quantile(ref_scores, AUTO_QUANTILE))
+                k = int(round(AUTO_SCALE * np.count_nonzero(scores >= tau)))
         return max(0, min(k, m - n))
 
     def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
-               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+               scorer: Callable[[np.ndarray], np.ndarray] | None,
+               reference_scores: np.ndarray | None = None) -> NegativeSample:
         """Draw m candidates, score them, skip the top :meth:`n_skip`, keep the next ``n``.
 
         Parameters
@@ -150,6 +169,8 @@ class BootstrapPoolSampler(BasePoolSampler):
         scorer : callable or None
             Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
             under the current ensemble; required (:meth:`sample` refuses None).
+        reference_scores : ndarray of float, optional
+            Held-out positives' scores for ``skip_top="auto"`` (:meth:`n_skip`).
 
         Returns
         -------
@@ -161,7 +182,7 @@ class BootstrapPoolSampler(BasePoolSampler):
         m = min(max(m, n), pool.n_allowed)
         candidates = rng.choice(pool.allowed, size=m, replace=False).astype(np.int64)
         scores = self._score(pool, candidates, scorer)
-        k = self.n_skip(pool, scores, n, rng, scorer)
+        k = self.n_skip(pool, scores, n, rng, scorer, reference_scores)
         # Highest score first; the stable sort breaks ties by candidate draw order,
         # so the selection is a pure function of the seed.
         top = np.argsort(-scores, kind="stable")[k : k + n]
