@@ -11,8 +11,8 @@ them as negatives. This study runs, side by side on the same B+ and pool:
   than 10 tagged items);
 * ``bagging``: asymmetric bagging (random pool negatives per member, averaged);
 * ``random``: random negatives (one SVM);
-* study variants ``nb@qQsS``: the default with the spy threshold at quantile Q of the
-  held-out positives and S times the count above it skipped (the default is q0.5s2).
+* ``nb@median`` (a study variant): the default with the estimate at the median only, the
+  rule before issue 36 (it differs from the default only where the pool has tagged items).
 
 Cells: concept x |B+| (``--n-pos``) x the concept's share of the pool (``natural``, or
 ``1%``: the concept's other members dropped from the pool down to 1 %) x the share of
@@ -68,14 +68,15 @@ FASHION_CONCEPTS = {
 
 
 @contextlib.contextmanager
-def _auto_rule(quantile: float, scale: float):
-    """The study variants: another threshold quantile / scale for ``skip_top="auto"`` for one fit."""
-    old = _pool_bootstrap.AUTO_QUANTILE, _pool_bootstrap.AUTO_SCALE
-    _pool_bootstrap.AUTO_QUANTILE, _pool_bootstrap.AUTO_SCALE = quantile, scale
+def _study(**values):
+    old = {k: getattr(_pool_bootstrap, k) for k in values}
+    for k, v in values.items():
+        setattr(_pool_bootstrap, k, v)
     try:
         yield
     finally:
-        _pool_bootstrap.AUTO_QUANTILE, _pool_bootstrap.AUTO_SCALE = old
+        for k, v in old.items():
+            setattr(_pool_bootstrap, k, v)
 
 
 def make_method(name: str, T: int, seed: int):
@@ -88,9 +89,8 @@ def make_method(name: str, T: int, seed: int):
         return NegativeBootstrap(n_iter=T, skip_top=0.0, random_state=seed), contextlib.nullcontext()
     if name == "nb":
         return NegativeBootstrap(n_iter=T, random_state=seed), contextlib.nullcontext()
-    if name.startswith("nb@q"):
-        q, s = name[4:].split("s")
-        return NegativeBootstrap(n_iter=T, random_state=seed), _auto_rule(float(q), float(s))
+    if name == "nb@median":  # the default with the median rule only (the estimate before issue 36)
+        return NegativeBootstrap(n_iter=T, random_state=seed), _study(AUTO_QUANTILES=(0.5,))
     raise SystemExit(f"unknown method {name!r}")
 
 

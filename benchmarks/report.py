@@ -843,6 +843,7 @@ def build(out: Path) -> dict:
         w.text(f"equations_{method}.md", equations(method))
     w.text("headline_figures.md", headline_figures())
     w.text("concept_openclipart_tables.md", concept_openclipart_tables())
+    w.text("concept_untagged_tables.md", concept_untagged_tables())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -892,6 +893,46 @@ def concept_openclipart_tables() -> str:
             out += ["", *_paired_vs_bagging_table(_load(name), intro)]
         except OSError:
             continue
+    return "\n".join(out) + "\n"
+
+
+def concept_untagged_tables() -> str:
+    """docs/methods/concept.md's untagged-pool tables: per data set (concept_untagged_<data>.json), mean AP of each
+    method per (|B+|, share, tagged) group over concepts and seeds, the cells where the default is more than 0.5
+    points below the better baseline or significantly below one (paired 95 % interval), and fit times."""
+    out = []
+    for data_name, title in (("fashion", "Fashion-MNIST CNN"), ("openclipart", "openclipart CNN")):
+        name = f"concept_untagged_{data_name}"
+        if not (RESULTS / f"{name}.json").exists():
+            out.append(f"*No {name}.json result yet.*\n")
+            continue
+        data = _load(name)
+        methods = data["methods"]
+        groups = list(dict.fromkeys((r["n_pos"], str(r["share"]), r["tagged"]) for r in data["summary"]))
+        out += [f"**{title}** (`benchmarks/results/{name}.json`; {data['features']}; T = {data['T']}, seeds "
+                f"{data['seeds']}): mean AP over the concepts of each group; the last columns count the concepts where "
+                "the default (`nb`) is more than 0.5 AP points below max(bagging, random), and where its paired 95 % "
+                "interval over seeds lies below bagging or random.", "",
+                "| B+ size | concept's share of the pool | share of its other members tagged | "
+                + " | ".join(methods) + " | default > 0.5 below | significantly below |",
+                "|---|---|---|" + "---|" * len(methods) + "---|---|"]
+        for n_pos, share, tagged in groups:
+            rows = [r for r in data["summary"] if (r["n_pos"], str(r["share"]), r["tagged"]) == (n_pos, share, tagged)]
+            mean = {m: sum(r["mean_AP"][m] for r in rows) / len(rows) for m in methods}
+            below = sum(r["mean_AP"]["nb"] < max(r["mean_AP"]["bagging"], r["mean_AP"]["random"]) - 0.005 for r in rows)
+            sig = sum(any((p := r["paired"].get(f"nb-{b}")) and p["hi"] is not None and p["hi"] < 0
+                          for b in ("bagging", "random")) for r in rows)
+            share_txt = "natural" if share == "natural" else f"{100 * float(share):g} %"
+            out.append(f"| {n_pos} | {share_txt} | {100 * tagged:g} % | " + " | ".join(f"{mean[m]:.3f}" for m in methods)
+                       + f" | {below} / {len(rows)} | {sig} / {len(rows)} |")
+        ratio = data.get("fit_time_vs_nb_paper", {})
+        out += ["", "Fit time against NB as printed, summed over every cell: "
+                + ", ".join(f"{m} {v:.2f}×" for m, v in ratio.items() if m != "nb-paper") + ".", ""]
+        worst = sorted(data["summary"], key=lambda r: r["mean_AP"]["nb"] - max(r["mean_AP"]["bagging"], r["mean_AP"]["random"]))[:5]
+        out += ["Largest shortfalls of the default against max(bagging, random): "
+                + "; ".join(f"{r['concept']} (B+ {r['n_pos']}, share {r['share']}, tagged {100 * r['tagged']:g} %) "
+                            f"{100 * (r['mean_AP']['nb'] - max(r['mean_AP']['bagging'], r['mean_AP']['random'])):+.1f} points"
+                            for r in worst) + ".", ""]
     return "\n".join(out) + "\n"
 
 

@@ -90,7 +90,7 @@ def train(
     skip_top: str | None = typer.Option(
         None, "--skip-top",
         help="bootstrap only (extra, not in the paper): skip the top-ranked candidates, likely untagged positives: "
-             "'auto' (the default: estimated from the tagged items), a fraction of the candidates, or 0 for the paper's selection.",
+             "'auto' (the default: estimated from held-out positives, the pool's tagged items or, where it has none, spies held out of the positives), a fraction of the candidates, or 0 for the paper's selection.",
     ),
     positives: int = typer.Option(100, "--positives", "-p", min=1, help="Use at most this many tagged items as B+ (random subset)."),
     split: str | None = typer.Option(
@@ -134,7 +134,8 @@ def train(
     rng = np.random.default_rng(seed)
     if pos_rows.size > positives:
         pos_rows = np.sort(rng.choice(pos_rows, size=positives, replace=False))
-    pool_rows = store.select(split=split) if split else None
+    # B+ stays out of the pool: its items are no held-out positives for skip_top="auto" to estimate from
+    pool_rows = np.setdiff1d(store.select(split=split) if split else np.arange(len(store)), pos_rows)
     if related and "auto" in related and len(related) > 1:
         raise CLIError("--related auto: finds the related tags itself; do not combine it with listed tags")
     related_arg = "auto" if related == ["auto"] else related
@@ -145,6 +146,8 @@ def train(
         X_pos = X_pos.toarray()
     with task_progress(f"training '{concept}' ({method})", n_iter) as advance:
         est.fit(X_pos, store, exclude_tags=[concept], related_tags=related_arg, pool_rows=pool_rows, progress=advance)
+    if method == "bootstrap":
+        console.print(_skip_line(est, concept))
     if related_arg == "auto":
         found = ", ".join(f"{t} ({why})" for t, why in est.related_tags_.items()) or "none"
         console.print(f"related tags excluded from the negatives: {found}")
@@ -158,6 +161,20 @@ def train(
     for rec, counts in zip(est.iterations_, est.negative_tag_counts(top=5)):
         table.add_row(str(rec["iteration"]), str(rec["n_support"]), ", ".join(f"{t} ({n})" for t, n in counts) or "-")
     console.print(table)
+
+
+def _skip_line(est, concept: str) -> str:
+    """One line on what ``skip_top`` estimated: the share of candidates passed over as likely untagged positives."""
+    if est.skip_top == 0:
+        return "negatives: the paper's selection (--skip-top 0), no candidates skipped"
+    share = f"skipped {100 * est.skipped_fraction_:.0f} % of the candidates per iteration as likely untagged positives"
+    if not isinstance(est.skip_top, str):
+        return f"negatives: {share} (--skip-top {est.skip_top:g})"
+    if est.n_spy_folds_:
+        source = f"estimated from {est.n_positives_} positives held out in turn as spies; the pool has no items tagged {concept!r}"
+    else:
+        source = f"estimated from the pool's items tagged {concept!r}"
+    return f"negatives: {share} ({source})"
 
 
 def _default_split(store, split: str | None) -> str | None:

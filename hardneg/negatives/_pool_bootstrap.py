@@ -29,11 +29,13 @@ from ._pool_base import BasePoolSampler, NegativeSample
 
 __all__ = ["BootstrapPoolSampler", "check_skip_top"]
 
-#: ``skip_top="auto"``: the quantile of the held-out positives' scores that sets the threshold tau,
-#: and the factor on the number of candidates scoring >= tau (0.5 and 2: about twice the candidates
-#: above the typical positive; docs/methods/concept.md has the measurements behind them).
-AUTO_QUANTILE = 0.5
-AUTO_SCALE = 2.0
+#: ``skip_top="auto"``: the quantiles q of the held-out positives' scores whose thresholds tau_q
+#: estimate the untagged positives among the candidates, as #{candidates >= tau_q} / (1 - q); the
+#: estimate is the smallest (:meth:`BootstrapPoolSampler.n_skip`). q = 0.5 always counts; a higher q
+#: only where at least ``AUTO_MIN_TAIL`` held-out positives score at or above tau_q, and only for
+#: the pool's tagged items (see n_skip for why not for spies).
+AUTO_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
+AUTO_MIN_TAIL = 10
 
 
 def check_skip_top(skip_top):
@@ -104,13 +106,21 @@ class BootstrapPoolSampler(BasePoolSampler):
         did not train on them) -- are a sample of positives the scorer has not
         trained on. If tags go missing independently of appearance (the
         "selected completely at random" assumption of PU learning), the
-        untagged positives among the candidates score like them, so a share
-        ``1 - AUTO_QUANTILE`` of those positives scores at or above the
-        held-out positives' ``AUTO_QUANTILE`` quantile tau. The estimate is
-        ``AUTO_SCALE`` times the number of candidates scoring >= tau (by
-        default twice the number above the median). A true negative scoring
-        above a typical positive is counted too, which errs on the side of
-        skipping: such a candidate is as likely to be a positive the tags missed.
+        untagged positives among the candidates score like them: a share
+        1 - q of them scores at or above the held-out positives' q-quantile
+        tau_q, so #{candidates >= tau_q} / (1 - q) estimates their number,
+        counting too the true negatives that score above tau_q. The estimate
+        is the smallest over q in :data:`AUTO_QUANTILES` (the mixture-proportion
+        bound of Blanchard, Lee & Scott, 2010, on a grid): at q = 0.5 it is
+        twice the candidates above the median positive, the rule measured
+        first (issue 12); higher thresholds count fewer negatives, which
+        matters where tags are complete and the top candidates are hard
+        negatives, not untagged positives. A q > 0.5 is used only where at
+        least :data:`AUTO_MIN_TAIL` held-out positives score at or above tau_q,
+        and never with spies: a spy is scored by the average of the ~1/K of
+        the members that did not train on it, which spreads wider than the
+        full ensemble's scores of the candidates, so the spies' median is
+        comparable with the candidates' scores but their upper tail is not.
 
         Parameters
         ----------
@@ -140,6 +150,7 @@ class BootstrapPoolSampler(BasePoolSampler):
             k = int(round(skip * m))
         else:
             refs = [] if reference_scores is None else [np.asarray(reference_scores, dtype=np.float64).ravel()]
+            spies = bool(refs and refs[0].size)
             if pool.tagged.size:
                 ref = pool.tagged
                 if ref.size > m:
@@ -149,8 +160,10 @@ class BootstrapPoolSampler(BasePoolSampler):
             if ref_scores.size == 0:
                 k = 0  # no held-out positives: nothing to estimate from
             else:
-                tau = float(np.quantile(ref_scores, AUTO_QUANTILE))
-                k = int(round(AUTO_SCALE * np.count_nonzero(scores >= tau)))
+                qs = [q for q in AUTO_QUANTILES
+                      if q == 0.5 or (not spies and (1 - q) * ref_scores.size >= AUTO_MIN_TAIL)]
+                taus = np.quantile(ref_scores, qs)
+                k = int(round(min(np.count_nonzero(scores >= tau) / (1 - q) for q, tau in zip(qs, taus))))
         return max(0, min(k, m - n))
 
     def select(self, pool: NegativePool, n: int, rng: np.random.Generator,

@@ -106,6 +106,8 @@ def train_concept(store, spec: ConceptSpec, *, matrix=None, tags=None, progress=
         "n_positives": int(pos.size),
         "n_marked_negatives": int(neg.size),
         "n_feedback_negatives": n_fb,
+        "skipped_fraction": float(nb.skipped_fraction_),  # estimated untagged positives among the candidates
+        "spy_folds": int(nb.n_spy_folds_),
         "excluded_tags": nb.excluded_tags_,
     })
     timings = {"train_s": t_train, "feedback_s": t_fb, "compress_s": time.perf_counter() - t1}

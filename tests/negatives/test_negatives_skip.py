@@ -93,3 +93,107 @@ def test_auto_keeps_untagged_positives_out_of_the_negatives():
         share[skip] = is_pos[chosen].mean()
         assert all(r["n_skipped"] == 0 for r in nb.iterations_) == (skip == 0.0)
     assert share[0.0] > 0.5 and share["auto"] < share[0.0] / 2
+
+
+# ---------------------------------------------------------------- spies (issue 36: an untagged pool)
+
+
+def test_auto_counts_candidates_scoring_like_the_spies():
+    """Hand-worked, no tagged items: spies score 0.9, 0.8, 0.7, 0.6 (median 0.75); 3 candidates >= 0.75 -> skip 6."""
+    X = np.zeros((20, 2), np.float32)
+    X[:, 0] = np.r_[0.95, 0.85, 0.75, np.linspace(0.7, 0.0, 17)]
+    pool = NegativePool(X)
+    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(
+        pool, 5, 0, scorer=first_feature, reference_scores=np.array([0.9, 0.8, 0.7, 0.6]))
+    assert got.n_skipped == 6
+    assert sorted(got.rows.tolist()) == list(range(6, 11))
+
+
+def test_spies_and_tagged_items_are_one_reference_sample():
+    """Two tagged items (1.0, 0.875) and two spies (0.625, 0.5): median 0.75, as with four tagged items."""
+    X = np.zeros((22, 2), np.float32)
+    X[:2, 0] = [1.0, 0.875]
+    X[2:, 0] = np.r_[0.95, 0.85, 0.75, np.linspace(0.7, 0.0, 17)]
+    pool = NegativePool(X, tags=[["concept"]] * 2 + [[]] * 20, exclude_tags="concept")
+    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(
+        pool, 5, 0, scorer=first_feature, reference_scores=np.array([0.625, 0.5]))
+    assert got.n_skipped == 6
+
+
+def test_fixed_skip_ignores_the_spies():
+    X, _ = pool_with_tags()
+    pool = NegativePool(X)
+    a = BootstrapNegativeSampler(n_candidates=20, skip_top=0.1).sample(pool, 5, 1, scorer=first_feature,
+                                                                       reference_scores=np.array([9.0]))
+    assert a.n_skipped == 2
+
+
+def untagged_concept(seed=0, n_pool=400, share=1 / 3, d=6, n_pos=15):
+    rng = np.random.default_rng(seed)
+    shift = np.r_[1.0, 1.0, np.zeros(d - 2)]
+    pos = (rng.random((n_pos, d)) * 0.5 + shift).astype(np.float32)
+    pool = rng.random((n_pool, d)).astype(np.float32)
+    is_pos = rng.random(n_pool) < share
+    pool[is_pos] = rng.random((is_pos.sum(), d)) * 0.5 + shift
+    return pos, pool, is_pos
+
+
+def test_untagged_pool_uses_spies_and_keeps_its_positives_out_of_the_negatives():
+    """No tags at all (the user tagged only B+): "auto" estimates from spies held out of B+."""
+    pos, pool, is_pos = untagged_concept()
+    share = {}
+    for skip in (0.0, "auto"):
+        nb = NegativeBootstrap(n_iter=6, n_bins=16, skip_top=skip, random_state=0).fit(pos, pool)
+        chosen = np.concatenate([r["rows"] for r in nb.iterations_[1:]])
+        share[skip] = is_pos[chosen].mean()
+        if skip == "auto":
+            assert nb.n_spy_folds_ == 5 and nb.skipped_fraction_ > 0.2
+            # from t = 2 on, each iteration scores the folds held out so far: 3 positives per fold
+            assert [r["n_spies"] for r in nb.iterations_] == [0, 3, 6, 9, 12, 15]
+        else:
+            assert nb.n_spy_folds_ == 0 and nb.skipped_fraction_ == 0.0
+    assert share[0.0] > 0.5 and share["auto"] < share[0.0] / 2
+
+
+def test_each_member_trains_without_its_spy_fold(monkeypatch):
+    """Member t trains on B+ without fold (t - 1) mod 5; the five folds partition B+."""
+    from hardneg.concept import _ensemble
+
+    pos, pool, _ = untagged_concept(n_pos=20)
+    trained_on = []
+    real = _ensemble.fit_member
+
+    def recording(K_pp, P, N, **kw):
+        trained_on.append({int(np.flatnonzero((pos == row).all(axis=1))[0]) for row in P})
+        return real(K_pp, P, N, **kw)
+
+    monkeypatch.setattr(_ensemble, "fit_member", recording)
+    NegativeBootstrap(n_iter=10, n_bins=16, random_state=0).fit(pos, pool)
+    held = [set(range(20)) - used for used in trained_on]
+    assert [len(h) for h in held] == [4] * 10
+    assert held[:5] == held[5:]
+    assert set().union(*held[:5]) == set(range(20))
+
+
+def test_tagged_pool_needs_no_spies():
+    """Ten or more tagged pool items: every member trains on all of B+, as in the paper."""
+    pos, pool, is_pos = untagged_concept()
+    tags = [["concept"] if p and i % 2 == 0 else [] for i, p in enumerate(is_pos)]
+    nb = NegativeBootstrap(n_iter=4, n_bins=16, random_state=0).fit(pos, pool, exclude_tags="concept", pool_tags=tags)
+    assert nb.n_spy_folds_ == 0 and all(r["n_spies"] == 0 for r in nb.iterations_)
+    assert nb.skipped_fraction_ > 0
+
+
+def test_too_few_positives_for_spies_is_the_paper_selection():
+    pos, pool, _ = untagged_concept(n_pos=4)
+    a = NegativeBootstrap(n_iter=3, n_bins=16, random_state=0).fit(pos, pool)
+    b = NegativeBootstrap(n_iter=3, n_bins=16, skip_top=0.0, random_state=0).fit(pos, pool)
+    assert a.n_spy_folds_ == 0
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+
+
+def test_compressed_model_records_the_estimate():
+    pos, pool, _ = untagged_concept()
+    nb = NegativeBootstrap(n_iter=4, n_bins=16, random_state=0).fit(pos, pool)
+    meta = nb.compress().meta
+    assert meta["spy_folds"] == 5 and meta["skipped_fraction"] == pytest.approx(nb.skipped_fraction_)
