@@ -100,11 +100,11 @@ def old_load(item):
 def read_square_2x(path, size, resize, *, target_size=None):
     """The loader's read before the 3x limit (5ef6796): decoded reduced down to 2x the side, plain bicubic resize."""
     from hardneg._imaging import open_image
-    from hardneg.features._images import _rgb_image, fit_square
+    from hardneg.features._images import rgb_image, fit_square
 
     im = open_image(path, target_size=target_size)
     with im:
-        return np.asarray(fit_square(_rgb_image(im, path), size, resize))
+        return np.asarray(fit_square(rgb_image(im, path), size, resize))
 
 
 def pixels(path) -> int:
@@ -282,7 +282,7 @@ def _mm(a) -> dict:
 def loader_stages(paths) -> dict:
     """CPU ms per image of each step of the loader's read (one thread, as a decode thread does it)."""
     from hardneg import _imaging
-    from hardneg.features._images import RESIZE_REDUCING_GAP, _rgb_image, fit_square
+    from hardneg.features._images import RESIZE_REDUCING_GAP, rgb_image, fit_square
 
     spent = dict.fromkeys(("open and decode, without the PNG check", "PNG completeness check (second inflate)",
                            "to RGB (compositing)", "bicubic resize"), 0.0)
@@ -299,7 +299,7 @@ def loader_stages(paths) -> dict:
             c0 = time.thread_time()
             im = _imaging.open_image(p, target_size=int(224 * RESIZE_REDUCING_GAP / _imaging.REDUCING_GAP))
             c1 = time.thread_time()
-            rgb = _rgb_image(im, p)
+            rgb = rgb_image(im, p)
             c2 = time.thread_time()
             fit_square(rgb, 224, "stretch", reducing_gap=RESIZE_REDUCING_GAP)
             c3 = time.thread_time()

@@ -168,7 +168,7 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None, target
     path = Path(path)
     im = open_image(path, max_pixels=max_pixels, target_size=target_size)  # decoded in full: truncation fails here
     with im:
-        return np.asarray(_rgb_image(im, path))
+        return np.asarray(rgb_image(im, path))
 
 
 def read_image_square(path, size: int, resize: str = "crop", *, target_size: int | None = None) -> np.ndarray:
@@ -193,7 +193,7 @@ def read_image_square(path, size: int, resize: str = "crop", *, target_size: int
         target_size = -(-int(target_size) * int(gap) // int(REDUCING_GAP))
     im = open_image(path, target_size=target_size)
     with im:
-        return np.asarray(fit_square(_rgb_image(im, path), size, resize, reducing_gap=gap))
+        return np.asarray(fit_square(rgb_image(im, path), size, resize, reducing_gap=gap))
 
 
 # The loader's shortcuts stop at 3x the output side. At 2x (open_image's own gap) the box
@@ -226,8 +226,12 @@ def fit_square(im, size: int, resize: str = "crop", *, reducing_gap: float | Non
     return im.crop((left, top, left + s, top + s))
 
 
-def _rgb_image(im, path):
-    """A decoded PIL image in ``RGB``; transparent ones composited onto white by Pillow
+def rgb_image(im, path):
+    """A decoded PIL image in ``RGB``; transparent ones composited onto white by Pillow.
+
+    The one conversion every reader of images uses -- extraction, uploads to the service,
+    ``--query-image``, the page's thumbnails and contact sheets -- so that a transparent
+    image looks the same to the features and to the eye. Details: composited by Pillow
     (a paste through the alpha band: integer maths, the pixels of :func:`to_rgb`'s formula
     on every (colour, alpha) pair, in one pass; ``alpha_composite`` took three)."""
     from PIL import Image

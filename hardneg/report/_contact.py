@@ -40,12 +40,13 @@ def thumbnail(path: str | Path | None, size: int = 128, *, missing: list | None 
     if path is None:
         return _MISSING
     from hardneg._imaging import open_image
+    from hardneg.features._images import rgb_image
 
     try:
         # decoded by content from the allowed formats only (never an external program),
         # JPEG at a reduced DCT scale, others reduced right after decoding
         with open_image(path, max_pixels=_MAX_PIXELS, target_size=size) as im:
-            im = im.convert("RGB")
+            im = rgb_image(im, path)  # transparency on white, as extraction sees it (black line art stays visible)
             im.thumbnail((size, size))
             return np.asarray(im)
     except Exception as exc:  # noqa: BLE001 - an unreadable file becomes a placeholder, the sheet still renders

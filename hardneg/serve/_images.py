@@ -25,7 +25,7 @@ from hardneg._imaging import (
     ImageTooLargeError,
     open_image,
 )
-from hardneg.features._images import resolve_stored_path
+from hardneg.features._images import resolve_stored_path, rgb_image
 
 from ._errors import ServeError
 
@@ -79,7 +79,9 @@ def decode_upload(data: bytes, max_pixels: int, target_size: int | None = None):
             raise ServeError(422, f"image: the file is damaged or truncated and cannot be decoded ({_reason(exc)})") from None
         try:
             with img:
-                return np.asarray(img.convert("RGB"))
+                # transparent pixels onto white, as extraction composites them: an uploaded
+                # copy of a stored transparent PNG must find the stored item
+                return np.asarray(rgb_image(img, "image"))
         except Exception:  # noqa: BLE001
             raise ServeError(422, "image: the file is damaged and cannot be decoded") from None
 
@@ -203,7 +205,7 @@ class Thumbnails:
                 except ImageReadError as exc:
                     raise ServeError(422, f"thumbnail: {exc}") from None
                 with im:
-                    im = im.convert("RGB")
+                    im = rgb_image(im, "the item's image file")  # transparency on white, as extraction sees it
                     im.thumbnail((self.size, self.size))
                     return encode_png(np.asarray(im))
         try:

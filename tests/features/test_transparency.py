@@ -1,0 +1,57 @@
+"""Issue 37 items 1-2: a transparent image looks the same to extraction, uploads and thumbnails.
+
+Extraction composites transparency onto white; uploads to the service and the thumbnails of the
+page and of contact sheets used ``convert("RGB")``, which turns a transparent background black, so
+an uploaded copy of a stored transparent PNG did not find itself and line art became a black square.
+"""
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from hardneg.features._images import read_image
+from hardneg.report import thumbnail
+
+
+def line_art(mode: str) -> Image.Image:
+    """Black strokes on a fully transparent background, as clip art is drawn."""
+    rgba = np.zeros((40, 40, 4), np.uint8)
+    rgba[18:22, :, 3] = 255  # a black horizontal stroke, opaque
+    rgba[:, 18:22, 3] = 255
+    rgba[5:10, 5:10] = [200, 30, 30, 128]  # a half-transparent red patch
+    im = Image.fromarray(rgba, "RGBA")
+    return im if mode == "RGBA" else im.convert(mode)
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "LA"])
+def test_upload_decodes_as_extraction_reads(tmp_path, mode):
+    pytest.importorskip("fastapi")
+    from hardneg.serve._images import decode_upload
+
+    path = tmp_path / "art.png"
+    line_art(mode).save(path)
+    stored = read_image(path)
+    uploaded = decode_upload(path.read_bytes(), max_pixels=10_000_000)
+    np.testing.assert_array_equal(uploaded, stored)
+    assert (uploaded[0, 0] == 255).all()  # the transparent corner is white, not black
+
+
+def test_contact_sheet_thumbnail_is_drawn_on_white(tmp_path):
+    path = tmp_path / "art.png"
+    line_art("RGBA").save(path)
+    thumb = thumbnail(path, size=20)
+    assert (thumb[0, 0] == 255).all() and (thumb[thumb.shape[0] // 2, thumb.shape[1] // 2] < 60).all()
+
+
+def test_palette_png_with_a_transparent_index(tmp_path):
+    im = Image.new("P", (16, 16), 0)
+    im.putpalette([0, 0, 0, 255, 0, 0] + [0] * (254 * 3))
+    im.paste(1, (4, 4, 12, 12))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", transparency=0)  # index 0 (black) is transparent
+    path = tmp_path / "p.png"
+    path.write_bytes(buf.getvalue())
+    assert (thumbnail(path, size=16)[0, 0] == 255).all()
+    assert (read_image(path)[0, 0] == 255).all()
