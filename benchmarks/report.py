@@ -860,8 +860,8 @@ def build(out: Path) -> dict:
 
 
 def concept_openclipart_tables() -> str:
-    """Negative Bootstrap against asymmetric bagging per concept on openclipart (issue 28): the mean AP table of
-    every variant (concept_openclipart_m.json) and of n_candidates="cv" (concept_openclipart_cv.json, and with noisy
+    """Negative Bootstrap against asymmetric bagging per concept on openclipart (issues 28, 36): the current default
+    (concept_openclipart_spies.json), the mean AP table of every variant (concept_openclipart_m.json) and of n_candidates="cv" (concept_openclipart_cv.json, and with noisy
     tags concept_openclipart_noisy_cv.json), then the fresh-seed checks of the losing concepts
     (concept_openclipart_fresh.json, concept_openclipart_fresh_m3.json) and the paper's related-tag exclusion on them
     (concept_openclipart_related.json)."""
@@ -869,7 +869,15 @@ def concept_openclipart_tables() -> str:
         data = _load("concept_openclipart_m")
     except OSError:
         return "*No concept_openclipart_m.json result yet.*\n"
-    out = _mean_ap_table(data, "concept_openclipart_m", "`+m5` / `+m3`: `n_candidates` = 5 / 3 × |B+| instead of the default "
+    out = []
+    try:  # the default since issue 36 (spies where the pool has no tagged items), T = 20
+        out += [*_mean_ap_table(_load("concept_openclipart_spies"), "concept_openclipart_spies",
+                                "The current default `[auto]` (spies where the pool holds fewer than 10 tagged items; "
+                                "the mixture-proportion estimate over quantiles of the tagged items otherwise) beside the "
+                                "paper's selection `[0]`, T = 20. The tables after it ran before issue 36, at T = 50."), ""]
+    except OSError:
+        pass
+    out += _mean_ap_table(data, "concept_openclipart_m", "`+m5` / `+m3`: `n_candidates` = 5 / 3 × |B+| instead of the default "
                          "10 × |B+|; `[0]`: the paper's selection (`skip_top=0`), `[auto]`: the default.")
     for name in ("concept_openclipart_cv", "concept_openclipart_noisy_cv"):
         try:

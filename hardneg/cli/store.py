@@ -392,7 +392,8 @@ def remove(
                 chosen.add(i)
         if no_path == len(store):
             raise CLIError(f"--missing: {path} records no image paths (imported embeddings?); nothing to check")
-    keep = ~np.isin(store.ids(), np.array(sorted(chosen), dtype=object)) if chosen else np.ones(len(store), bool)
+    # a hash-set lookup per id: np.isin over Python strings compares every pair (22 s for 20,000 of 60,000)
+    keep = np.fromiter((i not in chosen for i in store.ids().tolist()), dtype=bool, count=len(store))
     n = int((~keep).sum())
     if n == 0:
         console.print(f"{path}: nothing to remove", highlight=False, markup=False)

@@ -88,7 +88,7 @@ class BasePoolSampler:
         if self.needs_scorer and scorer is None:
             raise ValueError(f"{type(self).__name__}: needs a scorer (the current ensemble)")
         rng = check_random_state(random_state)
-        # only samplers that estimate untagged positives take held-out positives' scores
+        # passed only when given: a subclass written before reference_scores existed keeps working
         result = (self.select(pool, n, rng, scorer) if reference_scores is None
                   else self.select(pool, n, rng, scorer, reference_scores=reference_scores))
         if result.rows.shape != (n,):
@@ -96,7 +96,8 @@ class BasePoolSampler:
         return result
 
     def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
-               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+               scorer: Callable[[np.ndarray], np.ndarray] | None,
+               reference_scores: np.ndarray | None = None) -> NegativeSample:
         """The strategy: choose ``n`` distinct allowed rows (subclasses implement it).
 
         Parameters
@@ -110,6 +111,8 @@ class BasePoolSampler:
         scorer : callable or None
             Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
             under the current ensemble; None for samplers that do not score.
+        reference_scores : ndarray of float, optional
+            Held-out positives' scores (see :meth:`sample`).
 
         Returns
         -------

@@ -32,8 +32,8 @@ __all__ = ["BootstrapPoolSampler", "check_skip_top"]
 #: ``skip_top="auto"``: the quantiles q of the held-out positives' scores whose thresholds tau_q
 #: estimate the untagged positives among the candidates, as #{candidates >= tau_q} / (1 - q); the
 #: estimate is the smallest (:meth:`BootstrapPoolSampler.n_skip`). q = 0.5 always counts; a higher q
-#: only where at least ``AUTO_MIN_TAIL`` held-out positives score at or above tau_q, and only for
-#: the pool's tagged items (see n_skip for why not for spies).
+#: only where at least ``AUTO_MIN_TAIL`` held-out positives and as many candidates score at or above
+#: tau_q, and only for the pool's tagged items (see n_skip for why not for spies).
 AUTO_QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9)
 AUTO_MIN_TAIL = 10
 
@@ -116,8 +116,9 @@ class BootstrapPoolSampler(BasePoolSampler):
         first (issue 12); higher thresholds count fewer negatives, which
         matters where tags are complete and the top candidates are hard
         negatives, not untagged positives. A q > 0.5 is used only where at
-        least :data:`AUTO_MIN_TAIL` held-out positives score at or above tau_q,
-        and never with spies: a spy is scored by the average of the ~1/K of
+        least :data:`AUTO_MIN_TAIL` held-out positives and as many candidates
+        score at or above tau_q (a minimum over bounds resting on a few counts
+        is biased low), and never with spies: a spy is scored by the average of the ~1/K of
         the members that did not train on it, which spreads wider than the
         full ensemble's scores of the candidates, so the spies' median is
         comparable with the candidates' scores but their upper tail is not.
@@ -160,10 +161,11 @@ class BootstrapPoolSampler(BasePoolSampler):
             if ref_scores.size == 0:
                 k = 0  # no held-out positives: nothing to estimate from
             else:
-                qs = [q for q in AUTO_QUANTILES
-                      if q == 0.5 or (not spies and (1 - q) * ref_scores.size >= AUTO_MIN_TAIL)]
-                taus = np.quantile(ref_scores, qs)
-                k = int(round(min(np.count_nonzero(scores >= tau) / (1 - q) for q, tau in zip(qs, taus))))
+                taus = np.quantile(ref_scores, AUTO_QUANTILES)
+                above = [np.count_nonzero(scores >= tau) for tau in taus]
+                k = int(round(min(c / (1 - q) for q, c in zip(AUTO_QUANTILES, above)
+                                  if q == 0.5 or (not spies and (1 - q) * ref_scores.size >= AUTO_MIN_TAIL
+                                                  and c >= AUTO_MIN_TAIL))))
         return max(0, min(k, m - n))
 
     def select(self, pool: NegativePool, n: int, rng: np.random.Generator,

@@ -27,7 +27,8 @@ class RandomPoolSampler(BasePoolSampler):
     """
 
     def select(self, pool: NegativePool, n: int, rng: np.random.Generator,
-               scorer: Callable[[np.ndarray], np.ndarray] | None) -> NegativeSample:
+               scorer: Callable[[np.ndarray], np.ndarray] | None,
+               reference_scores: np.ndarray | None = None) -> NegativeSample:
         """``n`` distinct allowed rows drawn uniformly, without replacement.
 
         Parameters
@@ -41,6 +42,8 @@ class RandomPoolSampler(BasePoolSampler):
         scorer : callable or None
             Maps a ``(rows, d)`` float block of pool rows to their ``(rows,)`` scores
             under the current ensemble; unused here.
+        reference_scores : ndarray of float, optional
+            Held-out positives' scores (see :meth:`sample`); unused here.
 
         Returns
         -------

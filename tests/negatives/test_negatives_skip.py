@@ -201,31 +201,40 @@ def test_compressed_model_records_the_estimate():
 
 def _mpe_pool(n_tagged):
     """Tagged items scoring 0.01..1.00 (every 1/n_tagged), then 100 candidates: 30 hard negatives scoring 0.55,
-    just above the median positive, 2 scoring like the top positives (0.95), 68 at 0.1."""
+    just above the median positive, 12 scoring like the top positives (0.95), 58 at 0.1."""
     tagged = np.arange(1, n_tagged + 1) / n_tagged
-    cands = np.r_[np.full(30, 0.55), np.full(2, 0.95), np.full(68, 0.1)]
+    cands = np.r_[np.full(30, 0.55), np.full(12, 0.95), np.full(58, 0.1)]
     X = np.zeros((n_tagged + 100, 2), np.float32)
     X[:, 0] = np.r_[tagged, cands]
     return NegativePool(X, tags=[["concept"]] * n_tagged + [[]] * 100, exclude_tags="concept")
 
 
 def test_auto_takes_the_smallest_estimate_over_quantiles_with_many_tagged_items():
-    """Hand-worked, 100 tagged items: at q = 0.5 (tau ~ 0.505) 32 candidates -> 64; at q = 0.6 (tau ~ 0.604)
-    2 -> 5; q = 0.7, 0.8, 0.9 give 6.7, 10, 20. The estimate is 5: the 30 at 0.55 are hard negatives."""
+    """Hand-worked, 100 tagged items: at q = 0.5 (tau ~ 0.505) 42 candidates -> 84; at q = 0.6 (tau ~ 0.604)
+    12 -> 30; q = 0.7, 0.8, 0.9 give 40, 60, 120. The estimate is 30: the 30 at 0.55 are hard negatives."""
     got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(100), 5, 0, scorer=first_feature)
-    assert got.n_skipped == 5
+    assert got.n_skipped == 30
 
 
 def test_auto_uses_the_median_only_when_few_tagged_items_lie_above_a_higher_quantile():
-    """20 tagged items: only 8 lie above the 0.6 quantile (fewer than AUTO_MIN_TAIL = 10), so the median rule: 64."""
+    """20 tagged items: only 8 lie above the 0.6 quantile (fewer than AUTO_MIN_TAIL = 10), so the median rule: 84."""
     got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(20), 5, 0, scorer=first_feature)
+    assert got.n_skipped == 84
+
+
+def test_auto_needs_ten_candidates_above_a_higher_quantile():
+    """Only 2 candidates at 0.95: the bounds at q > 0.5 rest on too few counts, so the median rule: 2 x 32 = 64."""
+    X = np.zeros((200, 2), np.float32)
+    X[:, 0] = np.r_[np.arange(1, 101) / 100, np.full(30, 0.55), np.full(2, 0.95), np.full(68, 0.1)]
+    pool = NegativePool(X, tags=[["concept"]] * 100 + [[]] * 100, exclude_tags="concept")
+    got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
     assert got.n_skipped == 64
 
 
 def test_auto_uses_the_median_only_with_spies():
-    """The same 100 reference scores given as spies: their upper tail is not comparable, so 2 x 32 = 64."""
+    """The same 100 reference scores given as spies: their upper tail is not comparable, so 2 x 42 = 84."""
     X = np.zeros((100, 2), np.float32)
-    X[:, 0] = np.r_[np.full(30, 0.55), np.full(2, 0.95), np.full(68, 0.1)]
+    X[:, 0] = np.r_[np.full(30, 0.55), np.full(12, 0.95), np.full(58, 0.1)]
     got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(
         NegativePool(X), 5, 0, scorer=first_feature, reference_scores=np.arange(1, 101) / 100)
-    assert got.n_skipped == 64
+    assert got.n_skipped == 84
