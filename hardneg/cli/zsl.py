@@ -148,10 +148,14 @@ def _class_space(data, path: str, tags: list[str] | None, option: str = "--tags"
     stored = data.attrs.get("class_names")
     n = int(codes.max()) + 1
     if isinstance(stored, list) and len(stored) >= n:
-        names = [str(s) for s in stored]
-    else:
-        names = [str(c) for c in range(n)]
-    return codes, names
+        return codes, [str(s) for s in stored]
+    present = np.unique(codes[codes >= 0])
+    if n <= 2 * present.size + 1000:  # class numbers 0..n-1, densely used: codes are the numbers
+        return codes, [str(c) for c in range(n)]
+    # sparse class numbers (a label such as 2**63 - 1): never size a list by a label's value;
+    # number the classes present in order, each named by its own number
+    mapped = np.where(codes >= 0, np.searchsorted(present, np.maximum(codes, 0)), -1)
+    return mapped, [str(c) for c in present.tolist()]
 
 
 def _check_known(option: str, wanted: list[str], present: list[str]) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._atomic import atomic_path
+from ..exceptions import StoreDamagedError
 from ._feature_store import FeatureStore, _remove_replaced, local_store_path
 from ._item_table import _row_index, edit_items, next_part_name, replace_items, store_summary
 
@@ -124,6 +125,14 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
         n_removed = int((~keep).sum())
         if n_removed == 0:
             return 0
+        # Reads check only what is cheap; a rewrite gives every copied chunk a fresh checksum, so damage it
+        # copied would pass `store verify` for good. Check every chunk and part first (issue 39).
+        report = store.verify()
+        if not report.ok:
+            more = f" and {len(report.problems) - 1} more" if len(report.problems) > 1 else ""
+            raise StoreDamagedError(str(path), report.problems[0].split(" ", 1)[0],
+                                    f"is damaged{more}; refusing to rewrite the store, which would cover the damage "
+                                    "with fresh checksums")
         _clear_leftovers(path)
         table = store.items.filter(pa.array(keep))
         tmp = _swap_dir(path)

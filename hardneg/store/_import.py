@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -266,19 +267,46 @@ def _open_source(path: Path, column: str | None) -> _Source:
 
 
 def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | None]:
-    """Integer classes as they are; class names numbered in sorted order (recorded as class_names)."""
-    values = [v for v in labels if v is not None and v != ""]
+    """Integer classes as they are; class names numbered in sorted order (recorded as class_names).
+
+    Missing values -- None, empty text, NaN (how pandas writes a missing integer) -- mean unlabelled
+    (-1). Numbers, or texts that all read as numbers, are class ids: an integral float is that integer,
+    any other number is refused naming its row. Otherwise the texts are class names.
+    """
+    def missing(v) -> bool:
+        if isinstance(v, str):
+            return not v.strip() or v.strip().lower() == "nan"
+        return v is None or (isinstance(v, (float, np.floating)) and math.isnan(v))
+
+    def class_id(v, row: int) -> int:
+        if isinstance(v, str) and v.lstrip("+-").isdigit():
+            return int(v)  # exact, however large (float() would round it)
+        f = float(v)
+        if not (math.isfinite(f) and f.is_integer()):
+            raise ValueError(f"labels in {where}: row {row} holds {v!r}, which is not an integer class id "
+                             "(leave it empty for an unlabelled item)")
+        return int(v) if isinstance(v, (int, np.integer)) else int(f)
+
+    values = [v for v in labels if not missing(v)]
     if not values:
         return [-1] * len(labels), None
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
-        return [-1 if v is None else int(v) for v in labels], None
-    as_text = ["" if v is None else str(v).strip() for v in labels]
-    if all(t.lstrip("-").isdigit() for t in as_text if t):
-        return [int(t) if t else -1 for t in as_text], None
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) for v in values):
+        return [-1 if missing(v) else class_id(v, i) for i, v in enumerate(labels)], None
+    as_text = ["" if missing(v) else str(v).strip() for v in labels]
+    if all(_reads_as_number(t) for t in as_text if t):
+        return [class_id(t, i) if t else -1 for i, t in enumerate(as_text)], None
     names = sorted({t for t in as_text if t})
     index = {name: k for k, name in enumerate(names)}
     logger.info("%s: %d class names, numbered in sorted order", where, len(names))
     return [index[t] if t else -1 for t in as_text], names
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def import_embeddings(

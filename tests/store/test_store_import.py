@@ -114,3 +114,26 @@ def test_cli_import_then_a_method_runs(tmp_path, capsys, X):
     np.save(bad, np.array([[np.inf, 1.0]]))
     code, _, err = run(capsys, "store", "import", str(bad), "-o", str(tmp_path / "b.store"))
     assert code == 2 and "holds NaN or infinity" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- issue 39 item 5: labels that are floats or NaN
+
+
+def test_parquet_float_labels_with_nan_are_class_ids(tmp_path, X):
+    """pandas writes a missing integer as NaN in a float column: NaN is unlabelled, 2.0 is class 2."""
+    labels = [float(i % 3) for i in range(10)] + [float("nan")]
+    table = pa.table({"id": [f"p{i}" for i in range(11)], "vec": [list(map(float, r)) for r in X], "label": labels})
+    pq.write_table(table, tmp_path / "e.parquet")
+    store = import_embeddings(tmp_path / "e.parquet", tmp_path / "p.store")
+    assert store.labels().tolist() == [i % 3 for i in range(10)] + [-1]
+    assert "class_names" not in store.attrs
+
+
+def test_csv_label_that_is_not_an_integer_is_refused_naming_the_row(tmp_path, X):
+    np.save(tmp_path / "e.npy", X)
+    (tmp_path / "labels.csv").write_text("id,label\n0,2\n1,1.5\n")
+    with pytest.raises(ValueError, match=r"row 1 holds '1.5'"):
+        import_embeddings(tmp_path / "e.npy", tmp_path / "s.store", labels=tmp_path / "labels.csv")
+    (tmp_path / "labels.csv").write_text("id,label\n0,2\n1,3.0\n2,nan\n3,\n")
+    store = import_embeddings(tmp_path / "e.npy", tmp_path / "s.store", labels=tmp_path / "labels.csv")
+    assert store.labels()[:5].tolist() == [2, 3, -1, -1, -1] and "class_names" not in store.attrs

@@ -502,3 +502,17 @@ def test_tag_values(tmp_path):
             with pytest.raises(TypeError, match="tags"):
                 store.append(np.ones((3, 2)), tags=bad)
     assert FeatureStore.open(tmp_path / "s").items.column("tags").to_pylist() == [["abc"], ["x", "y"], []]
+
+
+def test_remove_refuses_a_damaged_store_instead_of_laundering_it(tmp_path, capsys):
+    """Issue 39 item 1: a flipped bit in a chunk must not get a fresh checksum from `store remove`."""
+    make_dense(tmp_path / "s")
+    f = chunk(tmp_path / "s", 1)
+    raw = bytearray(f.read_bytes())
+    raw[0] ^= 1
+    f.write_bytes(bytes(raw))
+    before = FeatureStore.open(tmp_path / "s").ids().tolist()
+    code, out, err = run_cli(capsys, "store", "remove", str(tmp_path / "s"), "--id", before[0])
+    assert code == 2 and "vectors/X/c/1/0" in err and "store verify" in err and "Traceback" not in err
+    store = FeatureStore.open(tmp_path / "s")
+    assert store.ids().tolist() == before and not store.verify().ok  # nothing removed, the damage still reported
