@@ -47,6 +47,10 @@ __all__ = ["import_embeddings", "FORMATS"]
 
 FORMATS = (".npy", ".parquet", ".safetensors")
 DEFAULT_BLOCK_ROWS = 65536
+#: Dense dimensions beyond this are refused before anything is read (a 2 x 8,000,000 file is a mistake, and
+#: a store chunk of such rows would take gigabytes); blocks are also bounded by bytes, not rows alone.
+MAX_IMPORT_DIM = 1 << 20
+BLOCK_BYTES = 64 << 20
 
 
 def _read_csv_rows(path, what: str) -> list[list[str]]:
@@ -369,6 +373,10 @@ def import_embeddings(
     n, dim = src.n, src.dim
     if n == 0 or dim == 0:
         raise ValueError(f"{source}: holds no embeddings (shape ({n}, {dim}))")
+    if dim > MAX_IMPORT_DIM:
+        raise ValueError(f"{source}: {dim:,} dimensions per row (shape ({n:,}, {dim:,})); embeddings have at most "
+                         f"{MAX_IMPORT_DIM:,}: is the array transposed?")
+    block_rows = max(1, min(block_rows, BLOCK_BYTES // (8 * dim)))  # 8: the widest source dtype read (float64)
     item_ids = _read_ids(ids, n) if ids is not None else src.ids
     if item_ids is None:
         item_ids = [str(i) for i in range(n)]

@@ -137,3 +137,24 @@ def test_csv_label_that_is_not_an_integer_is_refused_naming_the_row(tmp_path, X)
     (tmp_path / "labels.csv").write_text("id,label\n0,2\n1,3.0\n2,nan\n3,\n")
     store = import_embeddings(tmp_path / "e.npy", tmp_path / "s.store", labels=tmp_path / "labels.csv")
     assert store.labels()[:5].tolist() == [2, 3, -1, -1, -1] and "class_names" not in store.attrs
+
+
+def test_huge_dimension_is_refused_from_the_header_before_reading(tmp_path):
+    """Issue 39 item 4: a (2, 8,000,000) .npy is refused in one line; nothing is read beyond the header."""
+    from numpy.lib.format import open_memmap
+
+    big = open_memmap(tmp_path / "wide.npy", mode="w+", dtype=np.float32, shape=(2, 8_000_000))  # sparse file on disk
+    del big
+    with pytest.raises(ValueError, match=r"8,000,000 dimensions per row .* transposed"):
+        import_embeddings(tmp_path / "wide.npy", tmp_path / "w.store")
+    assert not (tmp_path / "w.store").exists()
+
+
+def test_blocks_are_bounded_by_bytes(tmp_path, monkeypatch):
+    from hardneg.store import _import
+
+    monkeypatch.setattr(_import, "BLOCK_BYTES", 3 * 8 * 1000)  # three float64 rows of 1,000 dimensions
+    np.save(tmp_path / "e.npy", np.ones((10, 1000), np.float32))
+    seen = Counted()
+    import_embeddings(tmp_path / "e.npy", tmp_path / "e.store", progress=seen)
+    assert seen.sizes == [3, 3, 3, 1]
