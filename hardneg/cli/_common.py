@@ -547,6 +547,35 @@ def write_html(out: str, *, title: str, groups: list[dict]) -> None:
 # ---------------------------------------------------------------------------- queries
 
 
+def is_same_store(recorded, path) -> bool:
+    """Whether an index's recorded store location is ``path`` (both resolved to absolute locations)."""
+    from ..distributed._partition import store_url
+
+    try:
+        return bool(recorded) and store_url(recorded) == store_url(path)
+    except (ValueError, OSError):
+        return False
+
+
+def check_index_current(index_ids, store, index_path: str, rebuild: str) -> None:
+    """Refuse an index built from an earlier state of ``store`` (issue 37): its items, in order, must be
+    the store's. An index over removed items would return them; one missing new items would never find
+    them. ``rebuild`` is the command line that brings it up to date."""
+    import numpy as np
+
+    ids = np.asarray(index_ids).astype(str)
+    now = store.ids().astype(str)
+    if ids.shape == now.shape and bool(np.all(ids == now)):
+        return
+    current = set(now.tolist())
+    indexed = set(ids.tolist())
+    removed = sum(1 for i in indexed if i not in current)
+    added = sum(1 for i in current if i not in indexed)
+    change = (f"{removed:,} of its items were removed from the store and {added:,} added" if removed or added
+              else "the store's items were reordered")
+    raise CLIError(f"{index_path} was built from an earlier state of {store.path}: {change} since; rebuild it: {rebuild}")
+
+
 def rows_of_ids(store, ids: list[str], option: str) -> list[int]:
     """Row numbers of item ids in ``store``; a CLIError names the unknown ones."""
     pos = {v: i for i, v in enumerate(store.ids().tolist())}

@@ -8,6 +8,7 @@ import typer
 
 from ._common import (
     CLIError,
+    check_index_current,
     check_input_file,
     check_output_file,
     check_result_outputs,
@@ -15,6 +16,7 @@ from ._common import (
     console,
     emit_results,
     extract_query_images,
+    is_same_store,
     item_info,
     same_class,
     stored_queries,
@@ -250,6 +252,8 @@ def search(
     store = _open_store(store_path, idx, required=bool(query_id or query_image))
     if store is not None and store.dim != hasher.n_features_in_:
         raise CLIError(f"--store {store_path or store.path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
+    if store is not None and is_same_store(idx.meta.get("store"), store.path):
+        check_index_current(idx.ids, store, index_path, f"hardneg hash index {model_path} {store.path} -o {index_path}")
     queries: list[dict] = []
     if query_npy:
         X = _load_queries(query_npy, hasher.n_features_in_)

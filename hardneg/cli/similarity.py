@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ._common import CLIError, check_output_file, check_result_outputs, console, emit_results, item_info, task_progress
+from ._common import CLIError, check_index_current, check_output_file, check_result_outputs, console, emit_results, is_same_store, item_info, task_progress
 from ._options import (
     cost_alias_option,
     cost_option,
@@ -171,6 +171,8 @@ def search(
     store = _open_sparse(store_path)
     if store.dim != idx.n_words:
         raise CLIError(f"{store_path} has {store.dim} words but the index covers {idx.n_words}")
+    if is_same_store(idx.meta.get("store"), store.path):
+        check_index_current(idx.ids, store, index_path, f"hardneg similarity index MODEL {store.path} -o {index_path}")
     pos = {v: i for i, v in enumerate(store.ids())}
     missing = [q for q in query_id if q not in pos]
     if missing:

@@ -126,6 +126,12 @@ def test_cli_train_index_search(tmp_path):
         assert item in res.output
     res = runner.invoke(cli, ["similarity", "search", str(index_path), "--store", str(store_path), "-q", "nope"])
     assert res.exit_code != 0
+    # issue 37: after an item is removed, the index built before is refused, naming the rebuild
+    from hardneg.store._edit import remove_items
+
+    remove_items(store_path, ["img5"])
+    res = runner.invoke(cli, ["similarity", "search", str(index_path), "--store", str(store_path), "-q", "img0"])
+    assert res.exit_code != 0 and "earlier state" in str(res.exception or res.output)
 
 
 @pytest.mark.parametrize("solver, param, expected", [("ada", "eta", 0.25), ("tg", "eta", 0.25), ("da", "gamma", 4.0)])
