@@ -175,9 +175,14 @@ def _id_rows(store, ids) -> np.ndarray:
     """Store rows of an index's ids (an index built from another store is refused)."""
     pos = {v: i for i, v in enumerate(store.ids())}
     try:
-        return np.fromiter((pos[str(i)] for i in ids), dtype=np.int64, count=len(ids))
+        rows = np.fromiter((pos[str(i)] for i in ids), dtype=np.int64, count=len(ids))
     except KeyError as exc:
-        raise ValueError(f"the index holds id {exc.args[0]!r}, which is not in the store") from None
+        raise ValueError(f"the index holds id {exc.args[0]!r}, which is not in the store (removed since the index "
+                         "was built?); rebuild the index from the store") from None
+    if rows.size < len(pos):  # items added since: the index would never find them
+        raise ValueError(f"the store has {len(pos) - rows.size:,} items the index lacks (added since it was built); "
+                         "rebuild the index from the store")
+    return rows
 
 
 @register_mode

@@ -43,3 +43,20 @@ def test_items_added_since_are_named_too(tmp_path, capsys):
         store.append(np.ones((2, 8), np.float32), ids=["new1", "new2"])
     code, _, err = run_cli(capsys, "hash", "search", model, index, "--query-npy", tmp_path / "q.npy")
     assert code == 2 and "0 of its items were removed from the store and 2 added" in err
+
+
+def test_service_refuses_an_index_missing_the_store_s_new_items(tmp_path):
+    """The service maps an index's ids to store rows when it opens a search mode: a removed item or an added
+    one means the index is from an earlier state of the store, and the mode is refused with the reason."""
+    import pytest
+
+    pytest.importorskip("fastapi")
+    from hardneg.serve._modes import _id_rows
+
+    make_store(tmp_path / "s", n=5)
+    store = FeatureStore.open(tmp_path / "s")
+    assert _id_rows(store, [f"img{i:03d}" for i in range(5)]).tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="2 items the index lacks"):
+        _id_rows(store, ["img000", "img001", "img002"])
+    with pytest.raises(ValueError, match="'gone'.*removed since"):
+        _id_rows(store, ["gone"])
