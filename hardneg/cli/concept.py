@@ -152,7 +152,9 @@ def train(
         found = ", ".join(f"{t} ({why})" for t, why in est.related_tags_.items()) or "none"
         console.print(f"related tags excluded from the negatives: {found}")
     model = est.compress(None if bins == 0 else bins)
-    model.meta.update(concept=concept, store=str(store.path), positives=int(pos_rows.size))
+    # the training positives' ids: `concept search --new` leaves them out (the finds the user did not give)
+    model.meta.update(concept=concept, store=str(store.path), positives=int(pos_rows.size),
+                      positive_ids=[str(i) for i in store.ids()[pos_rows].tolist()])
     model.save(out)
     table = Table(title=f"concept '{concept}' -> {out}", show_header=True)
     table.add_column("iteration")
@@ -204,6 +206,7 @@ def search_cmd(
     html_out: str = html_option(),
     relevant_tag: str = typer.Option(None, "--relevant-tag", help="Ground truth for the marks: items tagged T are hits, all others misses."),
     relevant_label: str = typer.Option(None, "--relevant-label", help="Ground truth for the marks: class L (name or number); unlabeled items not judged."),
+    new: bool = typer.Option(False, "--new", help="Only new finds: leave out the items the model was trained on (its positives)."),
     runner=None,
 ):
     """Rank every item of a store by a concept model and print the top k (id, score, label, tags, path).
@@ -237,13 +240,23 @@ def search_cmd(
     total = len(store) if rows is None else int(rows.size)
     if total == 0:
         raise CLIError(f"{store_path}: the store is empty")
+    trained = set(model.meta.get("positive_ids") or [])
+    if new and not trained:
+        raise CLIError(f"--new: {model_path} records no training positives (trained before they were recorded); "
+                       "retrain it with `hardneg concept train`")
     with task_progress("searching", total) as advance:
         # workers open the model file themselves; in process the loaded model is used
-        res = scan_topk(model if runner.client is None else model_path, store, k=min(k, total), rows=rows,
-                        block_rows=chunk_rows, runner=runner, progress=advance)
+        res = scan_topk(model if runner.client is None else model_path, store, k=min(k + (len(trained) if new else 0), total),
+                        rows=rows, block_rows=chunk_rows, runner=runner, progress=advance)
     concept = model.meta.get("concept")
     results = ranked_results(store, res, concept=concept, relevant_tag=relevant_tag, relevant_label=relevant_label)
-    title = f"top {len(results)} for {concept or model_path!r}"
+    if new:
+        results = [r for r in results if r["id"] not in trained][:k]
+        for rank, r in enumerate(results, 1):
+            r["rank"] = rank
+    n_trained = sum(r["id"] in trained for r in results)
+    title = (f"top {len(results)} {'new finds ' if new else ''}for {concept or model_path!r}"
+             + (f" ({n_trained} of them the model's own training examples; --new leaves them out)" if n_trained else ""))
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
 

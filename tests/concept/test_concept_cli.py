@@ -89,3 +89,25 @@ def test_candidates_cv_or_a_number(tmp_path, capsys, monkeypatch):
     for bad in ("many", "0", "-3", "2.5"):
         assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "--candidates", bad]) == 2
         assert "--candidates must be a whole number >= 1 or 'cv'" in capsys.readouterr().err
+
+
+def test_search_new_leaves_out_the_training_positives(tmp_path, capsys):
+    """Issue 37 item 4: the model records its training positives; --new shows only what it found besides them."""
+    make_store(tmp_path / "s")
+    model = tmp_path / "boat.npz"
+    assert main(["concept", "train", str(tmp_path / "s"), "-c", "boat", "-o", str(model), "-T", "3", "-p", "10", "--bins", "20"]) == 0
+    from hardneg.concept import load_concept
+
+    trained = set(load_concept(model).meta["positive_ids"])
+    assert len(trained) == 10
+    capsys.readouterr()
+    assert main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "15", "--json"]) == 0
+    everything = json.loads(capsys.readouterr().out)
+    assert trained & {r["id"] for r in everything}  # the training examples rank near the top
+    assert main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "15", "--new", "--json"]) == 0
+    new = json.loads(capsys.readouterr().out)
+    assert len(new) == 15 and not trained & {r["id"] for r in new}
+    assert [r["rank"] for r in new] == list(range(1, 16))
+    assert main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "25", "--json"]) == 0
+    top25 = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in new] == [r["id"] for r in top25 if r["id"] not in trained][:15]  # same order, trained ones out
