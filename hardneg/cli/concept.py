@@ -14,6 +14,7 @@ from ._common import (
     cluster_options,
     console,
     emit_results,
+    err_console,
     ranked_results,
     task_progress,
 )
@@ -254,9 +255,11 @@ def search_cmd(
         results = [r for r in results if r["id"] not in trained][:k]
         for rank, r in enumerate(results, 1):
             r["rank"] = rank
+    title = f"top {len(results)} {'new finds ' if new else ''}for {concept or model_path!r}"
     n_trained = sum(r["id"] in trained for r in results)
-    title = (f"top {len(results)} {'new finds ' if new else ''}for {concept or model_path!r}"
-             + (f" ({n_trained} of them the model's own training examples; --new leaves them out)" if n_trained else ""))
+    if n_trained:  # on stderr: stdout stays the results (a table, JSON or CSV)
+        err_console.print(f"note: {n_trained} of these {len(results)} are the model's own training examples; "
+                          "--new leaves them out", markup=False, highlight=False, soft_wrap=True)
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"concept {concept!r} on {store_path}", "results": results}])
 

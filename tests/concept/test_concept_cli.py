@@ -102,8 +102,10 @@ def test_search_new_leaves_out_the_training_positives(tmp_path, capsys):
     assert len(trained) == 10
     capsys.readouterr()
     assert main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "15", "--json"]) == 0
-    everything = json.loads(capsys.readouterr().out)
-    assert trained & {r["id"] for r in everything}  # the training examples rank near the top
+    out, err = capsys.readouterr()
+    everything = json.loads(out)
+    n = len(trained & {r["id"] for r in everything})
+    assert n and f"note: {n} of these 15 are the model's own training examples" in err  # ranked near the top, and said
     assert main(["concept", "search", str(model), str(tmp_path / "s"), "-k", "15", "--new", "--json"]) == 0
     new = json.loads(capsys.readouterr().out)
     assert len(new) == 15 and not trained & {r["id"] for r in new}
