@@ -418,3 +418,12 @@ def check_memory(n_bytes: float, what: str, hint: str = "") -> None:
 def is_store(obj) -> bool:
     """Whether ``obj`` reads like a :class:`hardneg.store.FeatureStore` (duck-typed: no import of the store)."""
     return hasattr(obj, "iter_chunks") and hasattr(obj, "take") and hasattr(obj, "items")
+
+
+def reads_as_number(text: str) -> bool:
+    """Whether a text cell parses as a number (``float(text)`` succeeds: "3", "1.5", "nan", "inf")."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

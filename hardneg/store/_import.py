@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from .._validation import reads_as_number
 from ._errors import StoreError
 
 if TYPE_CHECKING:
@@ -297,20 +298,12 @@ def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | 
     if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) for v in values):
         return [-1 if missing(v) else class_id(v, i) for i, v in enumerate(labels)], None
     as_text = ["" if missing(v) else str(v).strip() for v in labels]
-    if all(_reads_as_number(t) for t in as_text if t):
+    if all(reads_as_number(t) for t in as_text if t):
         return [class_id(t, i) if t else -1 for i, t in enumerate(as_text)], None
     names = sorted({t for t in as_text if t})
     index = {name: k for k, name in enumerate(names)}
     logger.info("%s: %d class names, numbered in sorted order", where, len(names))
     return [index[t] if t else -1 for t in as_text], names
-
-
-def _reads_as_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def import_embeddings(

