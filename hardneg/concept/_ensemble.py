@@ -155,6 +155,12 @@ def _add_table(acc, table, w):
     return acc
 
 
+def _mean_table(acc, grid_lo, grid_hi) -> HIKBinTable:
+    """The weighted mean of the tables summed by :func:`_add_table` ([Li13] Eq. (9)/(10) on the tables)."""
+    total = acc[4]
+    return HIKBinTable(grid_lo, grid_hi, acc[0] / total, acc[1] / total, acc[2] / total, acc[3] / total)
+
+
 class _SupportRegistry:
     """Union of support vectors over the ensemble, deduplicated by origin.
 
@@ -449,10 +455,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                 if n_folds:
                     spy_acc[held] = _add_table(spy_acc[held], tab, w)
                 acc = _add_table(acc, tab, w)
-                total = acc[4]
-                train_scorer = self._training_scorer(
-                    HIKBinTable(grid_lo, grid_hi, acc[0] / total, acc[1] / total, acc[2] / total, acc[3] / total),
-                    registry, members, weights)
+                train_scorer = self._training_scorer(_mean_table(acc, grid_lo, grid_hi), registry, members, weights)
             tags = pool.tags_of(sample.rows)
             records.append({
                 "iteration": t,
@@ -493,9 +496,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         out = []
         for k, a in enumerate(spy_acc):
             if a is not None:
-                total = a[4]
-                table = HIKBinTable(grid_lo, grid_hi, a[0] / total, a[1] / total, a[2] / total, a[3] / total)
-                out.append(table.decision_function(P[fold_of == k], check=False))
+                out.append(_mean_table(a, grid_lo, grid_hi).decision_function(P[fold_of == k], check=False))
         return np.concatenate(out) if out else None
 
     def _training_scorer(self, table, registry, members, weights):
