@@ -10,8 +10,10 @@ service, thumbnails, contact sheets) goes through :func:`open_image`, which
   this module nor reachable through it. No input ever starts a process;
 - hands Pillow an open file object rather than a path, so Pillow does not
   import the plugin that the file name's extension points at;
-- refuses an image whose declared size exceeds ``max_pixels`` before any
-  pixel is decoded (Pillow's own decompression-bomb guard stays on);
+- refuses an image whose declared size exceeds ``max_pixels`` (by default
+  :data:`MAX_IMAGE_PIXELS`, the one limit extraction, uploads, thumbnails and
+  contact sheets share) before any pixel is decoded; Pillow's own
+  decompression-bomb warning is not repeated for every such file;
 - decodes the whole image now, with ``ImageFile.LOAD_TRUNCATED_IMAGES``
   forced off, and for PNG also checks that the compressed pixel data holds
   every row (Pillow silently accepts a zlib stream that ends early and
@@ -29,6 +31,7 @@ import io
 import logging
 import os
 import struct
+import warnings
 import zlib
 
 from hardneg._extras import install_hint
@@ -40,7 +43,7 @@ from hardneg.exceptions import (  # defined there, re-exported here
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ALLOWED_FORMATS", "ImageFormatError", "ImageReadError", "ImageTooLargeError", "open_image"]
+__all__ = ["ALLOWED_FORMATS", "MAX_IMAGE_PIXELS", "ImageFormatError", "ImageReadError", "ImageTooLargeError", "open_image"]
 
 # PPM (with PGM/PBM) is a plain raster format that Pillow decodes itself; it is listed
 # because hardneg.features.IMAGE_EXTENSIONS has always offered .ppm / .pgm / .pbm.
@@ -49,6 +52,13 @@ ALLOWED_FORMATS = ("PNG", "JPEG", "GIF", "BMP", "WEBP", "TIFF", "PPM")
 # Keep at least this many times target_size on each side when decoding downscaled
 # (Pillow's reducing_gap: 2 is "indistinguishable from fair resampling in most cases").
 REDUCING_GAP = 2.0
+
+#: The one image size policy: every reader (extraction, uploads, ``--query-image``,
+#: thumbnails, contact sheets) refuses an image that declares more pixels. It is Pillow's
+#: own decompression-bomb warning threshold (2**32 / 4 / 3: 256 MiB as 8-bit RGB, about
+#: 89.5 megapixels), so a file Pillow would warn about is refused in one line instead, and
+#: an item that made it into a store always has a thumbnail.
+MAX_IMAGE_PIXELS = 89_478_485
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
@@ -95,16 +105,17 @@ def _describe(source, name) -> str:
     return "image"
 
 
-def open_image(source, *, max_pixels: int | None = None, target_size: int | None = None, name=None):
+def open_image(source, *, max_pixels: int | None = MAX_IMAGE_PIXELS, target_size: int | None = None, name=None):
     """Open and fully decode one image file, safely.
 
     Parameters
     ----------
     source : str, Path, bytes or binary file object
         The image file, its bytes, or an open binary file (read from its start).
-    max_pixels : int, optional
+    max_pixels : int or None, default=MAX_IMAGE_PIXELS
         Refuse (:class:`ImageTooLargeError`) an image that declares more pixels
-        (width x height), before decoding any of them.
+        (width x height), before decoding any of them. ``None``: no limit of
+        hardneg's own (Pillow's decompression-bomb error still applies).
     target_size : int, optional
         The side, in pixels, that the caller will resize the image to (a CNN
         input side, a thumbnail side). A larger image may come back reduced by
@@ -155,7 +166,10 @@ def open_image(source, *, max_pixels: int | None = None, target_size: int | None
 def _decode(Image, fp, label, max_pixels, target_size):
     formats = _allowed(Image)
     try:
-        im = Image.open(fp, formats=formats)
+        with warnings.catch_warnings():
+            # the size is checked against max_pixels below, with one clear line
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(fp, formats=formats)
     except Image.DecompressionBombError as exc:
         raise ImageTooLargeError(f"{label}: {exc}") from None
     except Image.UnidentifiedImageError:
@@ -166,8 +180,8 @@ def _decode(Image, fp, label, max_pixels, target_size):
     try:
         w, h = im.size
         if max_pixels is not None and w * h > max_pixels:
-            raise ImageTooLargeError(f"{label}: {w} x {h} pixels, more than the limit of {max_pixels:,} "
-                                     "(decompression bomb guard)")
+            raise ImageTooLargeError(f"{label}: {w} x {h} pixels, more than hardneg's limit of {max_pixels:,} "
+                                     "(a decompression-bomb guard; downscale the image first)")
         fmt = im.format
         if target_size is not None and fmt == "JPEG":
             keep = max(1, int(target_size * REDUCING_GAP))

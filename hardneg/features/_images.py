@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from hardneg._imaging import MAX_IMAGE_PIXELS
 from hardneg._typing import ArrayLike
 from hardneg.exceptions import ImageReadError  # defined there, re-exported here
 
@@ -136,7 +137,7 @@ def _to_uint8(a: np.ndarray) -> np.ndarray:
     raise TypeError(f"image: unsupported dtype {a.dtype}")
 
 
-def read_image(path: str | os.PathLike, *, max_pixels: int | None = None, target_size: int | None = None) -> np.ndarray:
+def read_image(path: str | os.PathLike, *, max_pixels: int | None = MAX_IMAGE_PIXELS, target_size: int | None = None) -> np.ndarray:
     """Decode an image file into ``uint8`` RGB ``(H, W, 3)``.
 
     Only the formats in :data:`hardneg._imaging.ALLOWED_FORMATS` are decoded,
@@ -148,8 +149,9 @@ def read_image(path: str | os.PathLike, *, max_pixels: int | None = None, target
     ----------
     path : str or path-like
         The image file.
-    max_pixels : int, optional
-        Refuse images that declare more pixels (a decompression-bomb guard).
+    max_pixels : int or None, default=MAX_IMAGE_PIXELS
+        Refuse images that declare more pixels (a decompression-bomb guard; the
+        limit every image reader in hardneg shares).
     target_size : int, optional
         The size the image will be resized to: the decoder may shrink it on the way, keeping
         at least twice this on each side.

@@ -14,7 +14,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["contact_sheet", "relevance_marks", "thumbnail"]
 
 _MISSING = np.full((8, 8), 200, np.uint8)  # a grey square where an image cannot be read
-_MAX_PIXELS = 40_000_000  # larger images are not decoded (a decompression bomb would take GBs)
 
 
 def thumbnail(path: str | Path | None, size: int = 128, *, missing: list | None = None) -> np.ndarray:
@@ -45,7 +44,7 @@ def thumbnail(path: str | Path | None, size: int = 128, *, missing: list | None 
     try:
         # decoded by content from the allowed formats only (never an external program),
         # JPEG at a reduced DCT scale, others reduced right after decoding
-        with open_image(path, max_pixels=_MAX_PIXELS, target_size=size) as im:
+        with open_image(path, target_size=size) as im:
             im = rgb_image(im, path)  # transparency on white, as extraction sees it (black line art stays visible)
             im.thumbnail((size, size))
             return np.asarray(im)

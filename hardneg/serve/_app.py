@@ -18,6 +18,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from ._deps import check_token, needs_token
 from ._errors import ServeError, hide_paths, one_line, validation_message
+from .._imaging import MAX_IMAGE_PIXELS
 from ..concept import DEFAULT_N_ITER
 from ._state import ServeState, Settings, is_loopback
 from .routers import concept, items, models, pages, search, text
@@ -159,7 +160,7 @@ def _host_names(host: str, allowed_hosts) -> list[str]:
 
 
 def create_app(store_path: str | Path, *, models_dir: str | Path | None = None, token: str | None = None, host: str = "127.0.0.1",
-               max_upload_bytes: int = 8 << 20, max_image_pixels: int = 40_000_000, workers: int = 2,
+               max_upload_bytes: int = 8 << 20, max_image_pixels: int = MAX_IMAGE_PIXELS, workers: int = 2,
                concept_iterations: int = DEFAULT_N_ITER, concept_bins: int = 100, concept_positives: int = 100,
                memory_bytes: int = 2 << 30, nprobe: int | None = None, batch_window_ms: float = 1.0,
                max_batch: int = 64, batch_workers: int = 2, search_threads: int | None = 1,

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from hardneg._imaging import (
+    MAX_IMAGE_PIXELS,
     ImageFormatError,
     ImageReadError,
     ImageTooLargeError,
@@ -160,7 +161,7 @@ class ImageQuery:
 class Thumbnails:
     """PNG thumbnails per store row, cached (LRU, bounded by count)."""
 
-    def __init__(self, store, size: int = 96, cache_items: int = 4096, max_pixels: int = 40_000_000):
+    def __init__(self, store, size: int = 96, cache_items: int = 4096, max_pixels: int = MAX_IMAGE_PIXELS):
         self.store, self.size, self.max_pixels = store, size, max_pixels
         self.scale = pixel_scale(store)
         self._cache: OrderedDict[int, bytes] = OrderedDict()
@@ -200,9 +201,7 @@ class Thumbnails:
             with decode_slot("thumbnail"):
                 try:
                     im = open_image(path, max_pixels=self.max_pixels, target_size=self.size, name="the item's image file")
-                except ImageTooLargeError:
-                    return None
-                except ImageReadError as exc:
+                except ImageReadError as exc:  # ImageTooLargeError too: the same limit as extraction
                     raise ServeError(422, f"thumbnail: {exc}") from None
                 with im:
                     im = rgb_image(im, "the item's image file")  # transparency on white, as extraction sees it

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._imaging import MAX_IMAGE_PIXELS
 from ..concept import DEFAULT_N_ITER
 from ._batch import MicroBatcher
 from ._errors import ServeError
@@ -52,7 +53,7 @@ class Settings:
     host: str = "127.0.0.1"
     token: str | None = None
     max_upload_bytes: int = 8 << 20
-    max_image_pixels: int = 40_000_000
+    max_image_pixels: int = MAX_IMAGE_PIXELS
     workers: int = 2
     thumbnail_size: int = 96
     concept_iterations: int = DEFAULT_N_ITER

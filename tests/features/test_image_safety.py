@@ -322,3 +322,41 @@ def test_no_plugin_outside_the_list_is_even_imported(tmp_path):
     loaded = set(json.loads(out))
     assert "EpsImagePlugin" not in loaded
     assert loaded <= {f"{n.capitalize() if n != 'WEBP' else 'WebP'}ImagePlugin" for n in ALLOWED_FORMATS}, loaded
+
+
+# ------------------------------------------------------- one size policy everywhere
+def test_one_pixel_limit_for_every_reader(tmp_path, recwarn):
+    """Extraction, contact sheets, uploads and thumbnails share MAX_IMAGE_PIXELS (issue 37
+    item 8: extraction took 168 MP while sheets refused 40 MP), and Pillow's own
+    DecompressionBombWarning is not printed for each file on top of the one-line refusal."""
+    from hardneg._imaging import MAX_IMAGE_PIXELS
+
+    side = int(MAX_IMAGE_PIXELS ** 0.5) + 1  # just over the limit, under Pillow's error (2x)
+    big = tmp_path / "big.png"
+    big.write_bytes(_png_rows(side, side, 4))
+    with pytest.raises(ImageTooLargeError, match="limit"):
+        read_image(big)
+    with pytest.raises(ImageTooLargeError, match="limit"):
+        open_image(big.read_bytes())
+    with pytest.raises(serve_images.ServeError, match="limit"):
+        serve_images.decode_upload(big.read_bytes(), MAX_IMAGE_PIXELS)
+    assert thumbnail(str(big), 64) is _MISSING
+    # just under the limit the size is no reason to refuse: it fails as truncated instead
+    under = int((MAX_IMAGE_PIXELS - 1) ** 0.5)
+    with pytest.raises(ImageReadError, match="truncated"):
+        read_image_bytes = _png_rows(under, under, 4)
+        open_image(read_image_bytes)
+    assert not [w for w in recwarn.list if issubclass(w.category, Image.DecompressionBombWarning)]
+
+
+def test_thumbnail_of_a_too_large_stored_image_says_why(tmp_path):
+    from hardneg._imaging import MAX_IMAGE_PIXELS
+
+    side = int(MAX_IMAGE_PIXELS ** 0.5) + 1
+    (tmp_path / "big.png").write_bytes(_png_rows(side, side, 4))
+    path = tmp_path / "s.store"
+    with FeatureStore.create(path, dim=2) as s:
+        s.append(np.eye(2, dtype=np.float32), ids=["big", "none"], paths=[str(tmp_path / "big.png"), None])
+    with TestClient(create_app(path), base_url="http://localhost") as c:
+        r = c.get("/api/items/big/thumbnail")
+    assert r.status_code == 422 and "limit" in r.json()["detail"], r.text
