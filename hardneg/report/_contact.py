@@ -67,8 +67,12 @@ def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None 
     with it, or of the class of that name, is a hit; an item of another
     class a miss; anything else -- an untagged item, an item with other tags
     (tags are not exclusive) -- is not known, drawn neutral, never red (a
-    concept trained from 3 tagged mugs finds untagged mugs too). Returns
-    None when nothing can be judged.
+    concept trained from 3 tagged mugs finds untagged mugs too). One
+    exception: when ``concept`` is a folder the store's tags came from
+    (``extract images --tags-from-folders``), an item whose tags hold every
+    folder of its id and none of them is ``concept`` lives in another folder,
+    and a file lives in one folder: it is a miss (``food/desserts/cake.png``
+    for ``fruit``). Returns None when nothing can be judged.
     """
     import numpy as np
 
@@ -101,11 +105,26 @@ def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None 
             marks[labels >= 0] = 0
             marks[store.select(labels=[names.index(concept)])] = 1
         marks[store.select(tags=[concept])] = 1
+        marks[(marks < 0) & _in_other_folders(store, concept)] = 0
     else:
         return None
     if not (marks >= 0).any():
         return None
     return [None if m < 0 else bool(m) for m in marks[rows].tolist()]
+
+
+def _in_other_folders(store, concept: str):
+    """Items filed by folder in a folder tree that has a ``concept`` folder, outside it."""
+    import numpy as np
+
+    from hardneg.features._extract import folder_tags
+
+    items = store.items.select(["id", "tags"]).to_pydict()
+    folders = folder_tags([str(i) for i in items["id"]])
+    if not any(concept in f for f in folders):
+        return np.zeros(len(folders), dtype=bool)  # a tag, not a folder: tags are not exclusive
+    return np.array([bool(f) and concept not in f and set(f) <= set(t or ()) for f, t in zip(folders, items["tags"])],
+                    dtype=bool)
 
 
 def contact_sheet(out: str | Path, *, title: str, groups: list[dict], size: int = 128) -> Path:

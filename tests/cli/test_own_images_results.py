@@ -156,6 +156,19 @@ def test_untagged_results_are_not_judged_misses(mugs):
     assert relevance_marks(mugs, rows, concept="teapot") is None
 
 
+def test_folder_tags_judge_items_of_other_folders(tmp_path):
+    """Issue 37 item 9: in the 'fruit' sheet a food/desserts item is a miss (the store's folders say
+    so); an untagged item, an item with a CSV tag, or one whose folder tags were edited away stays
+    not judged; a concept that is not a folder judges nothing by folder."""
+    path = tmp_path / "f.store"
+    ids = ["food/fruit/apple.png", "food/desserts/cake.png", "food/x.png", "loose.png", "food/desserts/pie.png"]
+    with FeatureStore.create(path, dim=2) as store:
+        store.append(np.ones((5, 2)), ids=ids, tags=[["food", "fruit"], ["food", "desserts"], ["food"], [], ["sweet"]])
+    store = FeatureStore.open(path)
+    assert relevance_marks(store, np.arange(5), concept="fruit") == [True, False, False, None, None]
+    assert relevance_marks(store, np.arange(5), concept="sweet") == [None, None, None, None, True]
+
+
 def test_labels_judge_hits_and_misses(tmp_path):
     path = tmp_path / "l.store"
     with FeatureStore.create(path, dim=2, attrs={"class_names": ["cup", "plate"]}) as store:
