@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from hardneg._extras import missing_extra_line
 from hardneg.exceptions import CLIError  # defined there, re-exported here
+from hardneg.exceptions import WordNetUnavailable
 
 
 class _LazyConsole:
@@ -53,7 +55,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     TypeError,
     IndexError,
-    ImportError,
+    ImportError,  # a missing extra: error_line names its install command
+    WordNetUnavailable,  # says which packages to install
     FileNotFoundError,  # includes DatasetNotFoundError
     FileExistsError,
     IsADirectoryError,
@@ -83,6 +86,8 @@ def error_line(exc: BaseException) -> str:
         # rename of a temporary file onto the user's path (atomic writes): name the latter.
         name = exc.filename if exc.filename2 is None else exc.filename2
         text = f"{os.fsdecode(name)}: {exc.strerror}"
+    elif isinstance(exc, ModuleNotFoundError) and missing_extra_line(exc) is not None:
+        text = str(missing_extra_line(exc))
     else:
         text = str(exc) or type(exc).__name__
     return one_line(text)

@@ -5,6 +5,7 @@ import io
 import logging
 import pathlib
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -60,6 +61,36 @@ def test_every_missing_extra_hint_goes_through_install_hint():
     offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "hardneg").rglob("*.py")
                  if p.name != "_extras.py" and literal.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
+
+
+def test_module_extras_name_real_extras():
+    import tomllib
+
+    from hardneg._extras import MODULE_EXTRAS
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(MODULE_EXTRAS.values()) <= set(extras)
+
+
+def test_missing_extra_is_one_line_with_the_install_command(tmp_path, monkeypatch, capsys):
+    """Issue 37 item 7: a missing optional module (here the service's uvicorn) and missing WordNet
+    files are one line, exit 2, with what to install -- not a traceback."""
+    from hardneg.cli.main import main
+    from hardneg.exceptions import WordNetUnavailable
+    from hardneg.store import FeatureStore
+
+    with FeatureStore.create(tmp_path / "s.store", dim=2) as s:
+        s.append(np.eye(2, dtype=np.float32))
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # "import uvicorn" raises ModuleNotFoundError
+    assert main(["serve", str(tmp_path / "s.store")]) == 2
+    err = capsys.readouterr().err
+    assert "uvicorn is not installed" in err and "[serve]" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+    from hardneg.cli._common import error_line, is_user_error
+
+    exc = WordNetUnavailable("no WordNet database")
+    assert is_user_error(exc) and error_line(exc) == "no WordNet database"
 
 
 def test_dense_sift_hint_names_the_command_that_works_here(monkeypatch):
