@@ -525,20 +525,53 @@ def print_results(results: list[dict], *, title: str, score: str, as_json: bool,
         return
     from rich.table import Table
 
-    table = Table(title=title)
-    cols = (["query"] if query_column else []) + ["rank", "id", score, "label", "tags", "path"]
+    folder, shown = short_paths([r.get("path") for r in results], [str(r["id"]) for r in results])
+    caption = None
+    if folder:
+        caption = f"image files: {folder}/<id>" if shown is None else f"image files under {folder}"
+    table = Table(title=title, caption=caption, caption_justify="left")
+    id_width = min(40, max((len(str(r["id"])) for r in results), default=2))  # ids are what users copy
+    cols = (["query"] if query_column else []) + ["rank", "id", score]
+    # columns empty in every row (no labels, no tags, no files) only take width from the ids
+    cols += [c for c, key in (("label", "label"), ("tags", "tags"), ("path", "path"))
+             if any(r.get(key) for r in results) and (c != "path" or shown is not None)]
     for c in cols:
-        table.add_column(c, justify="right" if c in ("rank", score) else "left", overflow="fold")
+        table.add_column(c, justify="right" if c in ("rank", score) else "left", overflow="fold",
+                         no_wrap=c in ("rank", score), min_width=id_width if c == "id" else None)
     last = None
-    for r in results:
+    for k, r in enumerate(results):
         value = r[score]
-        cells = [str(r["rank"]), str(r["id"]), f"{value:.4f}" if isinstance(value, float) else str(value),
-                 r.get("label") or "", ", ".join(r.get("tags") or []), r.get("path") or ""]
+        cell = {"rank": str(r["rank"]), "id": str(r["id"]), score: f"{value:.4f}" if isinstance(value, float) else str(value),
+                "label": r.get("label") or "", "tags": ", ".join(r.get("tags") or []),
+                "path": (shown[k] if shown is not None else None) or ""}
         if query_column:
-            cells.insert(0, r["query"] if r["query"] != last else "")
+            cell["query"] = r["query"] if r["query"] != last else ""
             last = r["query"]
-        table.add_row(*(escape(c) for c in cells))
+        table.add_row(*(escape(str(cell[c])) for c in cols))
     console.print(table)
+
+
+def short_paths(paths: list[str | None], ids: list[str]) -> tuple[str | None, list[str | None] | None]:
+    """What a result table shows of the items' image files, so that at 80 columns the same
+    absolute prefix is not folded into every cell (issue 37 item 12).
+
+    Returns ``(folder, shown)``: when every file is ``folder/<its id>`` (extracted images),
+    ``shown`` is None (the id says it all); otherwise each path relative to the folder the
+    files share (``folder`` None and paths unchanged when they share none).
+    """
+    given = [(p, i) for p, i in zip(paths, ids) if p]
+    if not given:
+        return None, None
+    roots = {p[: -len(i) - 1] for p, i in given if p.replace(os.sep, "/").endswith("/" + i)}
+    if len(roots) == 1 and sum(p.replace(os.sep, "/").endswith("/" + i) for p, i in given) == len(given):
+        return roots.pop(), None
+    try:
+        folder = os.path.commonpath([os.path.dirname(p) for p, _ in given])
+    except ValueError:  # relative and absolute mixed, or other drives
+        return None, list(paths)
+    if folder in ("", os.sep):
+        return None, list(paths)
+    return folder, [None if not p else os.path.relpath(p, folder).replace(os.sep, "/") for p in paths]
 
 
 def write_html(out: str, *, title: str, groups: list[dict]) -> None:

@@ -240,3 +240,39 @@ def test_all_tied_distances_say_so(capsys):
 def test_readme_suggests_a_code_length_that_separates():
     readme = (ROOT / "README.md").read_text()
     assert "--bits 16" not in readme
+
+
+# ---------------------------------------------------------------------------- result tables at 80 columns
+
+
+def _table_at(width, results, monkeypatch, **kw):
+    import io
+
+    from rich.console import Console
+
+    from hardneg.cli import _common
+
+    buf = io.StringIO()
+    monkeypatch.setattr(_common.console, "_console", Console(width=width, file=buf, color_system=None))
+    _common.print_results(results, title="t", score="score", as_json=False, **kw)
+    return buf.getvalue()
+
+
+def test_result_table_at_80_columns_keeps_one_line_per_result(monkeypatch, tmp_path):
+    """Issue 37 item 12: the absolute path repeated in every row folded ids and paths into
+    4-6-line cells. The shared folder is said once; a path that is the id is not repeated."""
+    root = tmp_path / "a" / "rather" / "long" / "home" / "folder" / "with" / "the" / "photos"
+    ids = [f"animals/birds/eagle_{k:04d}.png" for k in range(5)]
+    results = [{"rank": k + 1, "id": i, "score": 0.9 - k / 10, "label": None, "tags": ["animals", "birds"],
+                "path": str(root / i)} for k, i in enumerate(ids)]
+    out = _table_at(80, results, monkeypatch)
+    for i in ids:
+        assert sum(i in line for line in out.splitlines()) == 1, out
+    assert f"imagefiles:{root}/<id>" in "".join(out.split("\n")).replace(" ", "")
+    assert "path" not in out.splitlines()[1]  # the header has no path column: each path is its id
+    # paths that are not the ids: shown relative to the shared folder
+    moved = [dict(r, id=f"item{k}") for k, r in enumerate(results)]
+    out = _table_at(300, moved, monkeypatch)
+    assert f"image files under {root / 'animals' / 'birds'}" in out and out.count(str(root)) == 1
+    assert "│ eagle_0003.png" in out
+    assert _table_at(80, [], monkeypatch)  # no results: still a table
