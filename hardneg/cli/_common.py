@@ -529,7 +529,7 @@ def print_results(results: list[dict], *, title: str, score: str, as_json: bool,
     caption = None
     if folder:
         caption = f"image files: {folder}/<id>" if shown is None else f"image files under {folder}"
-    table = Table(title=title, caption=caption, caption_justify="left")
+    table = Table(title=title)
     id_width = min(40, max((len(str(r["id"])) for r in results), default=2))  # ids are what users copy
     cols = (["query"] if query_column else []) + ["rank", "id", score]
     # columns empty in every row (no labels, no tags, no files) only take width from the ids
@@ -549,6 +549,8 @@ def print_results(results: list[dict], *, title: str, score: str, as_json: bool,
             last = r["query"]
         table.add_row(*(escape(str(cell[c])) for c in cols))
     console.print(table)
+    if caption:  # its own line: a caption would fold to the table's width
+        console.print(escape(caption), highlight=False, soft_wrap=True)
 
 
 def short_paths(paths: list[str | None], ids: list[str]) -> tuple[str | None, list[str | None] | None]:
