@@ -19,7 +19,7 @@ method                                                      unit                
 ``hardneg.serve._concept.train_concept``                    meta classifier        ``n_iter`` (+1 with marked negatives)
 ``hardneg.concept.search``, ``score_rows``                  row scored             rows scanned
 ``hardneg.distributed.scan_topk``                           row scored             rows scanned
-``TSVMHashing.fit``                                         tree node trained      ``n_trees * (leaves - 1)``
+``TSVMHashing.fit`` (``C="auto"``: its candidates too)      tree node trained      ``TSVMHashing.progress_total``
 ``hardneg.index.HammingIndex.from_store`` (and distributed  row encoded            rows of the store
 ``hamming_index``)
 ``hardneg.index.InvertedIndex.from_store``                  row indexed            rows of the store

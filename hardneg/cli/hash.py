@@ -116,8 +116,8 @@ def train(
         n_classes = len(np.unique(store.labels()[labeled]))
         if n_classes < 2:
             raise CLIError(f"{store_path}: TSVM hashing needs at least 2 classes among the labeled rows")
-        _, n_trees, per_tree = model._plan(n_classes)
-        with task_progress("training tree nodes", n_trees * (per_tree - 1)) as advance:
+        what = "choosing C (1 or 10) and training tree nodes" if C == "auto" else "training tree nodes"
+        with task_progress(what, model.progress_total(n_classes)) as advance:
             model.fit(X, store.labels()[labeled], X_unlabeled=XU, progress=advance)
     else:
         model = HASHERS[method](n_bits=bits, random_state=seed)

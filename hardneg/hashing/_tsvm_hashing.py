@@ -251,11 +251,28 @@ class TSVMHashing(BaseHasher):
                 )
         return n_bits, n_trees, m
 
+    def progress_total(self, n_classes: int) -> int:
+        """The units ``fit(progress=...)`` reports for ``n_classes`` classes: one per tree
+        node trained, the nodes of the ``C="auto"`` candidates included."""
+        _, n_trees, m = self._plan(int(n_classes))
+        total = n_trees * (m - 1)
+        if self.C == "auto":
+            _, cand_trees, cand_m = self._candidate(0, C_GRID[0])._plan(int(n_classes))
+            total += len(C_GRID) * cand_trees * (cand_m - 1)
+        return total
+
+    def _candidate(self, seed, C):
+        """The hasher ``C="auto"`` fits for candidate ``C`` (at most 64 bits, plain codes)."""
+        params = {**self.get_params(), "n_bits": min(int(self.n_bits), 64), "n_trees": None, "mode": "bits",
+                  "random_state": seed}
+        return type(self)(**{**params, "C": C})
+
     def fit(self, X, y, X_unlabeled=None, progress=None):
         """Learn the trees from labeled ``(X, y)`` and optional unlabeled data.
 
         ``y`` holds one label per row, or a multi-hot (n_samples, n_classes)
-        matrix for multi-label data. ``progress(n)`` is called after every node.
+        matrix for multi-label data. ``progress(n)`` is called after every node,
+        the ``C="auto"`` candidates' nodes first (:meth:`progress_total` in all).
 
         Parameters
         ----------
@@ -266,7 +283,8 @@ class TSVMHashing(BaseHasher):
         X_unlabeled : array-like of shape (n_unlabeled, n_features), or None, default=None
             Unlabeled rows for the transductive SVMs of the nodes.
         progress : callable or None, default=None
-            Called with 1 after every node trained.
+            Called with 1 after every node trained (candidates of ``C="auto"`` included:
+            :meth:`progress_total` units in all).
 
         Returns
         -------
@@ -290,7 +308,7 @@ class TSVMHashing(BaseHasher):
         self._check_fit_memory(X, n_trees * (m - 1))
         rng = check_random_state(self.random_state)
         if self.C == "auto":
-            self.C_, self.C_scores_ = self._select_C(X, y, Y, XU, int(rng.integers(0, 2**31 - 1)))
+            self.C_, self.C_scores_ = self._select_C(X, y, Y, XU, int(rng.integers(0, 2**31 - 1)), progress)
         else:
             self.C_ = float(self.C)
         self.C_star_ = C_STAR_RATIO * self.C_ if self.C_star is None else float(self.C_star)
@@ -372,7 +390,7 @@ class TSVMHashing(BaseHasher):
                 progress(1)
         return W, b, nodes
 
-    def _select_C(self, X, y, Y, XU, seed):
+    def _select_C(self, X, y, Y, XU, seed, progress=None):
         """``C="auto"``: validation mAP@100 on a fifth of the labelled samples (see the class docstring)."""
         from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels
 
@@ -389,16 +407,17 @@ class TSVMHashing(BaseHasher):
         fit_classes = np.unique(y[fit_rows]) if y.ndim == 1 else np.flatnonzero(Y[fit_rows].any(axis=0))
         if val.size == 0 or fit_classes.size < Y.shape[1]:
             logger.info("C='auto': too few labelled samples per class to validate; using C=%g", C_GRID[0])
+            if progress is not None:  # the candidates' share of progress_total, skipped
+                _, n_trees, m = self._candidate(seed, C_GRID[0])._plan(Y.shape[1])
+                progress(len(C_GRID) * n_trees * (m - 1))
             return C_GRID[0], {}
         y_fit = y[fit_rows] if y.ndim == 1 else y[fit_rows][:, fit_classes]
         rel_val = y[val] if y.ndim == 1 else Y[val][:, fit_classes].astype(np.int8)
         rel_db = y[fit_rows] if y.ndim == 1 else Y[fit_rows][:, fit_classes].astype(np.int8)
         k = min(100, fit_rows.size)
-        params = {**self.get_params(), "n_bits": min(int(self.n_bits), 64), "n_trees": None, "mode": "bits",
-                  "random_state": seed}
         scores = {}
         for C in C_GRID:
-            h = type(self)(**{**params, "C": C}).fit(X[fit_rows], y_fit, X_unlabeled=XU)
+            h = self._candidate(seed, C).fit(X[fit_rows], y_fit, X_unlabeled=XU, progress=progress)
             codes_val, codes_db = h.transform(X[val]), h.transform(X[fit_rows])
             idx, _ = hamming_rank(codes_val, codes_db, k=k, ties="random", random_state=0)
             scores[C] = float(mean_average_precision_at_k(relevance_from_labels(rel_val, rel_db[idx])))

@@ -151,7 +151,13 @@ def case_hashing(dense, sparse):
     h = TSVMHashing(n_bits=4, n_trees=2, random_state=0)
     c = ProgressCounter()
     h.fit(X, y, progress=c)
-    assert c.total == sum(len(t) for t in h.trees_) if hasattr(h, "trees_") else True
+    _check(c, h.progress_total(3))  # one unit per node, the C="auto" candidates' first
+    assert h.C_scores_ and h.progress_total(3) == 2 * (3 - 1) + 2 * 2 * (3 - 1)  # 2 candidates of 2 trees
+    c = ProgressCounter()
+    TSVMHashing(n_bits=4, n_trees=2, random_state=0).fit(X[:4], y[:4], progress=c)  # too few to validate
+    _check(c, h.progress_total(3))
+    c = ProgressCounter()
+    TSVMHashing(n_bits=4, n_trees=2, C=1.0, random_state=0).fit(X, y, progress=c)
     _check(c, 2 * (3 - 1))  # n_trees * (leaves - 1), one leaf per class
     st = FeatureStore.open(path)
     for fn in (lambda c: HammingIndex.from_store(st, h, chunk_rows=10, progress=c),
