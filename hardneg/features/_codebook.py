@@ -494,7 +494,25 @@ class BagOfWords:
         self : object
             The extractor, with a fitted ``codebook``.
         """
-        sets = self.descriptor.describe(images)
+        return self.fit_descriptors(self.descriptor.describe(images), random_state=random_state)
+
+    def fit_descriptors(self, sets, random_state: RandomState = None) -> BagOfWords:
+        """Learn the codebook from descriptors already computed (``descriptor.describe``'s
+        list of ``(m_i, d)`` arrays): :meth:`fit_images` without the describing, so a caller
+        can describe in pieces and say how far it is.
+
+        Parameters
+        ----------
+        sets : list of ndarray of shape (m_i, d)
+            The descriptors of each training image.
+        random_state : int, Generator or None, optional
+            The codebook's seed when the constructor's ``random_state`` is None.
+
+        Returns
+        -------
+        self : object
+            The extractor, with a fitted ``codebook``.
+        """
         seed = self.random_state if self.random_state is not None else random_state
         cb = Codebook(self.n_words, n_iter=self.n_iter, max_descriptors=self.max_descriptors, assign=self.assign,
                       tree_branching=self.tree_branching, random_state=seed)

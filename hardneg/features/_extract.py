@@ -263,10 +263,29 @@ def _load_batch(batch: Sequence[ImageItem], summary: ExtractionSummary, extracto
     return load_batch(batch, summary, n_threads=n_threads, geometry=geometry)
 
 
-def _fit_sample(items, n_fit_images, rng):
+# at most one codebook status line per this many seconds
+STATUS_SECONDS = 2.0
+
+
+class _Every:
+    """``log(msg, *args)`` at most once per ``seconds`` (``force=True``: now)."""
+
+    def __init__(self, seconds: float, log):
+        self.seconds, self.log, self.last = seconds, log, -float("inf")
+
+    def __call__(self, msg, *args, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= self.seconds:
+            self.last = now
+            self.log(msg, *args)
+
+
+def _fit_sample(items, n_fit_images, rng, say=None):
     pick = rng.permutation(len(items))[: n_fit_images] if n_fit_images < len(items) else np.arange(len(items))
     images = []
-    for k in np.sort(pick):
+    for done, k in enumerate(np.sort(pick)):
+        if say is not None:
+            say("learning the codebook: read %s of %s sample images", f"{done:,}", f"{pick.size:,}")
         try:
             images.append(items[k].load())
         except (ImageReadError, ValueError, TypeError) as exc:
@@ -487,9 +506,21 @@ class _Extraction:
     def _fit(self, n_fit_images, random_state) -> None:
         rng = check_random_state(random_state)
         n = min(check_positive_int(n_fit_images, "n_fit_images"), len(self.items))
-        # a status line in the CLI (hardneg.cli._common.task_progress shows "hardneg.status" records)
-        logging.getLogger("hardneg.status").info("learning the codebook from %s images (before the first batch)", f"{n:,}")
-        self.extractor.fit_images(_fit_sample(self.items, n, rng), random_state=rng)
+        # status lines in the CLI (hardneg.cli._common.task_progress shows "hardneg.status" records),
+        # from the first second: reading and describing the sample is most of the time
+        say = _Every(STATUS_SECONDS, logging.getLogger("hardneg.status").info)
+        say("learning the codebook from %s images (before the first batch)", f"{n:,}", force=True)
+        images = _fit_sample(self.items, n, rng, say)
+        describe = getattr(getattr(self.extractor, "descriptor", None), "describe", None)
+        if describe is None or not hasattr(self.extractor, "fit_descriptors"):
+            self.extractor.fit_images(images, random_state=rng)
+            return
+        sets: list = []
+        for start in range(0, len(images), 25):
+            say("learning the codebook: described %s of %s images", f"{start:,}", f"{len(images):,}")
+            sets += describe(images[start:start + 25])
+        say("learning the codebook: k-means of %s descriptors", f"{sum(len(d) for d in sets):,}", force=True)
+        self.extractor.fit_descriptors(sets, random_state=rng)
 
     def _check_against(self, store) -> set:
         """The ids already stored; refuses a stored id given for another file that still exists

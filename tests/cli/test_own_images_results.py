@@ -167,6 +167,26 @@ def test_one_warning_per_unreadable_file(tmp_path, caplog):
     assert any("learning the codebook" in r.getMessage() for r in caplog.records if r.name == "hardneg.status")
 
 
+def test_codebook_learning_says_how_far_it_is(tmp_path, caplog, monkeypatch):
+    """Issue 37 item 10: 7 minutes of learning the codebook showed one line; now reading,
+    describing and k-means each say where they are (throttled; here every call)."""
+    pytest.importorskip("cv2")
+    from PIL import Image
+
+    from hardneg.features import BagOfWords, DenseSift, _extract, extract_to_store
+
+    monkeypatch.setattr(_extract, "STATUS_SECONDS", 0.0)
+    rng = np.random.default_rng(0)
+    for k in range(30):
+        Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(tmp_path / f"{k}.png")
+    with caplog.at_level(logging.INFO, logger="hardneg.status"):
+        extract_to_store(tmp_path, tmp_path / "s.store", BagOfWords(DenseSift(step=8, bin_sizes=(4,)), n_words=4, random_state=0))
+    said = [r.getMessage() for r in caplog.records if r.name == "hardneg.status"]
+    assert "learning the codebook: read 29 of 30 sample images" in said
+    assert "learning the codebook: described 25 of 30 images" in said
+    assert any(m.startswith("learning the codebook: k-means of ") for m in said)
+
+
 # ---------------------------------------------------------------------------- contact sheets tell the truth
 
 
