@@ -252,8 +252,18 @@ class TSVMHashing(BaseHasher):
         return n_bits, n_trees, m
 
     def progress_total(self, n_classes: int) -> int:
-        """The units ``fit(progress=...)`` reports for ``n_classes`` classes: one per tree
-        node trained, the nodes of the ``C="auto"`` candidates included."""
+        """The units ``fit(progress=...)`` reports for ``n_classes`` classes.
+
+        Parameters
+        ----------
+        n_classes : int
+            Classes of the labels ``fit`` will get.
+
+        Returns
+        -------
+        int
+            One unit per tree node trained, the nodes of the ``C="auto"`` candidates included.
+        """
         _, n_trees, m = self._plan(int(n_classes))
         total = n_trees * (m - 1)
         if self.C == "auto":
