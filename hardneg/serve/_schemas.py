@@ -20,6 +20,7 @@ class Item(BaseModel):
     tags: list[str] = []
     split: str | None = None
     score: float | None = Field(None, description="Similarity or concept score (larger is better).")
+    example: bool = Field(False, description="Concept rankings: one of the model's own training positives (not a new find).")
 
 
 class ItemPage(BaseModel):
@@ -71,6 +72,7 @@ class SearchResponse(BaseModel):
     k: int
     offset: int = Field(0, description="Position of the first result in the whole ranking.")
     has_more: bool = Field(False, description="Whether a next page (offset + k) has results.")
+    total: int | None = Field(None, description="Items in the whole ranking, when known.")
     search: str = Field("exact", description="The search that served the query: 'exact' (exhaustive) or "
                                              "'ivf nprobe=P/NLIST' (approximate, P of NLIST lists scanned).")
     results: list[Item]
@@ -86,6 +88,8 @@ class ConceptRequest(_Request):
     name: str | None = Field(None, description="Save the model under this name (default: from the tag, or 'items-' and the first positive id); an existing model of that name is replaced.")
     k: int = 24
     offset: int = Field(0, ge=0, description="Skip this many results (paging).")
+    new_only: bool = Field(False, description="Leave the model's own training positives out of the ranking: only "
+                                              "what it found besides them (the page asks for this by default).")
     split: str | None = Field(None, description="Train and search within this split only ('' for all items). Default: "
                                                 "train on the 'train' split when the store has one (as `hardneg concept "
                                                 "train`), and rank every item.")
@@ -98,11 +102,15 @@ class FeedbackRequest(_Request):
     not_relevant_ids: list[str] = Field([], max_length=MAX_FEEDBACK_ITEMS)
     k: int = 24
     offset: int = Field(0, ge=0, description="Skip this many results (paging).")
+    new_only: bool = Field(False, description="Leave the model's own training positives out of the ranking: only "
+                                              "what it found besides them (the page asks for this by default).")
 
 
 class ModelSearchRequest(_Request):
     k: int = 24
     offset: int = Field(0, ge=0, description="Skip this many results (paging).")
+    new_only: bool = Field(False, description="Leave the model's own training positives out of the ranking: only "
+                                              "what it found besides them (the page asks for this by default).")
 
 
 class JobInfo(BaseModel):
@@ -125,6 +133,8 @@ class ModelInfo(BaseModel):
     feedback_rounds: int = 0
     positive_ids: list[str] = []
     negative_ids: list[str] = []
+    marked_ids: list[str] = Field([], description="The items the user marked relevant (selected examples and "
+                                                  "feedback), as opposed to positives that came from the tag.")
     created: float | None = None
 
 

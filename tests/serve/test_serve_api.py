@@ -298,6 +298,34 @@ def test_concept_from_positive_ids_and_names(client):
     assert [m["name"] for m in client.get("/api/models").json()] == ["5", "threes.v1"]
 
 
+def test_new_finds_totals_and_the_users_own_marks(client):
+    """Issue 37 items 4 and 13: a concept ranking marks the model's training positives
+    ``example`` or, with ``new_only``, leaves them out; pages say how many items are ranked;
+    the model records which positives the user marked (not the tag's)."""
+    marked = ["digits-3", "digits-13", "digits-23"]
+    job = _wait(client, client.post("/api/concept", json={"positive_ids": marked, "name": "mine", "k": 40}).json())
+    res = job["result"]
+    assert res["new_only"] is False and res["n_examples"] == 3 and res["total"] == 1797
+    assert {it["id"] for it in res["results"] if it["example"]} == set(marked)  # the examples rank high, marked
+    job = _wait(client, client.post("/api/concept", json={"positive_ids": marked, "name": "mine", "k": 40, "new_only": True}).json())
+    res = job["result"]
+    assert res["new_only"] and res["total"] == 1794 and not any(it["example"] for it in res["results"])
+    assert not {it["id"] for it in res["results"]} & set(marked)
+    page = client.post("/api/models/mine/search", json={"k": 10, "offset": 10, "new_only": True}).json()
+    assert page["total"] == 1794 and page["offset"] == 10 and [it["id"] for it in page["results"]] == [
+        it["id"] for it in res["results"][10:20]]
+    # feedback adds the user's ✓ to marked_ids; a tag's positives never are
+    extra = res["results"][0]["id"]
+    _wait(client, client.post("/api/models/mine/feedback", json={"relevant_ids": [extra], "k": 5, "offset": 5}).json())
+    assert client.get("/api/models/mine").json()["marked_ids"] == marked + [extra]
+    _wait(client, client.post("/api/concept", json={"tag": "4", "k": 5}).json())
+    info = client.get("/api/models/4").json()
+    assert info["marked_ids"] == [] and len(info["positive_ids"]) > 0
+    # query by example: the total leaves out the query item
+    r = client.post("/api/search/example", json={"id": "digits-0", "mode": "cosine", "k": 3})
+    assert r.json()["total"] == 1796
+
+
 @pytest.mark.parametrize("payload, status", [
     ({"k": 5}, 422),
     ({"tag": "no-such-tag", "k": 5}, 404),

@@ -191,7 +191,10 @@ def test_page_concept_from_selected_items_feedback_and_one_model_per_concept(ser
     name = browser.find_element(By.ID, "model-name").text
     assert name == f"model: items-{chosen[0]}" and "trained on 3 positives" in _status(browser)
     metas = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#grid .card .meta")]
-    assert sum(" · 0 · " in t for t in metas) >= 12
+    assert sum(" · 0 · " in t for t in metas) >= 9  # new finds from 3 examples; a random page holds ~2
+    # the page opens on the new finds (issue 37 item 4): the 3 examples are not among them
+    assert "new finds only" in _status(browser) and not set(chosen) & set(_ids(browser))
+    assert browser.find_element(By.ID, "page-info").text.endswith("of 1,794")  # the pager says how many
     # feedback: one ✗, one more ✓; the ✗ item leaves the list, the marks persist across rounds
     cards = browser.find_elements(By.CSS_SELECTOR, "#grid .card")
     rejected = next(c for c in cards if " · 0 · " not in c.text and c.get_attribute("data-id") not in chosen)
@@ -203,9 +206,12 @@ def test_page_concept_from_selected_items_feedback_and_one_model_per_concept(ser
     browser.find_element(By.ID, "rerank").click()
     _wait_idle(browser, wait, "re-ranked")
     ids = _ids(browser)
-    assert rejected_id not in ids and kept_id in ids
+    assert rejected_id not in ids and kept_id not in ids  # ✓ made it a training example: not a new find
+    browser.find_element(By.ID, "show-examples").click()  # show them, marked [example]
+    wait.until(lambda d: kept_id in _ids(d) and "examples are marked" in _status(d) and "stale" not in
+               d.find_element(By.ID, "grid").get_attribute("class"))
     card = browser.find_element(By.CSS_SELECTOR, f'#grid .card[data-id="{kept_id}"]')
-    assert "rel" in card.get_attribute("class").split()
+    assert {"rel", "example"} <= set(card.get_attribute("class").split()) and "[example]" in card.text
     assert card.find_element(By.CSS_SELECTOR, "button.rel").get_attribute("aria-pressed") == "true"
     assert browser.find_element(By.ID, "n-marked").text == "5"
     browser.find_element(By.ID, "next").click()  # later pages leave it out too
@@ -219,13 +225,60 @@ def test_page_concept_from_selected_items_feedback_and_one_model_per_concept(ser
         _wait_idle(browser, wait, "concept “4”")
     names = [li.get_attribute("data-name") for li in browser.find_elements(By.CSS_SELECTOR, "#models-list li")]
     assert names.count("4") == 1 and "4-2" not in names
-    # reopening the saved model shows the marks it was trained with (4 ✓ and 1 ✗), not an unmarked grid
+    # a model from a tag: its 40 tagged positives are [example]s, not the user's ✓ marks
     assert browser.find_element(By.ID, "n-marked").text == "0"
+    browser.find_element(By.CSS_SELECTOR, '#models-list button[aria-label="search with model 4"]').click()
+    _wait_idle(browser, wait, "model “4”")
+    assert browser.find_element(By.ID, "n-marked").text == "0"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#grid .card.example")) > 0
+    # reopening the model learnt from marks shows those marks (4 ✓ and 1 ✗), not an unmarked grid
     browser.find_element(By.CSS_SELECTOR, f'#models-list button[aria-label="search with model items-{chosen[0]}"]').click()
     _wait_idle(browser, wait, f"model “items-{chosen[0]}”")
     assert browser.find_element(By.ID, "n-marked").text == "5" and browser.find_element(By.ID, "n-selected").text == "4"
     card = browser.find_element(By.CSS_SELECTOR, f'#grid .card[data-id="{kept_id}"]')
     assert "rel" in card.get_attribute("class").split() and rejected_id not in _ids(browser)
+
+
+def test_page_rerank_stays_on_its_page(server, browser):
+    """Issue 37 item 13: re-ranking from page 2 showed page 1."""
+    wait = WebDriverWait(browser, 60, poll_frequency=0.1)
+    browser.get(server)
+    wait.until(lambda d: len(_ids(d)) == PAGE)
+    box = browser.find_element(By.ID, "tag-input")
+    box.send_keys("7", Keys.ENTER)
+    _wait_idle(browser, wait, "results from model")
+    browser.find_element(By.ID, "next").click()
+    wait.until(lambda d: d.find_element(By.ID, "page-info").text.startswith("25–48 of "))
+    browser.find_elements(By.CSS_SELECTOR, "#grid .card button.notrel")[0].click()
+    browser.find_element(By.ID, "rerank").click()
+    _wait_idle(browser, wait, "re-ranked")
+    assert browser.find_element(By.ID, "page-info").text.startswith("25–48 of ")
+    assert browser.find_element(By.CSS_SELECTOR, "#grid .card .meta").text.startswith("#25 ")
+
+
+def test_transparent_item_thumbnail_is_drawn_on_a_light_background(browser, tmp_path):
+    """Issue 37 item 2: black line art on a transparent PNG was a black square on the page."""
+    import io
+
+    from PIL import Image
+
+    from hardneg.serve import create_app
+    from hardneg.store import FeatureStore
+
+    art = np.zeros((64, 64, 4), np.uint8)
+    art[30:34, 8:56, 3] = 255  # a black bar, opaque; the rest transparent black
+    Image.fromarray(art, "RGBA").save(tmp_path / "bar.png")
+    with FeatureStore.create(tmp_path / "s.store", dim=2) as s:
+        s.append(np.eye(2, dtype=np.float32), ids=["bar.png", "other"], paths=[str(tmp_path / "bar.png"), None])
+    with serving(create_app(tmp_path / "s.store")) as url:
+        browser.get(url)
+        wait = WebDriverWait(browser, 60, poll_frequency=0.1)
+        wait.until(lambda d: d.execute_script(
+            "const i = document.querySelector('#grid .card[data-id=\"bar.png\"] img'); return i && i.complete && i.naturalWidth > 0"))
+        img = browser.find_element(By.CSS_SELECTOR, '#grid .card[data-id="bar.png"] img')
+        shot = np.asarray(Image.open(io.BytesIO(img.screenshot_as_png)).convert("L"), np.float64)
+    assert shot.mean() > 180  # mostly white: the background
+    assert shot.min() < 60  # the bar is still drawn
 
 
 def test_page_says_while_the_feature_extractor_loads(browser, tmp_path, monkeypatch):

@@ -19,11 +19,14 @@ router = APIRouter(prefix="/api", tags=["concept search"])
 _ERR: dict[int | str, dict[str, Any]] = {401: {"model": Message}, 403: {"model": Message}, 404: {"model": Message}, 422: {"model": Message}}
 
 
-def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0) -> dict:
-    """One page of the store ranked by a concept model: ``{"results", "offset", "has_more", "scan_s"}``.
+def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0, new_only: bool = False) -> dict:
+    """One page of the store ranked by a concept model:
+    ``{"results", "offset", "has_more", "total", "n_examples", "new_only", "scan_s"}``.
 
     The items the model's feedback marked not relevant (``meta["negative_ids"]``) are left
-    out of the ranking: a rejected item never comes back.
+    out of the ranking: a rejected item never comes back. The model's own training
+    positives (``meta["positive_ids"]``) are marked ``example``; with ``new_only`` they are
+    left out too, so the page shows what the model found besides them. ``total``: items ranked.
     """
     from hardneg.concept import search
 
@@ -31,6 +34,9 @@ def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0) -
         raise ServeError(409, f"the model expects {model.n_features_in_}-d vectors, the store has {state.store.dim}")
     rows = state.store.select(split=split) if split else None
     rejected = np.array([state.row_of[i] for i in model.meta.get("negative_ids") or () if i in state.row_of], np.int64)
+    examples = np.array([state.row_of[i] for i in model.meta.get("positive_ids") or () if i in state.row_of], np.int64)
+    if new_only:
+        rejected = np.union1d(rejected, examples)
     if rejected.size:
         rows = np.setdiff1d(np.arange(len(state.ids)) if rows is None else rows, rejected)
     n = len(state.ids) if rows is None else int(rows.size)
@@ -38,18 +44,21 @@ def scan(state: ServeState, model, k: int, split: str | None, offset: int = 0) -
     want = min(offset + k + 1, n)  # one more tells whether a next page exists
     ranked = search(model, state.data, k=want, rows=rows) if want else None
     pairs = [] if ranked is None else list(zip(ranked.rows.tolist(), ranked.scores.tolist()))
-    return {"results": [state.item(int(r), s) for r, s in pairs[offset : offset + k]], "offset": offset,
-            "has_more": len(pairs) > offset + k, "scan_s": time.perf_counter() - t}
+    is_example = set(examples.tolist())
+    results = [{**state.item(int(r), s), "example": int(r) in is_example} for r, s in pairs[offset : offset + k]]
+    return {"results": results, "offset": offset, "has_more": len(pairs) > offset + k, "total": n,
+            "n_examples": len(is_example), "new_only": bool(new_only), "scan_s": time.perf_counter() - t}
 
 
-def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, meta: dict, offset: int = 0) -> JobInfo:
+def _start(state: ServeState, kind: str, spec: ConceptSpec, name: str, k: int, meta: dict, offset: int = 0,
+           new_only: bool = False) -> JobInfo:
     total = spec.n_iter + (1 if spec.negative_rows.size else 0) + 1
 
     def work(job):
         model, timings = train_concept(state.store, spec, matrix=state.matrix, tags=state.tags, progress=job.advance)
         model.meta.update(meta, positive_ids=[str(state.ids[r]) for r in spec.positive_rows],
                           negative_ids=[str(state.ids[r]) for r in spec.negative_rows], created=time.time())
-        page = scan(state, model, k, meta.get("split"), offset)
+        page = scan(state, model, k, meta.get("split"), offset, new_only)
         timings["scan_s"] = page.pop("scan_s")
         job.advance(1)
         t = time.perf_counter()
@@ -95,8 +104,8 @@ def concept(req: ConceptRequest, state: ServeState = Depends(get_state)):
     spec = ConceptSpec(positive_rows=pos.astype(np.int64), tag=req.tag, related_tags=list(req.related_tags),
                        split=train_split, n_iter=n_iter, n_bins=state.settings.concept_bins, seed=req.seed)
     meta = {"concept": req.tag, "related_tags": list(req.related_tags), "split": req.split or None,
-            "train_split": train_split, "feedback_rounds": 0}
-    return _start(state, "concept", spec, name, req.k, meta, req.offset)
+            "train_split": train_split, "feedback_rounds": 0, "marked_ids": list(dict.fromkeys(req.positive_ids))}
+    return _start(state, "concept", spec, name, req.k, meta, req.offset, req.new_only)
 
 
 @router.post("/models/{name}/feedback", response_model=JobInfo, status_code=202, responses=_ERR,
@@ -131,7 +140,10 @@ def feedback(name: str, req: FeedbackRequest, state: ServeState = Depends(get_st
     new_meta = {k: meta.get(k) for k in ("concept", "related_tags", "split")}
     new_meta["train_split"] = train_split
     new_meta["feedback_rounds"] = int(meta.get("feedback_rounds", 0)) + 1
-    return _start(state, "feedback", spec, name, req.k, new_meta, req.offset)
+    # the user's own ✓ marks, kept apart from the tag's positives (a reopened model shows only these)
+    new_meta["marked_ids"] = [i for i in dict.fromkeys(list(meta.get("marked_ids") or []) + list(req.relevant_ids))
+                              if i not in notrel]
+    return _start(state, "feedback", spec, name, req.k, new_meta, req.offset, req.new_only)
 
 
 @router.get("/jobs/{job_id}", response_model=JobInfo, responses={404: {"model": Message}},

@@ -20,7 +20,7 @@ def _info(name: str, model) -> ModelInfo:
     return ModelInfo(name=name, concept=m.get("concept"), estimator=m.get("estimator"), n_positives=m.get("n_positives"),
                      n_marked_negatives=m.get("n_marked_negatives"), feedback_rounds=int(m.get("feedback_rounds") or 0),
                      positive_ids=list(m.get("positive_ids") or []), negative_ids=list(m.get("negative_ids") or []),
-                     created=m.get("created"))
+                     marked_ids=list(m.get("marked_ids") or []), created=m.get("created"))
 
 
 @router.get("/models", response_model=list[ModelInfo], summary="Saved concept models")
@@ -44,9 +44,9 @@ def get_model(name: str, state: ServeState = Depends(get_state)):
 def search_model(name: str, req: ModelSearchRequest, state: ServeState = Depends(get_state)):
     state.check_page(req.k, req.offset)
     model = state.registry.load(name)
-    page = scan(state, model, req.k, model.meta.get("split"), req.offset)
+    page = scan(state, model, req.k, model.meta.get("split"), req.offset, req.new_only)
     return SearchResponse(mode=f"concept:{name}", k=len(page["results"]), offset=page["offset"], has_more=page["has_more"],
-                          search="exact", results=page["results"], timings={"scan_s": page["scan_s"]})
+                          total=page["total"], search="exact", results=page["results"], timings={"scan_s": page["scan_s"]})
 
 
 @router.delete("/models/{name}", response_model=Message, responses={**_ERR, 401: {"model": Message}, 403: {"model": Message}},

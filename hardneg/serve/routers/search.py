@@ -84,6 +84,7 @@ async def _rank(state: ServeState, mode_name: str, x, k: int, timings: dict, *, 
         label = mode.search_label()
     ranked = [(r, s) for r, s in zip(np.asarray(rows).tolist(), np.asarray(scores, np.float64).tolist()) if r != exclude]
     body = {"mode": mode_name, "k": page_k, "offset": offset, "has_more": len(ranked) > offset + page_k,
+            "total": len(state.ids) - (exclude is not None),
             "search": label, "results": [state.item(r, s) for r, s in ranked[offset : offset + page_k]],
             "timings": timings}
     return _json(body)

@@ -5,6 +5,8 @@ const PAGE = 24;
 // view: what the grid shows, so that Previous / Next can ask for another page of it
 //   {kind: "browse"} | {kind: "example", id} | {kind: "upload", file} | {kind: "model", name} | {kind: "text", text}
 const state = { model: null, marks: new Map(), busy: false, view: { kind: "browse" }, offset: 0, hasMore: false, queryUrl: null };
+// concept rankings open on the new finds: the model's own training examples are left out unless asked for
+function newOnly() { const box = $("#show-examples"); return !(box && box.checked); }
 
 function token() { const t = $("#token-input"); return t ? t.value : ""; }
 function headers(json) {
@@ -59,13 +61,15 @@ function render(results, scoreLabel, offset) {
   results.forEach((it, i) => {
     const li = document.createElement("li"); li.className = "card"; li.dataset.id = it.id;
     const mark = state.marks.get(it.id); if (mark) li.classList.add(mark);
+    if (it.example) li.classList.add("example");  // one of the model's training examples, not a new find
     const img = document.createElement("img"); img.alt = `item ${it.id}`; img.loading = "lazy";
     img.src = `api/items/${encodeURIComponent(it.id)}/thumbnail`;
     img.onerror = () => { img.style.visibility = "hidden"; };
     const meta = document.createElement("div"); meta.className = "meta";
     const label = it.label_name || (it.label >= 0 ? String(it.label) : "");
     const score = it.score === null || it.score === undefined ? "" : ` · ${scoreLabel} ${it.score.toFixed(3)}`;
-    meta.textContent = `#${offset + i + 1} ${it.id}${label ? " · " + label : ""}${score}`;
+    meta.textContent = `#${offset + i + 1} ${it.example ? "[example] " : ""}${it.id}${label ? " · " + label : ""}${score}`;
+    if (it.example) meta.title = "one of the examples the model was trained on";
     const btns = document.createElement("div"); btns.className = "btns";
     const mk = (cls, text, title) => {
       const b = document.createElement("button"); b.type = "button"; b.className = cls; b.textContent = text; b.title = title;
@@ -106,18 +110,20 @@ function setModel(name) {
 }
 function showConcept(job, label, t0) {
   const res = job.result; setModel(res.model); state.view = { kind: "model", name: res.model };
-  showQuery(null); render(res.results, "score", res.offset); showPager(res.offset, res.results.length, res.has_more);
+  showQuery(null); render(res.results, "score", res.offset); showPager(res.offset, res.results.length, res.has_more, res.total);
   const wall = (performance.now() - t0) / 1000;
   const from = res.train_split ? ` (${res.train_split} split)` : "";
-  setStatus(`${label}: ${res.k} results from model “${res.model}”, trained on ${res.n_positives} positives${from}. ` +
-            "Mark results ✓ / ✗, then re-rank.");
+  const shown = res.new_only ? `new finds only: its ${res.n_examples} training examples are left out (“show my examples” shows them)`
+                             : `its ${res.n_examples} training examples are marked [example]`;
+  setStatus(`${label}: ${res.k} results from model “${res.model}”, trained on ${res.n_positives} positives${from}; ` +
+            `${shown}. Mark results ✓ / ✗, then re-rank.`);
   $("#timings").textContent = fmtTimings(res.timings, wall);
   loadModels();
 }
 function concept(tag) {
   return run("concept search", async () => {
     const t0 = performance.now(); setStatus(`training “${tag}”…`);
-    const job = await waitJob(await api("POST", "api/concept", { tag, k: PAGE }));
+    const job = await waitJob(await api("POST", "api/concept", { tag, k: PAGE, new_only: newOnly() }));
     showConcept(job, `concept “${tag}”`, t0);
   });
 }
@@ -125,7 +131,7 @@ function learnSelected() {
   return run("concept from examples", async () => {
     const t0 = performance.now(); const positive_ids = selected();
     setStatus(`training a concept from ${positive_ids.length} selected items…`);
-    const job = await waitJob(await api("POST", "api/concept", { positive_ids, k: PAGE }));
+    const job = await waitJob(await api("POST", "api/concept", { positive_ids, k: PAGE, new_only: newOnly() }));
     state.model = job.result.model;  // the selection becomes this model's marks
     showConcept(job, `concept from ${positive_ids.length} selected items`, t0);
   });
@@ -135,16 +141,19 @@ function rerank() {
     const t0 = performance.now();
     const relevant_ids = selected();
     const not_relevant_ids = [...state.marks].filter(([, m]) => m === "notrel").map(([id]) => id);
+    // the same page of the new ranking: re-ranking from page 3 stays on page 3
     const job = await waitJob(await api("POST", `api/models/${encodeURIComponent(state.model)}/feedback`,
-      { relevant_ids, not_relevant_ids, k: PAGE }));
+      { relevant_ids, not_relevant_ids, k: PAGE, offset: state.offset, new_only: newOnly() }));
     showConcept(job, `re-ranked after ${relevant_ids.length} relevant / ${not_relevant_ids.length} not relevant`, t0);
   });
 }
 function scoreLabel() { return ($("#mode-select").selectedOptions[0] || {}).value === "hamming" ? "−dist" : "score"; }
 function showSearch(res, label, t0) {
   render(res.results, res.mode.startsWith("concept:") || res.mode === "text" ? "score" : scoreLabel(), res.offset);
-  showPager(res.offset, res.results.length, res.has_more);
-  setStatus(`${label}: ${res.results.length} results (${res.mode}).`);
+  showPager(res.offset, res.results.length, res.has_more, res.total ?? undefined);
+  const finds = !res.mode.startsWith("concept:") ? " results"
+    : newOnly() ? " new finds (the model's training examples left out)" : " results (its training examples are marked [example])";
+  setStatus(`${label}: ${res.results.length}${finds} (${res.mode}).`);
   $("#timings").textContent = fmtTimings(res.timings, (performance.now() - t0) / 1000);
 }
 // one page of the current view
@@ -167,7 +176,7 @@ async function fetchPage(view, offset) {
     const res = await api("POST", "api/search/text", { text: view.text, k: PAGE, offset });
     showSearch(res, `text “${view.text}”`, t0);
   } else {
-    const res = await api("POST", `api/models/${encodeURIComponent(view.name)}/search`, { k: PAGE, offset });
+    const res = await api("POST", `api/models/${encodeURIComponent(view.name)}/search`, { k: PAGE, offset, new_only: newOnly() });
     showSearch(res, `model “${view.name}”`, t0);
   }
 }
@@ -205,9 +214,10 @@ function useModel(name) {
   return run("saved model", async () => {
     const info = await api("GET", `api/models/${encodeURIComponent(name)}`);
     setModel(name); state.view = { kind: "model", name };
-    // a reopened model shows the marks it was trained with: its examples ✓, the items it was told are not relevant ✗
+    // a reopened model shows the user's own marks: the items marked ✓ (not the tag's positives: those
+    // are its [example]s) and the items it was told are not relevant ✗
     state.marks.clear();
-    for (const id of info.positive_ids || []) state.marks.set(id, "rel");
+    for (const id of info.marked_ids || []) state.marks.set(id, "rel");
     for (const id of info.negative_ids || []) state.marks.set(id, "notrel");
     await fetchPage(state.view, 0);
     showQuery(null);
@@ -248,6 +258,9 @@ async function watchExtractor() {
 $("#search-form").addEventListener("submit", (ev) => { ev.preventDefault(); const t = $("#tag-input").value.trim(); if (t) concept(t); });
 $("#text-form").addEventListener("submit", (ev) => { ev.preventDefault(); const t = $("#text-input").value.trim(); if (t) textSearch(t); });
 $("#rerank").addEventListener("click", rerank);
+$("#show-examples").addEventListener("change", () => {
+  if (state.view.kind === "model") run("page", () => fetchPage(state.view, 0));
+});
 $("#learn").addEventListener("click", learnSelected);
 $("#prev").addEventListener("click", () => page(-PAGE));
 $("#next").addEventListener("click", () => page(PAGE));
