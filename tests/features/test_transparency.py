@@ -55,3 +55,31 @@ def test_palette_png_with_a_transparent_index(tmp_path):
     path.write_bytes(buf.getvalue())
     assert (thumbnail(path, size=16)[0, 0] == 255).all()
     assert (read_image(path)[0, 0] == 255).all()
+
+
+def test_uploaded_copy_of_a_stored_transparent_png_finds_itself(tmp_path):
+    """Issue 37 item 1, end to end with CNN features: before, a stored transparent apple.png
+    matched itself at cosine 0.83-0.87 when uploaded (an eagle and a duck came first)."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("torch")
+    from fastapi.testclient import TestClient
+
+    from hardneg.features import EfficientNetLite0, extract_to_store
+    from hardneg.serve import create_app
+
+    rng = np.random.default_rng(0)
+    (tmp_path / "art").mkdir()
+    for k in range(6):  # line art: strokes of random colour and place on a transparent background
+        rgba = np.zeros((64, 64, 4), np.uint8)
+        for _ in range(4):
+            r, c = rng.integers(4, 56, 2)
+            rgba[r:r + 6, max(0, c - 20):c + 8] = [*rng.integers(0, 120, 3), 255]
+        Image.fromarray(rgba, "RGBA").save(tmp_path / "art" / f"a{k}.png")
+    extract_to_store(tmp_path / "art", tmp_path / "s.store", EfficientNetLite0(input_size=64, num_threads=1))
+    with TestClient(create_app(tmp_path / "s.store"), base_url="http://localhost") as client:
+        for k in (0, 3):
+            data = (tmp_path / "art" / f"a{k}.png").read_bytes()
+            r = client.post("/api/search/upload", files={"file": ("q.png", data, "image/png")}, data={"mode": "cosine", "k": "3"})
+            assert r.status_code == 200, r.text
+            top = r.json()["results"][0]
+            assert top["id"] == f"a{k}.png" and top["score"] >= 0.999, r.json()["results"]
