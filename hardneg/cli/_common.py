@@ -530,7 +530,8 @@ def print_results(results: list[dict], *, title: str, score: str, as_json: bool,
     if folder:
         caption = f"image files: {folder}/<id>" if shown is None else f"image files under {folder}"
     table = Table(title=title)
-    id_width = min(40, max((len(str(r["id"])) for r in results), default=2))  # ids are what users copy
+    # ids are what users copy: unfolded when they fit beside the other columns (~48 characters)
+    id_width = min(max((len(str(r["id"])) for r in results), default=2), max(16, console.width - 48))
     cols = (["query"] if query_column else []) + ["rank", "id", score]
     # columns empty in every row (no labels, no tags, no files) only take width from the ids
     cols += [c for c, key in (("label", "label"), ("tags", "tags"), ("path", "path"))

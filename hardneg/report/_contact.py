@@ -70,9 +70,10 @@ def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None 
     concept trained from 3 tagged mugs finds untagged mugs too). One
     exception: when ``concept`` is a folder the store's tags came from
     (``extract images --tags-from-folders``), an item whose tags hold every
-    folder of its id and none of them is ``concept`` lives in another folder,
-    and a file lives in one folder: it is a miss (``food/desserts/cake.png``
-    for ``fruit``). Returns None when nothing can be judged.
+    folder of its id, in another branch of the tree than ``concept``'s folder,
+    is a miss, since a file lives in one folder (``food/desserts/cake.png``
+    for ``fruit``; ``food/apple.png``, above the ``fruit`` folder, stays not
+    known). Returns None when nothing can be judged.
     """
     import numpy as np
 
@@ -114,17 +115,20 @@ def relevance_marks(store, rows, *, concept: str | None = None, tag: str | None 
 
 
 def _in_other_folders(store, concept: str):
-    """Items filed by folder in a folder tree that has a ``concept`` folder, outside it."""
+    """Items filed by folder in a folder tree that has a ``concept`` folder, in another
+    branch of it: not in the concept's folder, nor in a folder above it (an item left in
+    ``food/`` may be fruit nobody sorted; one in ``food/desserts/`` is not)."""
     import numpy as np
 
     from hardneg.features._extract import folder_tags
 
     items = store.items.select(["id", "tags"]).to_pydict()
-    folders = folder_tags([str(i) for i in items["id"]])
-    if not any(concept in f for f in folders):
+    folders = [tuple(f) for f in folder_tags([str(i) for i in items["id"]])]
+    above = {f[:k] for f in folders if concept in f for k in range(f.index(concept) + 1)}
+    if not above:
         return np.zeros(len(folders), dtype=bool)  # a tag, not a folder: tags are not exclusive
-    return np.array([bool(f) and concept not in f and set(f) <= set(t or ()) for f, t in zip(folders, items["tags"])],
-                    dtype=bool)
+    return np.array([bool(f) and concept not in f and f not in above and set(f) <= set(t or ())
+                     for f, t in zip(folders, items["tags"])], dtype=bool)
 
 
 def contact_sheet(out: str | Path, *, title: str, groups: list[dict], size: int = 128) -> Path:

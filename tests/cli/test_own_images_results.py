@@ -212,11 +212,14 @@ def test_folder_tags_judge_items_of_other_folders(tmp_path):
     so); an untagged item, an item with a CSV tag, or one whose folder tags were edited away stays
     not judged; a concept that is not a folder judges nothing by folder."""
     path = tmp_path / "f.store"
-    ids = ["food/fruit/apple.png", "food/desserts/cake.png", "food/x.png", "loose.png", "food/desserts/pie.png"]
+    ids = ["food/fruit/apple.png", "food/desserts/cake.png", "food/x.png", "loose.png", "food/desserts/pie.png",
+           "plants/tree.png"]
     with FeatureStore.create(path, dim=2) as store:
-        store.append(np.ones((5, 2)), ids=ids, tags=[["food", "fruit"], ["food", "desserts"], ["food"], [], ["sweet"]])
+        store.append(np.ones((6, 2)), ids=ids, tags=[["food", "fruit"], ["food", "desserts"], ["food"], [], ["sweet"], ["plants"]])
     store = FeatureStore.open(path)
-    assert relevance_marks(store, np.arange(5), concept="fruit") == [True, False, False, None, None]
+    assert relevance_marks(store, np.arange(6), concept="fruit")[5] is False  # another branch
+    # food/x.png sits above the fruit folder: maybe fruit nobody sorted, not judged
+    assert relevance_marks(store, np.arange(5), concept="fruit") == [True, False, None, None, None]
     assert relevance_marks(store, np.arange(5), concept="sweet") == [None, None, None, None, True]
 
 
