@@ -120,6 +120,23 @@ def _where(path, option: str | None) -> str:
     return f"{option} {path}" if option else str(path)
 
 
+def _check_not_a_url(path, option: str | None) -> None:
+    """Outputs are written to local paths: a URL would become a folder literally named
+    ``file:`` (or ``s3:``) while the command printed the URL, so it is refused, naming the
+    path to give instead (issue 39 item 7)."""
+    from hardneg.store._remote import LOCAL_PROTOCOLS, url_protocol
+
+    protocol = url_protocol(str(path))
+    if protocol is None:
+        return
+    if protocol in LOCAL_PROTOCOLS:
+        from fsspec.utils import infer_storage_options
+
+        local = infer_storage_options(str(path))["path"]
+        raise CLIError(f"{_where(path, option)}: outputs are written to a local path, not a URL; give {local}")
+    raise CLIError(f"{_where(path, option)}: outputs are written to a local path, not to {protocol}:// (write locally, then upload)")
+
+
 def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[str, ...] = (), inputs=()) -> Path:
     """Refuse, before any work, an output file that cannot be written.
 
@@ -131,6 +148,7 @@ def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[s
     input store) is refused too: writing it would destroy what is being read
     (or put a foreign file in the store).
     """
+    _check_not_a_url(path, option)
     p = Path(path)
     for target in (p, *(Path(str(p) + s) for s in sidecars)):
         if target.is_dir():
@@ -150,7 +168,8 @@ def _check_not_an_input(target: Path, option: str | None, inputs) -> None:
 
 def check_output_dir(path: str, option: str | None = None, *, inputs=()) -> Path:
     """Refuse, before any work, an output folder that is a file, cannot be
-    created, or is one of the command's ``inputs``."""
+    created, is one of the command's ``inputs``, or is a URL."""
+    _check_not_a_url(path, option)
     p = Path(path)
     _check_not_an_input(p, option, inputs)
     if p.is_dir():

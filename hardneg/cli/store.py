@@ -271,7 +271,9 @@ def quantize(
     a bin). Safe to interrupt: the copy appears under --out only when complete.
     """
     from ..store import FeatureStore, StoreError, quantize_store
+    from ._common import check_output_dir
 
+    check_output_dir(out, "--out", inputs=(path,))
     try:
         source = FeatureStore.open(path)
         binned = quantize_store(source, out, n_bins=bins, overwrite=overwrite)
