@@ -11,6 +11,7 @@ import os
 import socket
 import struct
 import threading
+import time
 import tracemalloc
 import zlib
 
@@ -94,6 +95,19 @@ class _FaultyHandler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif fault == "drip":  # the right Content-Length, then 10 bytes every 0.1 s (100 bytes/s)
+            with open(self.translate_path(self.path), "rb") as fh:
+                body = fh.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for lo in range(0, len(body), 10):
+                    self.wfile.write(body[lo : lo + 10])
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the client gave up, as it should
         elif fault == "endless":  # no Content-Length: the body runs until the connection closes
             self.send_response(200)
             self.end_headers()
@@ -196,6 +210,24 @@ def test_the_cli_timeout_flag(silent_server, monkeypatch, capsys):
     monkeypatch.setattr(os, "environ", dict(os.environ))  # the flag sets the variable: keep it inside this test
     line = _cli_error(capsys, ["--timeout", "0.5", "store", "info", silent_server])
     assert "timed out" in line and "no answer within 0.5 s" in line
+
+
+def test_a_slow_drip_stops_at_the_per_file_deadline(faults, monkeypatch, capsys):
+    """Bytes that keep coming, each within the per-read timeout, still stop at a deadline for the
+    whole file (issue 39 item 9: 100 bytes/s held a read for > 150 s). The deadline is
+    DEADLINE_FACTOR x the timeout: 0.4 s here, each read well within 0.4 s."""
+    from hardneg.store._remote import DEADLINE_FACTOR
+
+    table, url, _ = faults
+    table["/s.store/meta.json"] = "drip"
+    exc = _bounded(lambda: FeatureStore.open(url, timeout=0.4))
+    assert isinstance(exc, StoreError), exc
+    deadline = f"{0.4 * DEADLINE_FACTOR:g} s"
+    assert f"{url}/meta.json" in str(exc) and "too slowly" in str(exc) and deadline in str(exc), exc
+    assert "\n" not in str(exc)
+    monkeypatch.setenv(TIMEOUT_ENV, "0.4")
+    line = _cli_error(capsys, ["store", "info", url])
+    assert "too slowly" in line and deadline in line
 
 
 def test_timeout_values_are_checked(monkeypatch, tmp_path):
