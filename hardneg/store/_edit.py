@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .._atomic import atomic_path
 from ..exceptions import StoreDamagedError
-from ._feature_store import FeatureStore, _remove_replaced, local_store_path
+from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
 from ._item_table import _row_index, edit_items, next_part_name, replace_items, store_summary
 
 logger = logging.getLogger(__name__)
@@ -125,6 +125,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
         n_removed = int((~keep).sum())
         if n_removed == 0:
             return 0
+        _check_replaceable(path, "rewrite")  # the old copy is deleted after the swap: never with the user's files in it
         # Reads check only what is cheap; a rewrite gives every copied chunk a fresh checksum, so damage it
         # copied would pass `store verify` for good. Check every chunk and part first (issue 39).
         report = store.verify()

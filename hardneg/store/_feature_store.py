@@ -222,7 +222,32 @@ def _is_store_entry(name: str) -> bool:
     return name in _STORE_ENTRIES or bool(_ATOMIC_TEMP.match(name))
 
 
-def _check_replaceable(path: Path) -> None:
+# What vectors/ and items/ may hold (paths relative to the store, folders included): Zarr's metadata
+# and chunk files, item parts, and the temporary files of their atomic writes.
+_TREE_ENTRY = re.compile(
+    r"(vectors(/zarr\.json|/(X|indptr|indices|data)(/zarr\.json|/c(/\d+){0,2})?)?(\.[0-9a-f]{32}\.partial)?"
+    r"|items(/part-\d+\.parquet(\..+\.tmp)?)?)"
+)
+
+
+def _foreign_entries(path: Path) -> list[str]:
+    """Entries of a store folder, at any depth, that the store did not write (relative paths;
+    links count as foreign: deleting the store must not follow or drop them)."""
+    foreign = []
+    for entry in sorted(path.iterdir()):
+        if not _is_store_entry(entry.name) or (entry.is_symlink() and entry.name != META):
+            foreign.append(entry.name)
+        elif entry.name in ("vectors", "items") and entry.is_dir():
+            for root, dirs, files in os.walk(entry):
+                for name in sorted(dirs + files):
+                    rel = os.path.relpath(os.path.join(root, name), path).replace(os.sep, "/")
+                    if os.path.islink(os.path.join(root, name)) or not _TREE_ENTRY.fullmatch(rel):
+                        foreign.append(rel)
+                dirs[:] = [d for d in dirs if _TREE_ENTRY.fullmatch(os.path.relpath(os.path.join(root, d), path).replace(os.sep, "/"))]
+    return foreign
+
+
+def _check_replaceable(path: Path, action: str = "overwrite") -> None:
     """Refuse to overwrite anything but a hardneg store (by its format marker) or an empty folder.
 
     ``--overwrite`` must never delete what the store did not write: a folder
@@ -231,14 +256,14 @@ def _check_replaceable(path: Path) -> None:
     """
     if path.is_symlink() or not path.is_dir():
         kind = "a symbolic link" if path.is_symlink() else "a file"
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
     entries = sorted(p.name for p in path.iterdir())
     if not entries:
         return
-    foreign = [name for name in entries if not _is_store_entry(name)]
+    foreign = _foreign_entries(path)
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
         marker = meta.get("format") if isinstance(meta, dict) else None
@@ -247,7 +272,7 @@ def _check_replaceable(path: Path) -> None:
     # A store whose meta.json is damaged is still recognisable by its layout, and may be rebuilt.
     layout = (path / "vectors").is_dir() and (path / "items").is_dir()
     if marker != "hardneg.FeatureStore" and not layout:
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
 
 
 def writes_into_input(output, source) -> bool:
@@ -293,6 +318,25 @@ def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike
             raise StoreError(f"{what} {str(output)!r} is also an input of this run; write it somewhere else")
 
 
+def _remove_tree(store: Path, folder: Path) -> None:
+    """Delete the store's own files under ``folder`` (:data:`_TREE_ENTRY`), then the emptied folders;
+    a foreign file (put there by hand) stays, with the folders that hold it."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in files + dirs:
+            p = os.path.join(root, name)
+            rel = os.path.relpath(p, store).replace(os.sep, "/")
+            if os.path.islink(p) or not _TREE_ENTRY.fullmatch(rel):
+                continue
+            try:
+                os.rmdir(p) if name in dirs else os.unlink(p)
+            except OSError:
+                pass  # a folder that still holds a foreign file
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def _remove_replaced(trash: Path) -> None:
     """Delete a replaced store folder: only the store's own entries, then the folder if empty."""
     if trash.is_symlink() or not trash.is_dir():
@@ -301,7 +345,9 @@ def _remove_replaced(trash: Path) -> None:
     for entry in trash.iterdir():
         if not _is_store_entry(entry.name):
             continue  # checked before the swap; never delete what is not the store's
-        if entry.is_dir() and not entry.is_symlink():
+        if entry.name in ("vectors", "items") and entry.is_dir() and not entry.is_symlink():
+            _remove_tree(trash, entry)
+        elif entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
@@ -783,7 +829,7 @@ class FeatureStore:
             folder = base / "vectors" / name / "c"
             if folder.is_dir():
                 for f in folder.iterdir():
-                    if not (f.name.isdigit() and int(f.name) < keep):
+                    if f.name.isdigit() and int(f.name) >= keep and not f.is_symlink():  # other names are not Zarr's
                         logger.info("removing uncommitted chunk %s", f)
                         shutil.rmtree(f) if f.is_dir() else f.unlink()
         for root, _, files in os.walk(base / "vectors"):
@@ -795,7 +841,8 @@ class FeatureStore:
             f.unlink()
         committed_parts = set(self._meta["parts"])
         for f in (base / "items").iterdir():
-            if f.name not in committed_parts:
+            own = _TREE_ENTRY.fullmatch(f"items/{f.name}") and not f.is_symlink()
+            if own and f.name not in committed_parts:  # a file of the user's put here is not ours to delete
                 logger.info("removing uncommitted item part %s", f)
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
 
