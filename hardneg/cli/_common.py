@@ -85,7 +85,9 @@ def error_line(exc: BaseException) -> str:
         text = f"{os.fsdecode(name)}: {exc.strerror}"
     else:
         text = str(exc) or type(exc).__name__
-    return one_line(text)
+    from hardneg.store._errors import public_text  # a store's hidden build folder named as the store
+
+    return one_line(public_text(text))
 
 
 def one_line(text: str) -> str:
@@ -353,28 +355,25 @@ def task_status(description: str):
 def read_id_csv(path: str, option: str) -> dict[str, str]:
     """``id,value`` rows of a CSV file as a dict; a first row ``id,...`` is a header.
 
+    Read by :func:`hardneg.store._csv.read_csv_rows` (the rules of every id CSV).
     Refused with one line naming ``option``: a missing file, a row without a
     value, an id given twice.
     """
-    import csv
+    from hardneg.store._csv import read_csv_rows, starts_with_header
 
-    p = check_input_file(path, "a CSV file of id,value rows", option)
-    out: dict[str, str] = {}
+    check_input_file(path, "a CSV file of id,value rows", option)
     try:
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            for n, row in enumerate(csv.reader(fh), 1):
-                if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
-                    continue
-                if n == 1 and row[0].strip().lower() == "id":
-                    continue  # header
-                if len(row) < 2:
-                    raise CLIError(f"{option} {path}: line {n} has no value after the id (expected id,value)")
-                key, value = row[0].strip(), ",".join(row[1:]).strip()
-                if key in out:
-                    raise CLIError(f"{option} {path}: line {n}: id {key!r} is given twice")
-                out[key] = value
-    except UnicodeDecodeError:
-        raise CLIError(f"{option} {path}: not a UTF-8 text file") from None
+        rows = read_csv_rows(path, option)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    out: dict[str, str] = {}
+    for n, row in rows[1 if starts_with_header(rows) else 0 :]:
+        if len(row) < 2:
+            raise CLIError(f"{option} {path}: line {n} has no value after the id (expected id,value)")
+        key, value = row[0].strip(), ",".join(row[1:]).strip()
+        if key in out:
+            raise CLIError(f"{option} {path}: line {n}: id {key!r} is given twice")
+        out[key] = value
     if not out:
         raise CLIError(f"{option} {path}: no id,value rows")
     return out

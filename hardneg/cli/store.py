@@ -341,15 +341,17 @@ def _chosen_ids(store, path: str, ids: list[str], folder: list[str], csv_file: s
             raise CLIError(f"--folder {f}: no item of {path} has an id under {prefix} or an image in that folder")
         chosen += hits
     if csv_file is not None:
-        import csv
-
+        from ..store._csv import read_csv_rows, starts_with_header
         from ._common import check_input_file
 
-        p = check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            rows = [r[0].strip() for r in csv.reader(fh) if r and r[0].strip() and not r[0].lstrip().startswith("#")]
-        if rows and rows[0].lower() == "id":
-            rows = rows[1:]
+        check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
+        try:
+            lines = read_csv_rows(csv_file, "--from-csv")
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+        if starts_with_header(lines) and "id" not in known:
+            lines = lines[1:]
+        rows = [r[0].strip() for _, r in lines if r[0].strip()]
         missing = [i for i in rows if i not in known]
         if missing:
             raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")

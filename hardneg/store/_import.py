@@ -13,9 +13,11 @@ larger than memory imports as well as a small one:
   and optionally an integer tensor ``labels``. The format holds tensors
   only: ids come from an ``ids`` side file, else the row numbers.
 
-Side files (CSV, UTF-8) add what the embedding file lacks: ``ids`` holds one
-id per row in row order (first column; a first row ``id`` is a header),
-``tags`` holds ``id,tag1;tag2`` rows and ``labels`` ``id,class`` rows.
+Side files (CSV, UTF-8; the rules of :mod:`hardneg.store._csv`: no comments)
+add what the embedding file lacks: ``ids`` holds one id per row in row order
+(first column; a first row ``id`` is a header unless the file holds exactly one
+row per embedding), ``tags`` holds ``id,tag1;tag2`` rows and ``labels``
+``id,class`` rows.
 
 Every value is checked (NaN or infinity, also after the cast to float32,
 shapes, types) and refused with one line naming the file and the row. The
@@ -26,7 +28,6 @@ out in one atomic step).
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 import os
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .._validation import reads_as_number
+from ._csv import read_csv_rows, starts_with_header
 from ._errors import StoreError
 
 if TYPE_CHECKING:
@@ -54,42 +56,34 @@ MAX_IMPORT_DIM = 1 << 20
 BLOCK_BYTES = 64 << 20
 
 
-def _read_csv_rows(path, what: str) -> list[list[str]]:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{what} {path}: no such file")
-    try:
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r) and not r[0].lstrip().startswith("#")]
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {path}: not a UTF-8 text file") from None
-    if rows and rows[0][0].strip().lower() == "id":
-        rows = rows[1:]
-    return rows
-
-
 def _read_ids(path, n: int) -> list[str]:
-    ids = [r[0].strip() for r in _read_csv_rows(path, "ids")]
+    rows = read_csv_rows(path, "ids")
+    header = starts_with_header(rows) and len(rows) != n  # with exactly n rows, a first 'id' is an id
+    ids = [r[0].strip() for _, r in rows[1 if header else 0 :]]
     if len(ids) != n:
-        raise ValueError(f"ids {path}: {len(ids):,} ids for {n:,} embedding rows (one id per row, in row order)")
+        took = " (not counting its first row 'id', taken as a header)" if header else ""
+        raise ValueError(f"ids {path}: {len(ids):,} ids for {n:,} embedding rows{took}; one id per row, in row order")
     seen: set[str] = set()
-    for line, i in enumerate(ids, 1):
+    for (line, _), i in zip(rows[1 if header else 0 :], ids):
         if not i:
-            raise ValueError(f"ids {path}: id {line} is empty")
+            raise ValueError(f"ids {path}: line {line}: the id is empty")
         if i in seen:
-            raise ValueError(f"ids {path}: id {i!r} is given twice")
+            raise ValueError(f"ids {path}: line {line}: id {i!r} is given twice")
         seen.add(i)
     return ids
 
 
-def _read_mapping(path, what: str) -> dict[str, str]:
+def _read_mapping(path, what: str, known: dict[str, int]) -> dict[str, str]:
+    rows = read_csv_rows(path, what)
+    if starts_with_header(rows) and rows[0][1][0].strip() not in known:  # 'id' is a header unless an item has that id
+        rows = rows[1:]
     out: dict[str, str] = {}
-    for n, row in enumerate(_read_csv_rows(path, what), 1):
+    for line, row in rows:
         if len(row) < 2:
-            raise ValueError(f"{what} {path}: row {n} has no value after the id (expected id,value)")
+            raise ValueError(f"{what} {path}: line {line} has no value after the id (expected id,value)")
         key = row[0].strip()
         if key in out:
-            raise ValueError(f"{what} {path}: id {key!r} is given twice")
+            raise ValueError(f"{what} {path}: line {line}: id {key!r} is given twice")
         out[key] = ",".join(row[1:]).strip()
     return out
 
@@ -122,6 +116,8 @@ class _Npy(_Source):
             self.array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             raise ValueError(f"{path}: not a .npy array of numbers ({str(exc).splitlines()[0]})") from None
+        except EOFError:
+            raise ValueError(f"{path}: the file is empty or cut short (no complete .npy header)") from None
         except OSError as exc:
             raise ValueError(f"{path}: cannot read it as a .npy file ({exc.strerror or exc})") from None
         if not isinstance(self.array, np.ndarray):
@@ -385,7 +381,7 @@ def import_embeddings(
     if tags is not None:
         from ._items import tag_list
 
-        mapping = _read_mapping(tags, "tags")
+        mapping = _read_mapping(tags, "tags", row_of)
         unknown = [i for i in mapping if i not in row_of]
         if unknown:
             raise ValueError(f"tags {tags}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
@@ -396,7 +392,7 @@ def import_embeddings(
             tag_list(t, r)  # refuses a tag that would not read back as itself
     raw_labels = src.labels
     if labels is not None:
-        mapping = _read_mapping(labels, "labels")
+        mapping = _read_mapping(labels, "labels", row_of)
         unknown = [i for i in mapping if i not in row_of]
         if unknown:
             raise ValueError(f"labels {labels}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")

@@ -122,7 +122,12 @@ def _aiohttp_reason(exc: BaseException) -> str | None:
     if isinstance(exc, aiohttp.TooManyRedirects):
         return f"too many redirects (the last was HTTP {exc.status})"
     if isinstance(exc, aiohttp.ClientResponseError):
-        return f"the server answered HTTP {exc.status} {exc.message}".rstrip()
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        # a malformed answer comes as status 400 (or 0) with a multi-line parser dump: no status was sent
+        if exc.status == 0 or isinstance(exc.__cause__, HttpProcessingError):
+            return f"the server's answer is not valid HTTP ({_first_line(Exception(exc.message)).rstrip(':')})"
+        return f"the server answered HTTP {exc.status} {_first_line(Exception(exc.message))}".rstrip()
     if isinstance(exc, (aiohttp.NonHttpUrlRedirectClientError, aiohttp.InvalidUrlRedirectClientError)):
         target = exc.args[0] if exc.args else "?"
         return f"redirected to {target}, which is not an HTTP URL"

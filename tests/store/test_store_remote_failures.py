@@ -230,6 +230,32 @@ def test_a_slow_drip_stops_at_the_per_file_deadline(faults, monkeypatch, capsys)
     assert "too slowly" in line and deadline in line
 
 
+@pytest.mark.parametrize("answer", [b"garbage\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"])
+def test_an_answer_that_is_not_http_is_one_line_without_a_made_up_status(answer, capsys):
+    """aiohttp reports a malformed answer as 'HTTP 400' (or 0) with a multi-line parser dump (issue 39 item 14)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn = listener.accept()[0]
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/s.store"
+        line = _cli_error(capsys, ["--timeout", "5", "store", "info", url])
+        assert "not valid HTTP" in line and "HTTP 400" not in line and "HTTP 0" not in line and url in line, line
+    finally:
+        listener.close()
+
+
 def test_timeout_values_are_checked(monkeypatch, tmp_path):
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
     assert remote_timeout() == DEFAULT_TIMEOUT == 30
