@@ -13,7 +13,11 @@ app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/tes
 
 @app.command("info")
 def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.")):
-    """Rows, dimension, layout, splits, labels and tags of a store."""
+    """Rows, dimension, layout, splits, labels and tags of a store.
+
+    The counts come from the item summary the store records at each commit
+    (or from its item table); ``hardneg store verify`` checks the files.
+    """
     from rich.table import Table
 
     meta, summary, where = _fast_info(path)
@@ -24,7 +28,9 @@ def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.
         store = FeatureStore.open(path)
         meta, where = store._meta, str(store.path)
         summary = summarize_items(store.items, meta["parts"])
-    table = Table(title=where, show_header=False)
+    # the counts are what the store says of itself (its summary, or the item table of an older store), not a check
+    caption = "splits, labels, tags: from the store's item summary; 'hardneg store verify' checks its files against their checksums"
+    table = Table(title=where, show_header=False, caption=caption)
     for key, value in _info_rows(meta, summary):
         table.add_row(key, value)
     console.print(table)
