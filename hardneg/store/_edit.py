@@ -76,14 +76,41 @@ def _swap_dir(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
 
 
-def _clear_leftovers(path: Path) -> None:
-    """Remove what a killed rebuild of ``path`` left beside it (the caller holds the writer lock,
-    so no rebuild of this store is running)."""
-    for stale in path.parent.glob(f".{path.name}.*"):
-        # the swap folder, or FeatureStore.create's temporary folder beside it
-        if re.fullmatch(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.swap(\..+\.creating)?", stale.name):
-            logger.info("removing %s, left by an interrupted rebuild of %s", stale, path)
+def _build_folders(path: Path) -> list[Path]:
+    """The folders beside ``path`` that a rebuild, an import or ``FeatureStore.create`` of it makes:
+    ``.NAME.<hex>.swap`` (and the ``.creating`` folder built inside that name), ``NAME.<rand>.creating``,
+    ``NAME.<hex>.deleting``."""
+    name = re.escape(path.name)
+    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{32}}\.swap(\.[a-z0-9_]+\.creating)?|{name}\.([a-z0-9_]{{8}}\.creating|[0-9a-f]{{32}}\.deleting)")
+    try:
+        return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def clear_stale_builds(path: Path) -> None:
+    """Remove the build folders beside ``path`` that dead processes left (a killed import or rebuild).
+
+    A builder holds the lock file inside its folder from the moment the folder exists
+    (:meth:`FeatureStore.create`) until it is renamed into place: a folder whose lock can be
+    taken has no living owner. A folder with no lock file is left alone (its owner cannot be
+    told), and only the store's own files are deleted (:func:`_remove_replaced`).
+    """
+    from filelock import FileLock, Timeout
+
+    for stale in _build_folders(path):
+        if not (stale / ".lock").is_file():
+            continue
+        lock = FileLock(str(stale / ".lock"))
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            continue  # a live builder
+        try:
+            logger.info("removing %s, left by an interrupted build of %s", stale, path)
             _remove_replaced(stale)
+        finally:
+            lock.release()
 
 
 def swap_in(tmp: Path, path: Path) -> Path:
@@ -134,7 +161,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
             raise StoreDamagedError(str(path), report.problems[0].split(" ", 1)[0],
                                     f"is damaged{more}; refusing to rewrite the store, which would cover the damage "
                                     "with fresh checksums")
-        _clear_leftovers(path)
+        clear_stale_builds(path)
         table = store.items.filter(pa.array(keep))
         tmp = _swap_dir(path)
         try:
@@ -155,7 +182,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
                 if codebook.is_file():
                     with atomic_path(tmp / codebook.name) as part:
                         part.write_bytes(codebook.read_bytes())
-            tmp = swap_in(tmp, path)
+                tmp = swap_in(tmp, path)  # the new store's lock held until it is in place
         except BaseException:
             _remove_replaced(tmp)
             raise

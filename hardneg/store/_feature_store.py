@@ -390,7 +390,7 @@ class FeatureStore:
     True
     """
 
-    def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None):
+    def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None, _lock: FileLock | None = None):
         self.path = store_location(path, _timeout)
         self._remote = isinstance(self.path, RemoteFolder)
         if self._remote and _mode != "r":
@@ -402,8 +402,10 @@ class FeatureStore:
         self._checked: set[tuple[str, int]] = set()  # chunks that passed the first-touch checks
         self._zarr: dict = {}
         self._tail_checked = False
+        if _lock is not None:
+            self._lock = _lock  # taken by create() before the store had a name: held since, never let go
         meta = load_meta(self.path)
-        if _mode == "a":
+        if _mode == "a" and self._lock is None:
             self._acquire_lock()
         try:
             if _mode == "a":
@@ -503,6 +505,11 @@ class FeatureStore:
             # temp dir) may be on another filesystem, where the final rename fails.
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent))
+            from filelock import FileLock
+
+            # the builder's lock from the first moment: a folder whose lock can be taken was left by a dead process
+            build_lock = FileLock(str(tmp / ".lock"))
+            build_lock.acquire(timeout=0)
             try:
                 cls._build(tmp, dim, sparse, chunk_rows, attrs)
                 if exists:
@@ -521,11 +528,12 @@ class FeatureStore:
                     os.replace(tmp, path)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
+                build_lock.release()
                 raise
         finally:
             if old_lock is not None:
                 old_lock.release()
-        return cls(path, _mode="a")
+        return cls(path, _mode="a", _lock=build_lock)
 
     @staticmethod
     def _lock_for_overwrite(path: Path) -> FileLock:

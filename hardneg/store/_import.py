@@ -348,7 +348,7 @@ def import_embeddings(
     (3, 3, ['0', '1', '2'])
     """
     from .._validation import check_positive_int
-    from ._edit import _fsync_dir, _swap_dir, swap_in
+    from ._edit import _fsync_dir, _swap_dir, clear_stale_builds, swap_in
     from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
 
     block_rows = check_positive_int(block_rows, "block_rows")
@@ -406,9 +406,16 @@ def import_embeddings(
     if class_names is not None:
         attrs["class_names"] = class_names
 
+    # Overwriting: hold the old store's writer lock from here to the swap, so no edit or removal
+    # of it runs meanwhile (a `store remove` would have deleted this build as a leftover).
+    old = None
+    if out.exists() or out.is_symlink():
+        _check_replaceable(out)
+        old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
     tmp = _swap_dir(out)
     leftover: Path | None = tmp  # the folder to remove at the end: the new one until it is in place
     try:
+        clear_stale_builds(out)
         with FeatureStore.create(tmp, dim, attrs=attrs) as store:
             lo = 0
             for block in src.blocks(block_rows):
@@ -434,21 +441,18 @@ def import_embeddings(
                 lo = hi
             if lo != n:
                 raise ValueError(f"{source}: read {lo} rows, the header says {n}")
-        _fsync_dir(tmp)
-        if out.exists() or out.is_symlink():
-            _check_replaceable(out)
-            old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
-            try:
-                trash = swap_in(tmp, out)
-            finally:
-                if old is not None:
-                    old.release()
-            leftover = trash
-        else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(tmp, out)
-            leftover = None
+            _fsync_dir(tmp)
+            # still inside the with: the build's own lock is held until it is in place (clear_stale_builds)
+            if out.exists() or out.is_symlink():
+                _check_replaceable(out)
+                leftover = swap_in(tmp, out)
+            else:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(tmp, out)
+                leftover = None
     finally:
+        if old is not None:
+            old.release()
         if leftover is not None:
             _remove_replaced(leftover)
     logger.info("%s: %d rows x %d imported from %s", out, n, dim, source)
