@@ -297,12 +297,20 @@ def import_cmd(
     tags: str = typer.Option(None, "--tags", help="CSV side file of id,tag1;tag2 rows."),
     labels: str = typer.Option(None, "--labels", help="CSV side file of id,class rows (class numbers or names)."),
     column: str = typer.Option(None, "--column", help="The embedding column of a Parquet file (default: its only list-of-numbers column)."),
+    paths: str = typer.Option(None, "--paths", help="CSV side file of id,path rows: each item's image (for contact sheets and the page)."),
+    image_root: str = typer.Option(None, "--image-root", help="Folder the image paths are relative to; without a path column "
+                                   "or --paths, each item's image is ROOT/<id>."),
+    allow_outside_root: bool = typer.Option(False, "--allow-outside-root", help="Accept image paths outside the folder they "
+                                            "are relative to (refused by default)."),
     block_rows: int = typer.Option(65536, "--block-rows", min=1, help="Rows read at a time (the memory bound)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
 ):
     """Make a store from embeddings computed elsewhere (CLIP, DINO, your own model): every method then works on it.
 
-    Checked while read, block by block: NaN or infinity, shapes, number types.
+    Image paths (a Parquet path column, --paths, or --image-root with ids
+    relative to it) let contact sheets and the page show the images; they
+    must lie inside the folder they are relative to unless
+    --allow-outside-root. Checked while read, block by block: NaN or infinity, shapes, number types.
     Safe to interrupt: the store appears under --out only when complete.
     """
     from ..store import StoreError
@@ -312,7 +320,8 @@ def import_cmd(
     check_output_dir(out, "--out", inputs=(source,))
     try:
         with task_progress(f"importing {Path(source).name}", None) as advance:
-            store = import_embeddings(source, out, ids=ids, tags=tags, labels=labels, column=column, overwrite=overwrite,
+            store = import_embeddings(source, out, ids=ids, tags=tags, labels=labels, column=column, paths=paths,
+                                      image_root=image_root, allow_outside_root=allow_outside_root, overwrite=overwrite,
                                       block_rows=block_rows, progress=advance)
     except (StoreError, ValueError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
@@ -424,19 +433,28 @@ def remove(
 @app.command("relocate")
 def relocate(
     path: str = typer.Argument(..., help="Store directory."),
-    old: str = typer.Option(..., "--from", help="The folder the images were in."),
-    new: str = typer.Option(..., "--to", help="The folder they are in now (same layout below it)."),
+    old: str = typer.Option(None, "--from", help="The folder the images were in."),
+    new: str = typer.Option(None, "--to", help="The folder they are in now (same layout below it)."),
+    image_root: str = typer.Option(None, "--image-root", help="Set every item's image to ROOT/<id> (ids relative to "
+                                   "the root; e.g. a store of imported embeddings)."),
+    allow_outside_root: bool = typer.Option(False, "--allow-outside-root", help="With --image-root: accept ids that "
+                                            "lead outside it through links."),
 ):
-    """Re-point the image paths after the images moved (from --from to --to).
+    """Re-point the image paths after the images moved (--from to --to), or set them (--image-root).
 
     Safe to interrupt: the new item table is committed atomically.
     """
     from ..store import FeatureStore
-    from ..store._edit import relocate_images
+    from ..store._edit import relocate_images, set_image_paths
 
+    if (image_root is None) == (old is None and new is None) or (image_root is None and (old is None or new is None)):
+        raise CLIError("give --from OLD --to NEW (the images moved), or --image-root ROOT (set them to ROOT/<id>)")
     with FeatureStore.open(path, mode="a") as store:
         try:
-            changed = relocate_images(store, old, new)
+            if image_root is not None:
+                changed = set_image_paths(store, image_root, allow_outside=allow_outside_root)
+            else:
+                changed = relocate_images(store, old, new)
         except ValueError as exc:
             raise CLIError(str(exc)) from None
-    console.print(f"{path}: {changed:,} image path(s) now under {new}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"{path}: {changed:,} image path(s) now under {image_root or new}", highlight=False, markup=False, soft_wrap=True)

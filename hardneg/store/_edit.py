@@ -28,7 +28,8 @@ from ._item_table import _row_index, edit_items, next_part_name, replace_items, 
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "remove_items", "replace_items", "store_summary"]
+__all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "remove_items", "replace_items", "set_image_paths",
+           "store_summary"]
 
 
 # ---------------------------------------------------------------------------- removing and relocating items
@@ -283,4 +284,33 @@ def relocate_images(store: FeatureStore, old: str | os.PathLike, new: str | os.P
     replace_items(store, new_table)
     if found < changed:
         logger.warning("%s: %d of %d relocated images are not under %s either", store.path, changed - found, changed, new_dir)
+    return changed
+
+
+def set_image_paths(store: FeatureStore, root: str | os.PathLike, *, allow_outside: bool = False) -> int:
+    """Set every item's image path to ``root/<id>`` (ids relative to ``root``): the images of a store
+    of imported embeddings. Ids that lead outside ``root`` (``..``, links) are refused unless
+    ``allow_outside``. Stored as :func:`relocate_images` stores paths. Returns how many changed.
+
+    Raises
+    ------
+    ValueError
+        If ``root`` is not a folder, an id leads outside it, or no ``root/<id>`` exists (a mistyped root).
+    """
+    from ._import import image_path
+
+    store._require_writable()
+    if not os.path.isdir(root):
+        raise ValueError(f"--image-root {root}: no such folder")
+    table = store.items
+    ids = table.column("id").to_pylist()
+    full = [image_path(i, Path(root), allow_outside, f"id {i!r} under --image-root {root}") for i in ids]
+    if not any(os.path.exists(p) for p in full):
+        raise ValueError(f"--image-root {root}: none of the {len(ids):,} items' images is there (ROOT/<id>); check the folder")
+    relative = store.attrs.get("image_paths") == "relative-to-store"
+    base = os.path.abspath(store.path)  # type: ignore[arg-type]  # writable, hence local
+    out = [os.path.relpath(p, base) if relative else p for p in full]
+    old = table.column("path").to_pylist()
+    changed = sum(a != b for a, b in zip(old, out))
+    replace_items(store, table.set_column(table.schema.get_field_index("path"), "path", pa.array(out, pa.string())))
     return changed

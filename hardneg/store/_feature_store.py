@@ -93,7 +93,7 @@ from .._validation import check_matrix, check_positive_int, check_random_state, 
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._finite import all_finite
 from ._item_table import edit_items, next_part_name, store_summary, summarize_items
-from ._items import check_label, per_row, tag_list
+from ._items import check_label, control_character, per_row, tag_list
 from ._meta import ARRAY_TYPES, CHECKSUM_ALGORITHM, FORMAT_VERSION, META, check_layouts, first_line, load_meta
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
 from ._summary import SUMMARY, make_summary, merge_summaries
@@ -1044,6 +1044,10 @@ class FeatureStore:
                 if v is None or isinstance(v, bytes):
                     raise TypeError(f"ids: row {i} holds {v!r}; ids are strings")
             ids = [str(i) for i in ids]
+            for i, v in enumerate(ids):
+                bad = control_character(v)
+                if bad is not None:
+                    raise ValueError(f"ids: row {i} holds the id {v[:80]!r}, which contains the control character {bad!r}")
             if len(set(ids)) != n:
                 raise ValueError("ids: contains duplicates within the batch")
             if len(self) and pc.any(pc.is_in(self.items.column("id"), value_set=pa.array(ids))).as_py():

@@ -40,6 +40,7 @@ import numpy as np
 from .._validation import reads_as_number
 from ._csv import read_csv_rows, starts_with_header
 from ._errors import StoreError
+from ._items import id_problem
 
 if TYPE_CHECKING:
     from ._feature_store import FeatureStore
@@ -67,6 +68,9 @@ def _read_ids(path, n: int) -> list[str]:
     for (line, _), i in zip(rows[1 if header else 0 :], ids):
         if not i:
             raise ValueError(f"ids {path}: line {line}: the id is empty")
+        problem = id_problem(i, as_path=True)
+        if problem is not None:
+            raise ValueError(f"ids {path}: line {line}: the id {i[:80]!r} {problem}")
         if i in seen:
             raise ValueError(f"ids {path}: line {line}: id {i!r} is given twice")
         seen.add(i)
@@ -214,10 +218,13 @@ class _Parquet(_Source):
             missing = [r for r, v in enumerate(ids) if v is None or v == ""]
             if missing:
                 raise ValueError(f"{self.path}: column 'id' is empty in row {missing[0]}")
+            for r, v in enumerate(ids):
+                problem = id_problem(cast(str, v), as_path=True)
+                if problem is not None:
+                    raise ValueError(f"{self.path}: column 'id', row {r}: the id {cast(str, v)[:80]!r} {problem}")
             self.ids = cast("list[str]", ids)  # no None left: checked just above
         if "path" in names:
-            base = self.path.parent
-            self.paths = [None if v is None else os.path.normpath(os.path.join(os.path.abspath(base), str(v))) for v in self._whole("path")]
+            self.paths = [None if v is None else str(v) for v in self._whole("path")]  # placed by _image_paths
         if "tags" in names:
             t = schema.field("tags").type
             raw = self._whole("tags")
@@ -267,6 +274,51 @@ def _open_source(path: Path, column: str | None) -> _Source:
     raise ValueError(f"{path}: unknown embedding file type {suffix or '(no suffix)'!r}; expected {', '.join(FORMATS)}")
 
 
+def _inside(path: str, root: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def image_path(value: str, base: str | Path, allow_outside: bool, where: str) -> str:
+    """The absolute image path of ``value`` (relative to the folder ``base``); outside ``base``
+    (after links) refused unless ``allow_outside``: a path column must not reach the user's
+    private files (``../.ssh/id_rsa``) without being told so. ``where`` names the row in errors."""
+    full = os.path.normpath(os.path.join(os.path.abspath(base), os.path.expanduser(value)))
+    if not allow_outside and not _inside(full, str(base)):
+        raise ValueError(f"{where}: the image path {value[:120]!r} lies outside {os.path.abspath(base)}; image paths stay "
+                         "inside the folder they are relative to (--image-root, else the file's folder) unless you "
+                         "pass --allow-outside-root (allow_outside_root=True)")
+    return full
+
+
+def _image_paths(src: _Source, source: Path, item_ids: list[str], row_of: dict[str, int], paths, image_root,
+                 allow_outside: bool) -> list | None:
+    """The image path of each row, from the Parquet ``path`` column, the ``paths`` side file
+    (``id,path`` rows; it wins) or, with neither, ``image_root``/id; None where none is given."""
+    root = None
+    if image_root is not None:
+        root = Path(image_root)
+        if not root.is_dir():
+            raise ValueError(f"--image-root {image_root}: no such folder")
+    out: list | None = None
+    if src.paths is not None:
+        base = root or source.parent
+        out = [None if v is None else image_path(v, base, allow_outside, f"{source}: column 'path', row {r}")
+               for r, v in enumerate(src.paths)]
+    if paths is not None:
+        mapping = _read_mapping(paths, "paths", row_of)
+        unknown = [i for i in mapping if i not in row_of]
+        if unknown:
+            raise ValueError(f"paths {paths}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
+        base = root or Path(paths).parent
+        out = list(out) if out is not None else [None] * len(item_ids)
+        for i, value in mapping.items():
+            out[row_of[i]] = image_path(value, base, allow_outside, f"paths {paths}: id {i!r}") if value else None
+    if out is None and root is not None:
+        out = [image_path(i, root, allow_outside, f"id {i!r} under --image-root {image_root}") for i in item_ids]
+    return out
+
+
 def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | None]:
     """Integer classes as they are; class names numbered in sorted order (recorded as class_names).
 
@@ -310,6 +362,9 @@ def import_embeddings(
     tags: str | Path | None = None,
     labels: str | Path | None = None,
     column: str | None = None,
+    paths: str | Path | None = None,
+    image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
     overwrite: bool = False,
     block_rows: int = DEFAULT_BLOCK_ROWS,
     progress: Callable[[int], None] | None = None,
@@ -326,6 +381,16 @@ def import_embeddings(
         CSV side files: ids in row order; ``id,tag1;tag2`` rows; ``id,class`` rows.
     column : str, optional
         The embedding column of a Parquet file (default: its only list-of-numbers column).
+    paths : str or Path, optional
+        CSV side file of ``id,path`` rows: the image of each item (contact sheets, the page).
+        Relative paths are relative to ``image_root`` if given, else to the file's folder
+        (as a Parquet ``path`` column's are to the Parquet file's folder).
+    image_root : str or Path, optional
+        The folder image paths are relative to; without a ``path`` column or ``paths``
+        file, each item's image is ``image_root/<id>`` (ids relative to the root).
+    allow_outside_root : bool
+        Accept image paths outside the folder they are relative to (refused by default,
+        after links are followed, so a path column cannot point at private files unasked).
     overwrite : bool
         Replace an existing store at ``out``.
     block_rows : int
@@ -399,6 +464,7 @@ def import_embeddings(
         raw_labels = [None] * n if raw_labels is None else list(raw_labels)
         for i, value in mapping.items():
             raw_labels[row_of[i]] = value
+    image_paths = _image_paths(src, source, item_ids, row_of, paths, image_root, allow_outside_root)
     item_labels, class_names = _labels_and_names(raw_labels, str(labels or source)) if raw_labels is not None else (None, None)
     attrs: dict[str, Any] = {"imported": {"file": source.name, "format": source.suffix.lower().lstrip("."), "rows": n, "dim": dim}}
     if isinstance(src, _Parquet):
@@ -432,7 +498,7 @@ def import_embeddings(
                 hi = lo + X.shape[0]
                 store.append(
                     X, ids=item_ids[lo:hi],
-                    paths=None if src.paths is None else src.paths[lo:hi],
+                    paths=None if image_paths is None else image_paths[lo:hi],
                     tags=None if item_tags is None else item_tags[lo:hi],
                     labels=None if item_labels is None else item_labels[lo:hi],
                 )
