@@ -379,6 +379,15 @@ def read_id_csv(path: str, option: str) -> dict[str, str]:
     return out
 
 
+def in_split(split: str | None) -> str:
+    """`` in split 'train' (...)`` for an error that names a split, saying which flag gets past it;
+    empty when no split was used."""
+    if not split:
+        return ""
+    return (f" in split {split!r} (--split '' uses every row; items added since the store was split have none: "
+            "`hardneg store split` assigns them)")
+
+
 def split_tags(value: str) -> list[str]:
     """Tags of one CSV cell: separated by ';' (a tag may contain spaces)."""
     return [t.strip() for t in value.split(";") if t.strip()]

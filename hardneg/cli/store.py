@@ -199,25 +199,29 @@ def tag(
 @app.command("split")
 def split(
     path: str = typer.Argument(..., metavar="STORE", help="Store directory."),
-    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Share of items put in the test split (seeded random)."),
+    test_fraction: float = typer.Option(None, "--test-fraction", help="Share of items put in the test split (seeded random; "
+                                        "default 0.2, or the store's own share when it adds new items to a split store)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed of the assignment."),
     stratify: bool = typer.Option(True, "--stratify/--no-stratify", help="Keep each label's (or first tag's) share in both splits."),
     csv_file: str = typer.Option(None, "--from-csv", help="CSV of id,split rows instead of a random assignment (other items keep theirs)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Reassign a store that already has splits."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Reassign every item, also those that already have a split."),
 ):
     """Assign items to train/test: seeded random (stratified by label or tag), or from a CSV.
 
-    Safe to interrupt: the new item table is committed atomically.
+    In a store that already has splits, only the items without one (added
+    since, e.g. by re-running extraction) are assigned, with the store's own
+    test share unless --test-fraction says otherwise; --overwrite reassigns
+    every item. Safe to interrupt: the new item table is committed atomically.
     """
     from ..store import FeatureStore
 
     if csv_file is not None:
         # the CSV names every split itself: a fraction, seed or stratification would be silently ignored
-        given = [name for name, value, default in (("--test-fraction", test_fraction, 0.2), ("--seed", seed, 0),
+        given = [name for name, value, default in (("--test-fraction", test_fraction, None), ("--seed", seed, 0),
                                                    ("--no-stratify", stratify, True)) if value != default]
         if given:
             raise CLIError(f"--from-csv: assigns the splits from the file; {', '.join(given)} would be ignored: give one or the other")
-    if csv_file is None and not 0.0 < test_fraction < 1.0:
+    if csv_file is None and test_fraction is not None and not 0.0 < test_fraction < 1.0:
         raise CLIError(f"--test-fraction: must lie strictly between 0 and 1, got {test_fraction}")
     csv_rows = read_id_csv(csv_file, "--from-csv") if csv_file else None
     with FeatureStore.open(path, mode="a") as store:
@@ -231,20 +235,31 @@ def split(
                 raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
             assignment = {i: (v or None) for i, v in csv_rows.items()}
         else:
-            if store.items.column("split").null_count < len(store) and not overwrite:
-                raise CLIError(f"{path} already has splits ({store.summary().split('splits: ')[-1]}); pass --overwrite to reassign them")
             import numpy as np
 
-            groups = _strata(store) if stratify else np.zeros(len(store), np.int64)
+            splits = store.items.column("split").to_pylist()
+            chosen = np.array([overwrite or v is None for v in splits])
+            if not chosen.any():
+                raise CLIError(f"{path}: every item already has a split ({store.summary().split('splits: ')[-1]}); "
+                               "pass --overwrite to reassign them all")
+            new_only = not chosen.all()
+            if test_fraction is None:  # new items follow the store's own share; a fresh split, 0.2
+                old = [v for v in splits if v is not None]
+                test_fraction = old.count("test") / len(old) if new_only and 0 < old.count("test") < len(old) else 0.2
+            groups = (_strata(store) if stratify else np.zeros(len(store), np.int64))[chosen]
             rng = np.random.default_rng(seed)
-            is_test = np.zeros(len(store), dtype=bool)
+            is_test = np.zeros(int(chosen.sum()), dtype=bool)
             for g in np.unique(groups):
                 members = rng.permutation(np.flatnonzero(groups == g))
                 n_test = int(round(test_fraction * members.size))
                 if members.size >= 2:
                     n_test = min(max(n_test, 1), members.size - 1)  # both splits get some of every group
                 is_test[members[:n_test]] = True
-            assignment = {i: ("test" if t else "train") for i, t in zip(ids, is_test.tolist())}
+            rows = np.flatnonzero(chosen).tolist()
+            assignment = {ids[r]: ("test" if t else "train") for r, t in zip(rows, is_test.tolist())}
+            if new_only:
+                console.print(f"{path}: {len(rows):,} item(s) without a split assigned (test share {test_fraction:.2f}); "
+                              "the others keep theirs (--overwrite reassigns all)", highlight=False, markup=False, soft_wrap=True)
         changed = store.edit_items(split=assignment)
         summary = store.summary()
     console.print(f"{path}: {changed:,} item(s) changed; {summary}", highlight=False, markup=False, soft_wrap=True)
