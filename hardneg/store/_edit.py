@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ import pyarrow as pa
 
 from .._atomic import atomic_path
 from ..exceptions import StoreDamagedError
-from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
+from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, clear_stale_builds, local_store_path
 from ._item_table import _row_index, edit_items, next_part_name, replace_items, store_summary
 
 logger = logging.getLogger(__name__)
@@ -75,43 +74,6 @@ def _fsync_dir(path: Path) -> None:
 def _swap_dir(path: Path) -> Path:
     """A free sibling name for a store being rebuilt beside ``path`` (hidden, removed on success)."""
     return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
-
-
-def _build_folders(path: Path) -> list[Path]:
-    """The folders beside ``path`` that a rebuild, an import or ``FeatureStore.create`` of it makes:
-    ``.NAME.<hex>.swap`` (and the ``.creating`` folder built inside that name), ``NAME.<rand>.creating``,
-    ``NAME.<hex>.deleting``."""
-    name = re.escape(path.name)
-    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{32}}\.swap(\.[a-z0-9_]+\.creating)?|{name}\.([a-z0-9_]{{8}}\.creating|[0-9a-f]{{32}}\.deleting)")
-    try:
-        return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return []
-
-
-def clear_stale_builds(path: Path) -> None:
-    """Remove the build folders beside ``path`` that dead processes left (a killed import or rebuild).
-
-    A builder holds the lock file inside its folder from the moment the folder exists
-    (:meth:`FeatureStore.create`) until it is renamed into place: a folder whose lock can be
-    taken has no living owner. A folder with no lock file is left alone (its owner cannot be
-    told), and only the store's own files are deleted (:func:`_remove_replaced`).
-    """
-    from filelock import FileLock, Timeout
-
-    for stale in _build_folders(path):
-        if not (stale / ".lock").is_file():
-            continue
-        lock = FileLock(str(stale / ".lock"))
-        try:
-            lock.acquire(timeout=0)
-        except (Timeout, OSError):
-            continue  # a live builder
-        try:
-            logger.info("removing %s, left by an interrupted build of %s", stale, path)
-            _remove_replaced(stale)
-        finally:
-            lock.release()
 
 
 def swap_in(tmp: Path, path: Path) -> Path:

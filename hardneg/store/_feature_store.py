@@ -357,6 +357,59 @@ def _remove_replaced(trash: Path) -> None:
         logger.warning("could not remove all of the replaced store %s", trash)
 
 
+_STALE_AFTER_S = 3600
+
+
+def _build_folders(path: Path) -> list[Path]:
+    """The folders beside ``path`` that a rebuild, an import or ``FeatureStore.create`` of it makes:
+    ``.NAME.<hex>.swap`` (and the ``.creating`` folder built inside that name), ``NAME.<rand>.creating``,
+    ``NAME.<hex>.deleting``."""
+    name = re.escape(path.name)
+    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{32}}\.swap(\.[a-z0-9_]+\.creating)?|{name}\.([a-z0-9_]{{8}}\.creating|[0-9a-f]{{32}}\.deleting)")
+    try:
+        return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def clear_stale_builds(path: Path) -> None:
+    """Remove the build folders beside ``path`` that dead processes left (a killed import or rebuild).
+
+    A builder holds the lock file inside its folder from just after the folder is made
+    (:meth:`FeatureStore.create`) until it is renamed into place: a folder whose lock can be
+    taken, and that holds ``meta.json`` (written under the lock) or is over an hour old (its
+    builder died before writing it), has no living owner. A folder with no lock file is left
+    alone (its owner cannot be told), and only the store's own files are deleted
+    (:func:`_remove_replaced`). A ``.swap`` or ``.deleting`` folder may hold the old store
+    itself (a process killed between the two renames of a swap): it is removed only while a
+    store is in place at ``path``; a ``.creating`` folder never holds a committed store.
+    """
+    import time
+
+    from filelock import FileLock, Timeout
+
+    store_in_place = (path / META).is_file()
+    for stale in _build_folders(path):
+        if not (store_in_place or stale.name.endswith(".creating")):
+            continue  # perhaps the only copy of the store: left for the user
+        try:
+            started = (stale / META).is_file() or time.time() - stale.stat().st_mtime > _STALE_AFTER_S
+        except OSError:
+            continue
+        if not (stale / ".lock").is_file() or not started:
+            continue  # no lock file, or made a moment ago: perhaps a builder about to take its lock
+        lock = FileLock(str(stale / ".lock"))
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            continue  # a live builder
+        try:
+            logger.info("removing %s, left by an interrupted build of %s", stale, path)
+            _remove_replaced(stale)
+        finally:
+            lock.release()
+
+
 
 class FeatureStore:
     """A directory of feature vectors (dense or CSR) with an item table.
@@ -504,6 +557,7 @@ class FeatureStore:
             # Build beside the target: a temporary folder elsewhere (the system's
             # temp dir) may be on another filesystem, where the final rename fails.
             path.parent.mkdir(parents=True, exist_ok=True)
+            clear_stale_builds(path)
             tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent))
             from filelock import FileLock
 

@@ -66,3 +66,29 @@ def test_build_folders_of_killed_processes_are_removed_by_the_next_import(tmp_pa
     finally:
         holder.close()
     assert len(FeatureStore.open(tmp_path / "x")) == 8
+
+
+def test_a_create_folder_left_by_a_dead_process_is_removed_by_the_next_create(tmp_path):
+    """FeatureStore.create (extract, datasets import) builds in NAME.<rand>.creating: a killed one
+    leaves it; the next create of NAME removes it when its lock is free, never a live builder's."""
+    stale = tmp_path / "x.abcd1234.creating"
+    FeatureStore.create(stale, dim=2).close()  # a complete build folder, its lock free
+    starting = tmp_path / "x.efgh5678.creating"  # just made, no meta.json yet: a builder may be about to lock it
+    starting.mkdir()
+    (starting / ".lock").touch()
+    partial = tmp_path / "x.ijkl9012.creating"  # the same, but an hour old: its builder died
+    partial.mkdir()
+    (partial / ".lock").touch()
+    old = os.stat(partial).st_mtime - 3600
+    os.utime(partial, (old, old))
+    FeatureStore.create(tmp_path / "x", dim=2).close()
+    assert not stale.exists() and not partial.exists() and starting.exists()
+
+
+def test_an_old_store_moved_aside_is_kept_while_nothing_is_in_its_place(tmp_path, emb):
+    """A kill between the two renames of a swap leaves the old store only under a .swap name."""
+    import_embeddings(emb, tmp_path / "x")
+    aside = tmp_path / (".x." + "a" * 32 + ".swap")
+    os.rename(tmp_path / "x", aside)
+    import_embeddings(emb, tmp_path / "x")
+    assert (aside / "meta.json").is_file()  # not deleted: it was the only copy when the import began
