@@ -426,6 +426,8 @@ class FeatureStore:
         Internal: use :meth:`open` / :meth:`create`, which set it.
     _timeout : float, optional
         Internal: the remote-store timeout in seconds.
+    _lock : FileLock, optional
+        Internal: the writer lock :meth:`create` took while building, handed over.
 
     Examples
     --------
