@@ -95,15 +95,15 @@ class _FaultyHandler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-        elif fault == "drip":  # the right Content-Length, then 10 bytes every 0.1 s (100 bytes/s)
+        elif fault == "drip":  # the right Content-Length, then 5 bytes every 0.1 s (50 bytes/s: 10 s for meta.json)
             with open(self.translate_path(self.path), "rb") as fh:
                 body = fh.read()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             try:
-                for lo in range(0, len(body), 10):
-                    self.wfile.write(body[lo : lo + 10])
+                for lo in range(0, len(body), 5):
+                    self.wfile.write(body[lo : lo + 5])
                     self.wfile.flush()
                     time.sleep(0.1)
             except OSError:
@@ -215,7 +215,8 @@ def test_the_cli_timeout_flag(silent_server, monkeypatch, capsys):
 def test_a_slow_drip_stops_at_the_per_file_deadline(faults, monkeypatch, capsys):
     """Bytes that keep coming, each within the per-read timeout, still stop at a deadline for the
     whole file (issue 39 item 9: 100 bytes/s held a read for > 150 s). The deadline is
-    DEADLINE_FACTOR x the timeout: 0.4 s here, each read well within 0.4 s."""
+    DEADLINE_FACTOR x the timeout (4 s here), each read well within the timeout of 0.4 s,
+    the whole file (~500 bytes) twice as long as the deadline."""
     from hardneg.store._remote import DEADLINE_FACTOR
 
     table, url, _ = faults
