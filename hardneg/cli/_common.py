@@ -90,7 +90,9 @@ def error_line(exc: BaseException) -> str:
         text = str(missing_extra_line(exc))
     else:
         text = str(exc) or type(exc).__name__
-    return one_line(text)
+    from hardneg.store._errors import public_text  # a store's hidden build folder named as the store
+
+    return one_line(public_text(text))
 
 
 def one_line(text: str) -> str:
@@ -125,6 +127,23 @@ def _where(path, option: str | None) -> str:
     return f"{option} {path}" if option else str(path)
 
 
+def _check_not_a_url(path, option: str | None) -> None:
+    """Outputs are written to local paths: a URL would become a folder literally named
+    ``file:`` (or ``s3:``) while the command printed the URL, so it is refused, naming the
+    path to give instead (issue 39 item 7)."""
+    from hardneg.store._remote import LOCAL_PROTOCOLS, url_protocol
+
+    protocol = url_protocol(str(path))
+    if protocol is None:
+        return
+    if protocol in LOCAL_PROTOCOLS:
+        from fsspec.utils import infer_storage_options
+
+        local = infer_storage_options(str(path))["path"]
+        raise CLIError(f"{_where(path, option)}: outputs are written to a local path, not a URL; give {local}")
+    raise CLIError(f"{_where(path, option)}: outputs are written to a local path, not to {protocol}:// (write locally, then upload)")
+
+
 def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[str, ...] = (), inputs=()) -> Path:
     """Refuse, before any work, an output file that cannot be written.
 
@@ -136,6 +155,7 @@ def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[s
     input store) is refused too: writing it would destroy what is being read
     (or put a foreign file in the store).
     """
+    _check_not_a_url(path, option)
     p = Path(path)
     for target in (p, *(Path(str(p) + s) for s in sidecars)):
         if target.is_dir():
@@ -155,7 +175,8 @@ def _check_not_an_input(target: Path, option: str | None, inputs) -> None:
 
 def check_output_dir(path: str, option: str | None = None, *, inputs=()) -> Path:
     """Refuse, before any work, an output folder that is a file, cannot be
-    created, or is one of the command's ``inputs``."""
+    created, is one of the command's ``inputs``, or is a URL."""
+    _check_not_a_url(path, option)
     p = Path(path)
     _check_not_an_input(p, option, inputs)
     if p.is_dir():
@@ -339,31 +360,37 @@ def task_status(description: str):
 def read_id_csv(path: str, option: str) -> dict[str, str]:
     """``id,value`` rows of a CSV file as a dict; a first row ``id,...`` is a header.
 
+    Read by :func:`hardneg.store._csv.read_csv_rows` (the rules of every id CSV).
     Refused with one line naming ``option``: a missing file, a row without a
     value, an id given twice.
     """
-    import csv
+    from hardneg.store._csv import read_csv_rows, starts_with_header
 
-    p = check_input_file(path, "a CSV file of id,value rows", option)
-    out: dict[str, str] = {}
+    check_input_file(path, "a CSV file of id,value rows", option)
     try:
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            for n, row in enumerate(csv.reader(fh), 1):
-                if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
-                    continue
-                if n == 1 and row[0].strip().lower() == "id":
-                    continue  # header
-                if len(row) < 2:
-                    raise CLIError(f"{option} {path}: line {n} has no value after the id (expected id,value)")
-                key, value = row[0].strip(), ",".join(row[1:]).strip()
-                if key in out:
-                    raise CLIError(f"{option} {path}: line {n}: id {key!r} is given twice")
-                out[key] = value
-    except UnicodeDecodeError:
-        raise CLIError(f"{option} {path}: not a UTF-8 text file") from None
+        rows = read_csv_rows(path, option)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    out: dict[str, str] = {}
+    for n, row in rows[1 if starts_with_header(rows) else 0 :]:
+        if len(row) < 2:
+            raise CLIError(f"{option} {path}: line {n} has no value after the id (expected id,value)")
+        key, value = row[0].strip(), ",".join(row[1:]).strip()
+        if key in out:
+            raise CLIError(f"{option} {path}: line {n}: id {key!r} is given twice")
+        out[key] = value
     if not out:
         raise CLIError(f"{option} {path}: no id,value rows")
     return out
+
+
+def in_split(split: str | None) -> str:
+    """`` in split 'train' (...)`` for an error that names a split, saying which flag gets past it;
+    empty when no split was used."""
+    if not split:
+        return ""
+    return (f" in split {split!r} (--split '' uses every row; items added since the store was split have none: "
+            "`hardneg store split` assigns them)")
 
 
 def split_tags(value: str) -> list[str]:

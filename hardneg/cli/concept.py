@@ -15,6 +15,7 @@ from ._common import (
     console,
     emit_results,
     err_console,
+    in_split,
     ranked_results,
     task_progress,
 )
@@ -129,7 +130,7 @@ def train(
     pos_rows = store.select(tags=[concept], split=split)
     if pos_rows.size == 0:
         raise CLIError(
-            f"no items tagged {concept!r}{f' in split {split!r}' if split else ''} in {store_path} "
+            f"no items tagged {concept!r}{in_split(split)} in {store_path} "
             f"(`hardneg store tag` adds tags); the store has {store.summary()}"
         )
     rng = np.random.default_rng(seed)
@@ -317,7 +318,7 @@ def eval_cmd(
         positive = np.isin(rows, store.select(tags=[concept]))
         what = f"tag {concept!r}"
     if not positive.any():
-        raise CLIError(f"no items with {what}{f' in split {split!r}' if split else ''} of {store_path}; the store has {store.summary()}")
+        raise CLIError(f"no items with {what}{in_split(split)} of {store_path}; the store has {store.summary()}")
     with task_progress("scoring", int(rows.size)) as advance:
         scores = score_rows(model if runner.client is None else model_path, store, None if rows.size == len(store) else rows,
                             block_rows=chunk_rows, runner=runner, progress=advance)

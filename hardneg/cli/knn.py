@@ -15,6 +15,7 @@ from ._common import (
     cluster_options,
     emit_results,
     extract_query_images,
+    in_split,
     item_info,
     same_class,
     stored_queries,
@@ -65,7 +66,7 @@ def knn(
     store = FeatureStore.open(store_path)
     rows = store.select(split=split) if split else np.arange(len(store))
     if rows.size == 0:
-        raise CLIError(f"{store_path}: no rows to search{f' in split {split!r}' if split else ''}; the store has {store.summary()}")
+        raise CLIError(f"{store_path}: no rows to search{in_split(split)}; the store has {store.summary()}")
     if query_id:
         q_rows, Q, q_infos = stored_queries(store, list(query_id))
         queries = [{"name": q, "row": r, "query_path": info["path"]} for q, r, info in zip(query_id, q_rows, q_infos)]

@@ -159,6 +159,12 @@ def _root(
 ):
     setup_logging(verbose)
     if timeout is not None:
+        import math
+
+        if not (math.isfinite(timeout) and timeout > 0):  # typer's range lets nan and inf through
+            from ._common import CLIError
+
+            raise CLIError(f"--timeout: expected seconds, a finite number > 0, got {timeout}")
         # the store reads the variable wherever it opens a URL, in this process and in Dask workers started from it
         os.environ["HARDNEG_REMOTE_TIMEOUT"] = repr(float(timeout))
 

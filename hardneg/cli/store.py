@@ -13,7 +13,11 @@ app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/tes
 
 @app.command("info")
 def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.")):
-    """Rows, dimension, layout, splits, labels and tags of a store."""
+    """Rows, dimension, layout, splits, labels and tags of a store.
+
+    The counts come from the item summary the store records at each commit
+    (or from its item table); ``hardneg store verify`` checks the files.
+    """
     from rich.table import Table
 
     meta, summary, where = _fast_info(path)
@@ -24,7 +28,9 @@ def info(path: str = typer.Argument(..., metavar="STORE", help="Store directory.
         store = FeatureStore.open(path)
         meta, where = store._meta, str(store.path)
         summary = summarize_items(store.items, meta["parts"])
-    table = Table(title=where, show_header=False)
+    # the counts are what the store says of itself (its summary, or the item table of an older store), not a check
+    caption = "splits, labels, tags: from the store's item summary; 'hardneg store verify' checks its files against their checksums"
+    table = Table(title=where, show_header=False, caption=caption)
     for key, value in _info_rows(meta, summary):
         table.add_row(key, value)
     console.print(table)
@@ -193,25 +199,29 @@ def tag(
 @app.command("split")
 def split(
     path: str = typer.Argument(..., metavar="STORE", help="Store directory."),
-    test_fraction: float = typer.Option(0.2, "--test-fraction", help="Share of items put in the test split (seeded random)."),
+    test_fraction: float = typer.Option(None, "--test-fraction", help="Share of items put in the test split (seeded random; "
+                                        "default 0.2, or the store's own share when it adds new items to a split store)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Random seed of the assignment."),
     stratify: bool = typer.Option(True, "--stratify/--no-stratify", help="Keep each label's (or first tag's) share in both splits."),
     csv_file: str = typer.Option(None, "--from-csv", help="CSV of id,split rows instead of a random assignment (other items keep theirs)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Reassign a store that already has splits."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Reassign every item, also those that already have a split."),
 ):
     """Assign items to train/test: seeded random (stratified by label or tag), or from a CSV.
 
-    Safe to interrupt: the new item table is committed atomically.
+    In a store that already has splits, only the items without one (added
+    since, e.g. by re-running extraction) are assigned, with the store's own
+    test share unless --test-fraction says otherwise; --overwrite reassigns
+    every item. Safe to interrupt: the new item table is committed atomically.
     """
     from ..store import FeatureStore
 
     if csv_file is not None:
         # the CSV names every split itself: a fraction, seed or stratification would be silently ignored
-        given = [name for name, value, default in (("--test-fraction", test_fraction, 0.2), ("--seed", seed, 0),
+        given = [name for name, value, default in (("--test-fraction", test_fraction, None), ("--seed", seed, 0),
                                                    ("--no-stratify", stratify, True)) if value != default]
         if given:
             raise CLIError(f"--from-csv: assigns the splits from the file; {', '.join(given)} would be ignored: give one or the other")
-    if csv_file is None and not 0.0 < test_fraction < 1.0:
+    if csv_file is None and test_fraction is not None and not 0.0 < test_fraction < 1.0:
         raise CLIError(f"--test-fraction: must lie strictly between 0 and 1, got {test_fraction}")
     csv_rows = read_id_csv(csv_file, "--from-csv") if csv_file else None
     with FeatureStore.open(path, mode="a") as store:
@@ -225,20 +235,31 @@ def split(
                 raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
             assignment = {i: (v or None) for i, v in csv_rows.items()}
         else:
-            if store.items.column("split").null_count < len(store) and not overwrite:
-                raise CLIError(f"{path} already has splits ({store.summary().split('splits: ')[-1]}); pass --overwrite to reassign them")
             import numpy as np
 
-            groups = _strata(store) if stratify else np.zeros(len(store), np.int64)
+            splits = store.items.column("split").to_pylist()
+            chosen = np.array([overwrite or v is None for v in splits])
+            if not chosen.any():
+                raise CLIError(f"{path}: every item already has a split ({store.summary().split('splits: ')[-1]}); "
+                               "pass --overwrite to reassign them all")
+            new_only = not chosen.all()
+            if test_fraction is None:  # new items follow the store's own share; a fresh split, 0.2
+                old = [v for v in splits if v is not None]
+                test_fraction = old.count("test") / len(old) if new_only and 0 < old.count("test") < len(old) else 0.2
+            groups = (_strata(store) if stratify else np.zeros(len(store), np.int64))[chosen]
             rng = np.random.default_rng(seed)
-            is_test = np.zeros(len(store), dtype=bool)
+            is_test = np.zeros(int(chosen.sum()), dtype=bool)
             for g in np.unique(groups):
                 members = rng.permutation(np.flatnonzero(groups == g))
                 n_test = int(round(test_fraction * members.size))
                 if members.size >= 2:
                     n_test = min(max(n_test, 1), members.size - 1)  # both splits get some of every group
                 is_test[members[:n_test]] = True
-            assignment = {i: ("test" if t else "train") for i, t in zip(ids, is_test.tolist())}
+            rows = np.flatnonzero(chosen).tolist()
+            assignment = {ids[r]: ("test" if t else "train") for r, t in zip(rows, is_test.tolist())}
+            if new_only:
+                console.print(f"{path}: {len(rows):,} item(s) without a split assigned (test share {test_fraction:.2f}); "
+                              "the others keep theirs (--overwrite reassigns all)", highlight=False, markup=False, soft_wrap=True)
         changed = store.edit_items(split=assignment)
         summary = store.summary()
     console.print(f"{path}: {changed:,} item(s) changed; {summary}", highlight=False, markup=False, soft_wrap=True)
@@ -271,7 +292,9 @@ def quantize(
     a bin). Safe to interrupt: the copy appears under --out only when complete.
     """
     from ..store import FeatureStore, StoreError, quantize_store
+    from ._common import check_output_dir
 
+    check_output_dir(out, "--out", inputs=(path,))
     try:
         source = FeatureStore.open(path)
         binned = quantize_store(source, out, n_bins=bins, overwrite=overwrite)
@@ -289,12 +312,20 @@ def import_cmd(
     tags: str = typer.Option(None, "--tags", help="CSV side file of id,tag1;tag2 rows."),
     labels: str = typer.Option(None, "--labels", help="CSV side file of id,class rows (class numbers or names)."),
     column: str = typer.Option(None, "--column", help="The embedding column of a Parquet file (default: its only list-of-numbers column)."),
+    paths: str = typer.Option(None, "--paths", help="CSV side file of id,path rows: each item's image (for contact sheets and the page)."),
+    image_root: str = typer.Option(None, "--image-root", help="Folder the image paths are relative to; without a path column "
+                                   "or --paths, each item's image is ROOT/<id>."),
+    allow_outside_root: bool = typer.Option(False, "--allow-outside-root", help="Accept image paths outside the folder they "
+                                            "are relative to (refused by default)."),
     block_rows: int = typer.Option(65536, "--block-rows", min=1, help="Rows read at a time (the memory bound)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store at --out."),
 ):
     """Make a store from embeddings computed elsewhere (CLIP, DINO, your own model): every method then works on it.
 
-    Checked while read, block by block: NaN or infinity, shapes, number types.
+    Image paths (a Parquet path column, --paths, or --image-root with ids
+    relative to it) let contact sheets and the page show the images; they
+    must lie inside the folder they are relative to unless
+    --allow-outside-root. Checked while read, block by block: NaN or infinity, shapes, number types.
     Safe to interrupt: the store appears under --out only when complete.
     """
     from ..store import StoreError
@@ -304,7 +335,8 @@ def import_cmd(
     check_output_dir(out, "--out", inputs=(source,))
     try:
         with task_progress(f"importing {Path(source).name}", None) as advance:
-            store = import_embeddings(source, out, ids=ids, tags=tags, labels=labels, column=column, overwrite=overwrite,
+            store = import_embeddings(source, out, ids=ids, tags=tags, labels=labels, column=column, paths=paths,
+                                      image_root=image_root, allow_outside_root=allow_outside_root, overwrite=overwrite,
                                       block_rows=block_rows, progress=advance)
     except (StoreError, ValueError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
@@ -339,15 +371,17 @@ def _chosen_ids(store, path: str, ids: list[str], folder: list[str], csv_file: s
             raise CLIError(f"--folder {f}: no item of {path} has an id under {prefix} or an image in that folder")
         chosen += hits
     if csv_file is not None:
-        import csv
-
+        from ..store._csv import read_csv_rows, starts_with_header
         from ._common import check_input_file
 
-        p = check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            rows = [r[0].strip() for r in csv.reader(fh) if r and r[0].strip() and not r[0].lstrip().startswith("#")]
-        if rows and rows[0].lower() == "id":
-            rows = rows[1:]
+        check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
+        try:
+            lines = read_csv_rows(csv_file, "--from-csv")
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+        if starts_with_header(lines) and "id" not in known:
+            lines = lines[1:]
+        rows = [r[0].strip() for _, r in lines if r[0].strip()]
         missing = [i for i in rows if i not in known]
         if missing:
             raise CLIError(f"--from-csv {csv_file}: {len(missing)} id(s) not in {path}, e.g. {', '.join(missing[:3])}")
@@ -414,19 +448,28 @@ def remove(
 @app.command("relocate")
 def relocate(
     path: str = typer.Argument(..., help="Store directory."),
-    old: str = typer.Option(..., "--from", help="The folder the images were in."),
-    new: str = typer.Option(..., "--to", help="The folder they are in now (same layout below it)."),
+    old: str = typer.Option(None, "--from", help="The folder the images were in."),
+    new: str = typer.Option(None, "--to", help="The folder they are in now (same layout below it)."),
+    image_root: str = typer.Option(None, "--image-root", help="Set every item's image to ROOT/<id> (ids relative to "
+                                   "the root; e.g. a store of imported embeddings)."),
+    allow_outside_root: bool = typer.Option(False, "--allow-outside-root", help="With --image-root: accept ids that "
+                                            "lead outside it through links."),
 ):
-    """Re-point the image paths after the images moved (from --from to --to).
+    """Re-point the image paths after the images moved (--from to --to), or set them (--image-root).
 
     Safe to interrupt: the new item table is committed atomically.
     """
     from ..store import FeatureStore
-    from ..store._edit import relocate_images
+    from ..store._edit import relocate_images, set_image_paths
 
+    if (image_root is None) == (old is None and new is None) or (image_root is None and (old is None or new is None)):
+        raise CLIError("give --from OLD --to NEW (the images moved), or --image-root ROOT (set them to ROOT/<id>)")
     with FeatureStore.open(path, mode="a") as store:
         try:
-            changed = relocate_images(store, old, new)
+            if image_root is not None:
+                changed = set_image_paths(store, image_root, allow_outside=allow_outside_root)
+            else:
+                changed = relocate_images(store, old, new)
         except ValueError as exc:
             raise CLIError(str(exc)) from None
-    console.print(f"{path}: {changed:,} image path(s) now under {new}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"{path}: {changed:,} image path(s) now under {image_root or new}", highlight=False, markup=False, soft_wrap=True)

@@ -182,7 +182,8 @@ def create_app(store_path: str | Path, *, models_dir: str | Path | None = None, 
         is one of the names the ``Host`` header may give.
     allowed_hosts : more names the ``Host`` header may give (``--allowed-host``), besides
         ``localhost``, ``127.0.0.1``, ``::1`` and ``host``; ``"*.example.com"`` accepts its
-        subdomains, ``"*"`` any name (behind a proxy that checks it). Other names are a
+        subdomains, ``"*"`` any name (behind a proxy that checks it); a wildcard needs a
+        ``token``, since any name it answers could be pointed at the server. Other names are a
         400: a page on another site cannot reach this server by pointing its own DNS
         name at the server's address (DNS rebinding).
     max_upload_bytes, max_image_pixels : upload limits (bytes; declared pixels).
@@ -255,6 +256,12 @@ def create_app(store_path: str | Path, *, models_dir: str | Path | None = None, 
     if isinstance(max_json_bytes, bool) or not isinstance(max_json_bytes, int) or max_json_bytes < 1:
         raise ValueError(f"max_json_bytes: expected a positive number of bytes, got {max_json_bytes!r}")
     hosts = _host_names(host, allowed_hosts)
+    wildcard = next((name for name in hosts if name.startswith("*")), None)
+    if wildcard is not None and token is None:
+        # any name (or any under a domain) passes the Host check: a page on a site whose DNS name the
+        # attacker points at this server would be same-origin with it (DNS rebinding); only a token stops it
+        raise ValueError(f"allowed_hosts (--allowed-host) {wildcard!r} answers names others control, which re-opens "
+                         "DNS rebinding: give a token (--token or HARDNEG_TOKEN) or list the names")
     if settings.nprobe is not None and settings.nprobe < 1:
         raise ValueError(f"nprobe: expected a positive integer, got {settings.nprobe}")
     if not 0 <= settings.batch_window_s <= 1 or settings.max_batch < 1 or settings.batch_workers < 1:

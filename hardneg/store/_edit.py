@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,12 +22,13 @@ import pyarrow as pa
 
 from .._atomic import atomic_path
 from ..exceptions import StoreDamagedError
-from ._feature_store import FeatureStore, _remove_replaced, local_store_path
+from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, clear_stale_builds, local_store_path
 from ._item_table import _row_index, edit_items, next_part_name, replace_items, store_summary
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "remove_items", "replace_items", "store_summary"]
+__all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "remove_items", "replace_items", "set_image_paths",
+           "store_summary"]
 
 
 # ---------------------------------------------------------------------------- removing and relocating items
@@ -76,16 +76,6 @@ def _swap_dir(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
 
 
-def _clear_leftovers(path: Path) -> None:
-    """Remove what a killed rebuild of ``path`` left beside it (the caller holds the writer lock,
-    so no rebuild of this store is running)."""
-    for stale in path.parent.glob(f".{path.name}.*"):
-        # the swap folder, or FeatureStore.create's temporary folder beside it
-        if re.fullmatch(rf"\.{re.escape(path.name)}\.[0-9a-f]{{32}}\.swap(\..+\.creating)?", stale.name):
-            logger.info("removing %s, left by an interrupted rebuild of %s", stale, path)
-            _remove_replaced(stale)
-
-
 def swap_in(tmp: Path, path: Path) -> Path:
     """Put the folder ``tmp`` at ``path`` (which exists) in one atomic exchange; returns where the
     old folder now is (to remove). Where the system lacks the exchange, two renames: a kill
@@ -125,6 +115,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
         n_removed = int((~keep).sum())
         if n_removed == 0:
             return 0
+        _check_replaceable(path, "rewrite")  # the old copy is deleted after the swap: never with the user's files in it
         # Reads check only what is cheap; a rewrite gives every copied chunk a fresh checksum, so damage it
         # copied would pass `store verify` for good. Check every chunk and part first (issue 39).
         report = store.verify()
@@ -133,7 +124,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
             raise StoreDamagedError(str(path), report.problems[0].split(" ", 1)[0],
                                     f"is damaged{more}; refusing to rewrite the store, which would cover the damage "
                                     "with fresh checksums")
-        _clear_leftovers(path)
+        clear_stale_builds(path)
         table = store.items.filter(pa.array(keep))
         tmp = _swap_dir(path)
         try:
@@ -154,7 +145,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
                 if codebook.is_file():
                     with atomic_path(tmp / codebook.name) as part:
                         part.write_bytes(codebook.read_bytes())
-            tmp = swap_in(tmp, path)
+                tmp = swap_in(tmp, path)  # the new store's lock held until it is in place
         except BaseException:
             _remove_replaced(tmp)
             raise
@@ -255,4 +246,33 @@ def relocate_images(store: FeatureStore, old: str | os.PathLike, new: str | os.P
     replace_items(store, new_table)
     if found < changed:
         logger.warning("%s: %d of %d relocated images are not under %s either", store.path, changed - found, changed, new_dir)
+    return changed
+
+
+def set_image_paths(store: FeatureStore, root: str | os.PathLike, *, allow_outside: bool = False) -> int:
+    """Set every item's image path to ``root/<id>`` (ids relative to ``root``): the images of a store
+    of imported embeddings. Ids that lead outside ``root`` (``..``, links) are refused unless
+    ``allow_outside``. Stored as :func:`relocate_images` stores paths. Returns how many changed.
+
+    Raises
+    ------
+    ValueError
+        If ``root`` is not a folder, an id leads outside it, or no ``root/<id>`` exists (a mistyped root).
+    """
+    from ._import import image_path
+
+    store._require_writable()
+    if not os.path.isdir(root):
+        raise ValueError(f"--image-root {root}: no such folder")
+    table = store.items
+    ids = table.column("id").to_pylist()
+    full = [image_path(i, Path(root), allow_outside, f"id {i!r} under --image-root {root}") for i in ids]
+    if not any(os.path.exists(p) for p in full):
+        raise ValueError(f"--image-root {root}: none of the {len(ids):,} items' images is there (ROOT/<id>); check the folder")
+    relative = store.attrs.get("image_paths") == "relative-to-store"
+    base = os.path.abspath(store.path)  # type: ignore[arg-type]  # writable, hence local
+    out = [os.path.relpath(p, base) if relative else p for p in full]
+    old = table.column("path").to_pylist()
+    changed = sum(a != b for a, b in zip(old, out))
+    replace_items(store, table.set_column(table.schema.get_field_index("path"), "path", pa.array(out, pa.string())))
     return changed

@@ -93,7 +93,7 @@ from .._validation import check_matrix, check_positive_int, check_random_state, 
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._finite import all_finite
 from ._item_table import edit_items, next_part_name, store_summary, summarize_items
-from ._items import check_label, per_row, tag_list
+from ._items import check_label, control_character, per_row, tag_list
 from ._meta import ARRAY_TYPES, CHECKSUM_ALGORITHM, FORMAT_VERSION, META, check_layouts, first_line, load_meta
 from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
 from ._summary import SUMMARY, make_summary, merge_summaries
@@ -222,7 +222,32 @@ def _is_store_entry(name: str) -> bool:
     return name in _STORE_ENTRIES or bool(_ATOMIC_TEMP.match(name))
 
 
-def _check_replaceable(path: Path) -> None:
+# What vectors/ and items/ may hold (paths relative to the store, folders included): Zarr's metadata
+# and chunk files, item parts, and the temporary files of their atomic writes.
+_TREE_ENTRY = re.compile(
+    r"(vectors(/zarr\.json|/(X|indptr|indices|data)(/zarr\.json|/c(/\d+){0,2})?)?(\.[0-9a-f]{32}\.partial)?"
+    r"|items(/part-\d+\.parquet(\..+\.tmp)?)?)"
+)
+
+
+def _foreign_entries(path: Path) -> list[str]:
+    """Entries of a store folder, at any depth, that the store did not write (relative paths;
+    links count as foreign: deleting the store must not follow or drop them)."""
+    foreign = []
+    for entry in sorted(path.iterdir()):
+        if not _is_store_entry(entry.name) or (entry.is_symlink() and entry.name != META):
+            foreign.append(entry.name)
+        elif entry.name in ("vectors", "items") and entry.is_dir():
+            for root, dirs, files in os.walk(entry):
+                for name in sorted(dirs + files):
+                    rel = os.path.relpath(os.path.join(root, name), path).replace(os.sep, "/")
+                    if os.path.islink(os.path.join(root, name)) or not _TREE_ENTRY.fullmatch(rel):
+                        foreign.append(rel)
+                dirs[:] = [d for d in dirs if _TREE_ENTRY.fullmatch(os.path.relpath(os.path.join(root, d), path).replace(os.sep, "/"))]
+    return foreign
+
+
+def _check_replaceable(path: Path, action: str = "overwrite") -> None:
     """Refuse to overwrite anything but a hardneg store (by its format marker) or an empty folder.
 
     ``--overwrite`` must never delete what the store did not write: a folder
@@ -231,14 +256,14 @@ def _check_replaceable(path: Path) -> None:
     """
     if path.is_symlink() or not path.is_dir():
         kind = "a symbolic link" if path.is_symlink() else "a file"
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
     entries = sorted(p.name for p in path.iterdir())
     if not entries:
         return
-    foreign = [name for name in entries if not _is_store_entry(name)]
+    foreign = _foreign_entries(path)
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
     try:
         meta = json.loads((path / META).read_text(encoding="utf-8"))
         marker = meta.get("format") if isinstance(meta, dict) else None
@@ -247,7 +272,7 @@ def _check_replaceable(path: Path) -> None:
     # A store whose meta.json is damaged is still recognisable by its layout, and may be rebuilt.
     layout = (path / "vectors").is_dir() and (path / "items").is_dir()
     if marker != "hardneg.FeatureStore" and not layout:
-        raise StoreError(f"refusing to overwrite {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
+        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
 
 
 def writes_into_input(output, source) -> bool:
@@ -293,6 +318,25 @@ def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike
             raise StoreError(f"{what} {str(output)!r} is also an input of this run; write it somewhere else")
 
 
+def _remove_tree(store: Path, folder: Path) -> None:
+    """Delete the store's own files under ``folder`` (:data:`_TREE_ENTRY`), then the emptied folders;
+    a foreign file (put there by hand) stays, with the folders that hold it."""
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in files + dirs:
+            p = os.path.join(root, name)
+            rel = os.path.relpath(p, store).replace(os.sep, "/")
+            if os.path.islink(p) or not _TREE_ENTRY.fullmatch(rel):
+                continue
+            try:
+                os.rmdir(p) if name in dirs else os.unlink(p)
+            except OSError:
+                pass  # a folder that still holds a foreign file
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def _remove_replaced(trash: Path) -> None:
     """Delete a replaced store folder: only the store's own entries, then the folder if empty."""
     if trash.is_symlink() or not trash.is_dir():
@@ -301,7 +345,9 @@ def _remove_replaced(trash: Path) -> None:
     for entry in trash.iterdir():
         if not _is_store_entry(entry.name):
             continue  # checked before the swap; never delete what is not the store's
-        if entry.is_dir() and not entry.is_symlink():
+        if entry.name in ("vectors", "items") and entry.is_dir() and not entry.is_symlink():
+            _remove_tree(trash, entry)
+        elif entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
@@ -309,6 +355,59 @@ def _remove_replaced(trash: Path) -> None:
         trash.rmdir()
     except OSError:
         logger.warning("could not remove all of the replaced store %s", trash)
+
+
+_STALE_AFTER_S = 3600
+
+
+def _build_folders(path: Path) -> list[Path]:
+    """The folders beside ``path`` that a rebuild, an import or ``FeatureStore.create`` of it makes:
+    ``.NAME.<hex>.swap`` (and the ``.creating`` folder built inside that name), ``NAME.<rand>.creating``,
+    ``NAME.<hex>.deleting``."""
+    name = re.escape(path.name)
+    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{32}}\.swap(\.[a-z0-9_]+\.creating)?|{name}\.([a-z0-9_]{{8}}\.creating|[0-9a-f]{{32}}\.deleting)")
+    try:
+        return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def clear_stale_builds(path: Path) -> None:
+    """Remove the build folders beside ``path`` that dead processes left (a killed import or rebuild).
+
+    A builder holds the lock file inside its folder from just after the folder is made
+    (:meth:`FeatureStore.create`) until it is renamed into place: a folder whose lock can be
+    taken, and that holds ``meta.json`` (written under the lock) or is over an hour old (its
+    builder died before writing it), has no living owner. A folder with no lock file is left
+    alone (its owner cannot be told), and only the store's own files are deleted
+    (:func:`_remove_replaced`). A ``.swap`` or ``.deleting`` folder may hold the old store
+    itself (a process killed between the two renames of a swap): it is removed only while a
+    store is in place at ``path``; a ``.creating`` folder never holds a committed store.
+    """
+    import time
+
+    from filelock import FileLock, Timeout
+
+    store_in_place = (path / META).is_file()
+    for stale in _build_folders(path):
+        if not (store_in_place or stale.name.endswith(".creating")):
+            continue  # perhaps the only copy of the store: left for the user
+        try:
+            started = (stale / META).is_file() or time.time() - stale.stat().st_mtime > _STALE_AFTER_S
+        except OSError:
+            continue
+        if not (stale / ".lock").is_file() or not started:
+            continue  # no lock file, or made a moment ago: perhaps a builder about to take its lock
+        lock = FileLock(str(stale / ".lock"))
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            continue  # a live builder
+        try:
+            logger.info("removing %s, left by an interrupted build of %s", stale, path)
+            _remove_replaced(stale)
+        finally:
+            lock.release()
 
 
 
@@ -327,6 +426,8 @@ class FeatureStore:
         Internal: use :meth:`open` / :meth:`create`, which set it.
     _timeout : float, optional
         Internal: the remote-store timeout in seconds.
+    _lock : FileLock, optional
+        Internal: the writer lock :meth:`create` took while building, handed over.
 
     Examples
     --------
@@ -344,7 +445,7 @@ class FeatureStore:
     True
     """
 
-    def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None):
+    def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None, _lock: FileLock | None = None):
         self.path = store_location(path, _timeout)
         self._remote = isinstance(self.path, RemoteFolder)
         if self._remote and _mode != "r":
@@ -356,8 +457,10 @@ class FeatureStore:
         self._checked: set[tuple[str, int]] = set()  # chunks that passed the first-touch checks
         self._zarr: dict = {}
         self._tail_checked = False
+        if _lock is not None:
+            self._lock = _lock  # taken by create() before the store had a name: held since, never let go
         meta = load_meta(self.path)
-        if _mode == "a":
+        if _mode == "a" and self._lock is None:
             self._acquire_lock()
         try:
             if _mode == "a":
@@ -456,7 +559,13 @@ class FeatureStore:
             # Build beside the target: a temporary folder elsewhere (the system's
             # temp dir) may be on another filesystem, where the final rename fails.
             path.parent.mkdir(parents=True, exist_ok=True)
+            clear_stale_builds(path)
             tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent))
+            from filelock import FileLock
+
+            # the builder's lock from the first moment: a folder whose lock can be taken was left by a dead process
+            build_lock = FileLock(str(tmp / ".lock"))
+            build_lock.acquire(timeout=0)
             try:
                 cls._build(tmp, dim, sparse, chunk_rows, attrs)
                 if exists:
@@ -475,11 +584,12 @@ class FeatureStore:
                     os.replace(tmp, path)
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
+                build_lock.release()
                 raise
         finally:
             if old_lock is not None:
                 old_lock.release()
-        return cls(path, _mode="a")
+        return cls(path, _mode="a", _lock=build_lock)
 
     @staticmethod
     def _lock_for_overwrite(path: Path) -> FileLock:
@@ -783,7 +893,7 @@ class FeatureStore:
             folder = base / "vectors" / name / "c"
             if folder.is_dir():
                 for f in folder.iterdir():
-                    if not (f.name.isdigit() and int(f.name) < keep):
+                    if f.name.isdigit() and int(f.name) >= keep and not f.is_symlink():  # other names are not Zarr's
                         logger.info("removing uncommitted chunk %s", f)
                         shutil.rmtree(f) if f.is_dir() else f.unlink()
         for root, _, files in os.walk(base / "vectors"):
@@ -795,7 +905,8 @@ class FeatureStore:
             f.unlink()
         committed_parts = set(self._meta["parts"])
         for f in (base / "items").iterdir():
-            if f.name not in committed_parts:
+            own = _TREE_ENTRY.fullmatch(f"items/{f.name}") and not f.is_symlink()
+            if own and f.name not in committed_parts:  # a file of the user's put here is not ours to delete
                 logger.info("removing uncommitted item part %s", f)
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
 
@@ -989,6 +1100,10 @@ class FeatureStore:
                 if v is None or isinstance(v, bytes):
                     raise TypeError(f"ids: row {i} holds {v!r}; ids are strings")
             ids = [str(i) for i in ids]
+            for i, v in enumerate(ids):
+                bad = control_character(v)
+                if bad is not None:
+                    raise ValueError(f"ids: row {i} holds the id {v[:80]!r}, which contains the control character {bad!r}")
             if len(set(ids)) != n:
                 raise ValueError("ids: contains duplicates within the batch")
             if len(self) and pc.any(pc.is_in(self.items.column("id"), value_set=pa.array(ids))).as_py():

@@ -13,9 +13,11 @@ larger than memory imports as well as a small one:
   and optionally an integer tensor ``labels``. The format holds tensors
   only: ids come from an ``ids`` side file, else the row numbers.
 
-Side files (CSV, UTF-8) add what the embedding file lacks: ``ids`` holds one
-id per row in row order (first column; a first row ``id`` is a header),
-``tags`` holds ``id,tag1;tag2`` rows and ``labels`` ``id,class`` rows.
+Side files (CSV, UTF-8; the rules of :mod:`hardneg.store._csv`: no comments)
+add what the embedding file lacks: ``ids`` holds one id per row in row order
+(first column; a first row ``id`` is a header unless the file holds exactly one
+row per embedding), ``tags`` holds ``id,tag1;tag2`` rows and ``labels``
+``id,class`` rows.
 
 Every value is checked (NaN or infinity, also after the cast to float32,
 shapes, types) and refused with one line naming the file and the row. The
@@ -26,7 +28,6 @@ out in one atomic step).
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 import os
@@ -37,7 +38,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .._validation import reads_as_number
+from ._csv import read_csv_rows, starts_with_header
 from ._errors import StoreError
+from ._items import id_problem
 
 if TYPE_CHECKING:
     from ._feature_store import FeatureStore
@@ -54,42 +57,37 @@ MAX_IMPORT_DIM = 1 << 20
 BLOCK_BYTES = 64 << 20
 
 
-def _read_csv_rows(path, what: str) -> list[list[str]]:
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{what} {path}: no such file")
-    try:
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r) and not r[0].lstrip().startswith("#")]
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {path}: not a UTF-8 text file") from None
-    if rows and rows[0][0].strip().lower() == "id":
-        rows = rows[1:]
-    return rows
-
-
 def _read_ids(path, n: int) -> list[str]:
-    ids = [r[0].strip() for r in _read_csv_rows(path, "ids")]
+    rows = read_csv_rows(path, "ids")
+    header = starts_with_header(rows) and len(rows) != n  # with exactly n rows, a first 'id' is an id
+    ids = [r[0].strip() for _, r in rows[1 if header else 0 :]]
     if len(ids) != n:
-        raise ValueError(f"ids {path}: {len(ids):,} ids for {n:,} embedding rows (one id per row, in row order)")
+        took = " (not counting its first row 'id', taken as a header)" if header else ""
+        raise ValueError(f"ids {path}: {len(ids):,} ids for {n:,} embedding rows{took}; one id per row, in row order")
     seen: set[str] = set()
-    for line, i in enumerate(ids, 1):
+    for (line, _), i in zip(rows[1 if header else 0 :], ids):
         if not i:
-            raise ValueError(f"ids {path}: id {line} is empty")
+            raise ValueError(f"ids {path}: line {line}: the id is empty")
+        problem = id_problem(i, as_path=True)
+        if problem is not None:
+            raise ValueError(f"ids {path}: line {line}: the id {i[:80]!r} {problem}")
         if i in seen:
-            raise ValueError(f"ids {path}: id {i!r} is given twice")
+            raise ValueError(f"ids {path}: line {line}: id {i!r} is given twice")
         seen.add(i)
     return ids
 
 
-def _read_mapping(path, what: str) -> dict[str, str]:
+def _read_mapping(path, what: str, known: dict[str, int]) -> dict[str, str]:
+    rows = read_csv_rows(path, what)
+    if starts_with_header(rows) and rows[0][1][0].strip() not in known:  # 'id' is a header unless an item has that id
+        rows = rows[1:]
     out: dict[str, str] = {}
-    for n, row in enumerate(_read_csv_rows(path, what), 1):
+    for line, row in rows:
         if len(row) < 2:
-            raise ValueError(f"{what} {path}: row {n} has no value after the id (expected id,value)")
+            raise ValueError(f"{what} {path}: line {line} has no value after the id (expected id,value)")
         key = row[0].strip()
         if key in out:
-            raise ValueError(f"{what} {path}: id {key!r} is given twice")
+            raise ValueError(f"{what} {path}: line {line}: id {key!r} is given twice")
         out[key] = ",".join(row[1:]).strip()
     return out
 
@@ -122,6 +120,8 @@ class _Npy(_Source):
             self.array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             raise ValueError(f"{path}: not a .npy array of numbers ({str(exc).splitlines()[0]})") from None
+        except EOFError:
+            raise ValueError(f"{path}: the file is empty or cut short (no complete .npy header)") from None
         except OSError as exc:
             raise ValueError(f"{path}: cannot read it as a .npy file ({exc.strerror or exc})") from None
         if not isinstance(self.array, np.ndarray):
@@ -218,10 +218,13 @@ class _Parquet(_Source):
             missing = [r for r, v in enumerate(ids) if v is None or v == ""]
             if missing:
                 raise ValueError(f"{self.path}: column 'id' is empty in row {missing[0]}")
+            for r, v in enumerate(ids):
+                problem = id_problem(cast(str, v), as_path=True)
+                if problem is not None:
+                    raise ValueError(f"{self.path}: column 'id', row {r}: the id {cast(str, v)[:80]!r} {problem}")
             self.ids = cast("list[str]", ids)  # no None left: checked just above
         if "path" in names:
-            base = self.path.parent
-            self.paths = [None if v is None else os.path.normpath(os.path.join(os.path.abspath(base), str(v))) for v in self._whole("path")]
+            self.paths = [None if v is None else str(v) for v in self._whole("path")]  # placed by _image_paths
         if "tags" in names:
             t = schema.field("tags").type
             raw = self._whole("tags")
@@ -271,6 +274,51 @@ def _open_source(path: Path, column: str | None) -> _Source:
     raise ValueError(f"{path}: unknown embedding file type {suffix or '(no suffix)'!r}; expected {', '.join(FORMATS)}")
 
 
+def _inside(path: str, root: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def image_path(value: str, base: str | Path, allow_outside: bool, where: str) -> str:
+    """The absolute image path of ``value`` (relative to the folder ``base``); outside ``base``
+    (after links) refused unless ``allow_outside``: a path column must not reach the user's
+    private files (``../.ssh/id_rsa``) without being told so. ``where`` names the row in errors."""
+    full = os.path.normpath(os.path.join(os.path.abspath(base), os.path.expanduser(value)))
+    if not allow_outside and not _inside(full, str(base)):
+        raise ValueError(f"{where}: the image path {value[:120]!r} lies outside {os.path.abspath(base)}; image paths stay "
+                         "inside the folder they are relative to (--image-root, else the file's folder) unless you "
+                         "pass --allow-outside-root (allow_outside_root=True)")
+    return full
+
+
+def _image_paths(src: _Source, source: Path, item_ids: list[str], row_of: dict[str, int], paths, image_root,
+                 allow_outside: bool) -> list | None:
+    """The image path of each row, from the Parquet ``path`` column, the ``paths`` side file
+    (``id,path`` rows; it wins) or, with neither, ``image_root``/id; None where none is given."""
+    root = None
+    if image_root is not None:
+        root = Path(image_root)
+        if not root.is_dir():
+            raise ValueError(f"--image-root {image_root}: no such folder")
+    out: list | None = None
+    if src.paths is not None:
+        base = root or source.parent
+        out = [None if v is None else image_path(v, base, allow_outside, f"{source}: column 'path', row {r}")
+               for r, v in enumerate(src.paths)]
+    if paths is not None:
+        mapping = _read_mapping(paths, "paths", row_of)
+        unknown = [i for i in mapping if i not in row_of]
+        if unknown:
+            raise ValueError(f"paths {paths}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
+        base = root or Path(paths).parent
+        out = list(out) if out is not None else [None] * len(item_ids)
+        for i, value in mapping.items():
+            out[row_of[i]] = image_path(value, base, allow_outside, f"paths {paths}: id {i!r}") if value else None
+    if out is None and root is not None:
+        out = [image_path(i, root, allow_outside, f"id {i!r} under --image-root {image_root}") for i in item_ids]
+    return out
+
+
 def _labels_and_names(labels: list, where: str) -> tuple[list[int], list[str] | None]:
     """Integer classes as they are; class names numbered in sorted order (recorded as class_names).
 
@@ -314,6 +362,9 @@ def import_embeddings(
     tags: str | Path | None = None,
     labels: str | Path | None = None,
     column: str | None = None,
+    paths: str | Path | None = None,
+    image_root: str | Path | None = None,
+    allow_outside_root: bool = False,
     overwrite: bool = False,
     block_rows: int = DEFAULT_BLOCK_ROWS,
     progress: Callable[[int], None] | None = None,
@@ -330,6 +381,16 @@ def import_embeddings(
         CSV side files: ids in row order; ``id,tag1;tag2`` rows; ``id,class`` rows.
     column : str, optional
         The embedding column of a Parquet file (default: its only list-of-numbers column).
+    paths : str or Path, optional
+        CSV side file of ``id,path`` rows: the image of each item (contact sheets, the page).
+        Relative paths are relative to ``image_root`` if given, else to the file's folder
+        (as a Parquet ``path`` column's are to the Parquet file's folder).
+    image_root : str or Path, optional
+        The folder image paths are relative to; without a ``path`` column or ``paths``
+        file, each item's image is ``image_root/<id>`` (ids relative to the root).
+    allow_outside_root : bool
+        Accept image paths outside the folder they are relative to (refused by default,
+        after links are followed, so a path column cannot point at private files unasked).
     overwrite : bool
         Replace an existing store at ``out``.
     block_rows : int
@@ -352,7 +413,7 @@ def import_embeddings(
     (3, 3, ['0', '1', '2'])
     """
     from .._validation import check_positive_int
-    from ._edit import _fsync_dir, _swap_dir, swap_in
+    from ._edit import _fsync_dir, _swap_dir, clear_stale_builds, swap_in
     from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
 
     block_rows = check_positive_int(block_rows, "block_rows")
@@ -385,7 +446,7 @@ def import_embeddings(
     if tags is not None:
         from ._items import tag_list
 
-        mapping = _read_mapping(tags, "tags")
+        mapping = _read_mapping(tags, "tags", row_of)
         unknown = [i for i in mapping if i not in row_of]
         if unknown:
             raise ValueError(f"tags {tags}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
@@ -396,13 +457,14 @@ def import_embeddings(
             tag_list(t, r)  # refuses a tag that would not read back as itself
     raw_labels = src.labels
     if labels is not None:
-        mapping = _read_mapping(labels, "labels")
+        mapping = _read_mapping(labels, "labels", row_of)
         unknown = [i for i in mapping if i not in row_of]
         if unknown:
             raise ValueError(f"labels {labels}: {len(unknown)} id(s) not among the embeddings' ids, e.g. {unknown[0]!r}")
         raw_labels = [None] * n if raw_labels is None else list(raw_labels)
         for i, value in mapping.items():
             raw_labels[row_of[i]] = value
+    image_paths = _image_paths(src, source, item_ids, row_of, paths, image_root, allow_outside_root)
     item_labels, class_names = _labels_and_names(raw_labels, str(labels or source)) if raw_labels is not None else (None, None)
     attrs: dict[str, Any] = {"imported": {"file": source.name, "format": source.suffix.lower().lstrip("."), "rows": n, "dim": dim}}
     if isinstance(src, _Parquet):
@@ -410,9 +472,16 @@ def import_embeddings(
     if class_names is not None:
         attrs["class_names"] = class_names
 
+    # Overwriting: hold the old store's writer lock from here to the swap, so no edit or removal
+    # of it runs meanwhile (a `store remove` would have deleted this build as a leftover).
+    old = None
+    if out.exists() or out.is_symlink():
+        _check_replaceable(out)
+        old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
     tmp = _swap_dir(out)
     leftover: Path | None = tmp  # the folder to remove at the end: the new one until it is in place
     try:
+        clear_stale_builds(out)
         with FeatureStore.create(tmp, dim, attrs=attrs) as store:
             lo = 0
             for block in src.blocks(block_rows):
@@ -429,7 +498,7 @@ def import_embeddings(
                 hi = lo + X.shape[0]
                 store.append(
                     X, ids=item_ids[lo:hi],
-                    paths=None if src.paths is None else src.paths[lo:hi],
+                    paths=None if image_paths is None else image_paths[lo:hi],
                     tags=None if item_tags is None else item_tags[lo:hi],
                     labels=None if item_labels is None else item_labels[lo:hi],
                 )
@@ -438,21 +507,18 @@ def import_embeddings(
                 lo = hi
             if lo != n:
                 raise ValueError(f"{source}: read {lo} rows, the header says {n}")
-        _fsync_dir(tmp)
-        if out.exists() or out.is_symlink():
-            _check_replaceable(out)
-            old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
-            try:
-                trash = swap_in(tmp, out)
-            finally:
-                if old is not None:
-                    old.release()
-            leftover = trash
-        else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(tmp, out)
-            leftover = None
+            _fsync_dir(tmp)
+            # still inside the with: the build's own lock is held until it is in place (clear_stale_builds)
+            if out.exists() or out.is_symlink():
+                _check_replaceable(out)
+                leftover = swap_in(tmp, out)
+            else:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(tmp, out)
+                leftover = None
     finally:
+        if old is not None:
+            old.release()
         if leftover is not None:
             _remove_replaced(leftover)
     logger.info("%s: %d rows x %d imported from %s", out, n, dim, source)

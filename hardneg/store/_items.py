@@ -50,6 +50,26 @@ def check_label(v, name: str, row: int, *, multi: bool) -> int:
     return value
 
 
+def control_character(text: str) -> str | None:
+    """The first control character or line break in ``text`` (None if there is none)."""
+    return next((c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+
+
+def id_problem(item_id: str, *, as_path: bool = False) -> str | None:
+    """Why ``item_id`` cannot be an id, or None: a control character or line break (it would print
+    raw to a terminal or break a CSV line); with ``as_path`` (ids read from a user's file, which
+    also name images under a root), a leading ``/``, a backslash, or an empty, ``.`` or ``..`` part."""
+    bad = control_character(item_id)
+    if bad is not None:
+        return f"contains the control character {bad!r}"
+    if as_path:
+        if item_id.startswith("/") or "\\" in item_id:
+            return "is an absolute path or holds a backslash; ids are names, or relative paths with '/'"
+        if any(part in ("", ".", "..") for part in item_id.split("/")):
+            return "has an empty, '.' or '..' path part; ids are names, or relative paths with '/'"
+    return None
+
+
 def check_tag(tag: str, row: int) -> str:
     """A tag that reads back as itself: not empty, no ``;`` (the separator of tags in CSV files and
     ``--tags`` options), no control character or line break (one tag per line in listings and CSVs)."""

@@ -20,7 +20,9 @@ Failing cleanly
   ``HARDNEG_REMOTE_TIMEOUT`` (seconds), else :data:`DEFAULT_TIMEOUT` (30 s).
   It applies to ``http(s)://``, ``ftp://`` and ``s3://``; other backends use
   their own settings. A server that accepts and never answers fails after
-  that long instead of hanging.
+  that long instead of hanging. Over HTTP, each file (request and whole
+  body) must also come within :data:`DEADLINE_FACTOR` timeouts, so a server
+  that drips bytes slowly fails too.
 * A transport failure (an HTTP error status, a redirect loop, a refused
   connection, a timeout, a connection closed before the whole file came) is
   a :class:`RemoteReadError`: one line naming the file's URL and what
@@ -50,6 +52,10 @@ HTTP_PROTOCOLS = ("http", "https")
 DEFAULT_TIMEOUT = 30.0
 """Seconds to wait for a connection or for the next bytes of an answer."""
 TIMEOUT_ENV = "HARDNEG_REMOTE_TIMEOUT"
+DEADLINE_FACTOR = 10
+"""A whole HTTP request (headers and body of one file) must finish within this many timeouts
+(300 s by default): the timeout bounds each wait for bytes, so a server that drips a few bytes
+at a time would otherwise hold a read for as long as it likes."""
 MAX_READ_BYTES = 1 << 30
 """Most bytes read for one file whose size the store does not record (1 GiB)."""
 
@@ -116,7 +122,12 @@ def _aiohttp_reason(exc: BaseException) -> str | None:
     if isinstance(exc, aiohttp.TooManyRedirects):
         return f"too many redirects (the last was HTTP {exc.status})"
     if isinstance(exc, aiohttp.ClientResponseError):
-        return f"the server answered HTTP {exc.status} {exc.message}".rstrip()
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        # a malformed answer comes as status 400 (or 0) with a multi-line parser dump: no status was sent
+        if exc.status == 0 or isinstance(exc.__cause__, HttpProcessingError):
+            return f"the server's answer is not valid HTTP ({_first_line(Exception(exc.message)).rstrip(':')})"
+        return f"the server answered HTTP {exc.status} {_first_line(Exception(exc.message))}".rstrip()
     if isinstance(exc, (aiohttp.NonHttpUrlRedirectClientError, aiohttp.InvalidUrlRedirectClientError)):
         target = exc.args[0] if exc.args else "?"
         return f"redirected to {target}, which is not an HTTP URL"
@@ -222,7 +233,22 @@ class RemoteFolder:
     def _sync(self, coro_func, *args):
         from fsspec.asyn import sync
 
-        return self._call(sync, self.fs.loop, coro_func, *args)
+        return self._call(sync, self.fs.loop, self._within_deadline, coro_func, *args)
+
+    async def _within_deadline(self, coro_func, *args):
+        """``await coro_func(*args)``, cancelled after :data:`DEADLINE_FACTOR` timeouts in all."""
+        import asyncio
+
+        deadline = self.timeout * DEADLINE_FACTOR
+        try:
+            async with asyncio.timeout(deadline) as scope:
+                return await coro_func(*args)
+        except TimeoutError:
+            if not scope.expired():
+                raise  # a wait for bytes that timed out: transport_error names it
+            raise RemoteReadError(f"{self.url}: the server sends too slowly: not complete after {deadline:g} s "
+                                  f"({DEADLINE_FACTOR} x the timeout of {self.timeout:g} s; raise it with timeout= "
+                                  f"or {TIMEOUT_ENV})") from None
 
     async def _request(self, method: str, url: str, read: bool, max_bytes: int | None = None):
         """Status and headers of one request (with the body, up to ``max_bytes``, when ``read``)."""

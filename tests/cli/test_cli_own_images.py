@@ -137,7 +137,7 @@ def test_store_split_random_stratified_and_csv(store, tmp_path, capsys):
     labels = FeatureStore.open(s).labels()
     assert sum(1 for sp, lab in zip(first, labels) if sp == "test" and lab == 0) == 2  # stratified: 2 of each class
     code, _, err = run(capsys, "store", "split", s)
-    assert code == 2 and "already has splits" in err and "--overwrite" in err
+    assert code == 2 and "already has a split" in err and "--overwrite" in err
     assert run(capsys, "store", "split", s, "--test-fraction", "0.34", "--seed", "3", "--overwrite")[0] == 0
     assert FeatureStore.open(s).items.column("split").to_pylist() == first  # seeded: the same assignment
     (tmp_path / "sp.csv").write_text("id,split\nrings/0.png,val\n")

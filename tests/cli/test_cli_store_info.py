@@ -157,3 +157,12 @@ def test_only_the_fallback_imports_the_store_libraries(tmp_path):
     assert {"numpy", "pyarrow"} <= set(slow["modules"])  # the item table was read
     assert not {"pandas", "scipy", "pydantic", "zarr"} & set(slow["modules"])
     assert fast["out"] == slow["out"] and "x (2), y (1)" in fast["out"]
+
+
+def test_info_says_where_its_counts_come_from(capsys, tmp_path, monkeypatch):
+    """The counts are the summary recorded at the last commit, not a check (issue 39 item 15)."""
+    path = tmp_path / "s"
+    _edited_store(path, sparse=False)
+    capsys.readouterr()
+    fast = " ".join(_info(capsys, path, fast=True, monkeypatch=monkeypatch).split())
+    assert "from the store's item summary" in fast and "'hardneg store verify' checks" in fast

@@ -124,6 +124,26 @@ def test_cli_allowed_host_flag(store, tmp_path, monkeypatch):
             assert c.get("/api/info").status_code == status, base
 
 
+@pytest.mark.parametrize("wildcard", ["*", "*.example.com"])
+def test_wildcard_hosts_need_a_token(store, tmp_path, capsys, monkeypatch, wildcard):
+    """A wildcard answers any Host (or any under a domain): without a token, a page on
+    attacker.example rebinding its name to this server could change state (issue 39 item 8)."""
+    import uvicorn
+
+    from _helpers import assert_one_line_error, run_cli
+
+    with pytest.raises(ValueError, match="token"):
+        create_app(store, models_dir=tmp_path / "m", allowed_hosts=[wildcard])
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    assert_one_line_error(run_cli(capsys, "serve", store, "--models", tmp_path / "m", "--allowed-host", wildcard),
+                          "--allowed-host", "--token")
+    app = create_app(store, models_dir=tmp_path / "m", allowed_hosts=[wildcard], token="s3cret")
+    with TestClient(app, base_url="http://attacker.example" if wildcard == "*" else "http://a.example.com") as c:
+        assert c.get("/api/info").status_code == 200
+        headers = {"Origin": c.base_url.scheme + "://" + c.base_url.host}
+        assert c.delete("/api/models/x", headers=headers).status_code == 401
+
+
 # ---------------------------------------------------------------- cross-origin state changes
 def test_cross_origin_state_changes_are_refused(client):
     job = _wait(client, client.post("/api/concept", json={"tag": "cat", "k": 5, "n_iter": 1}).json())

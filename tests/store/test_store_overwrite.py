@@ -59,6 +59,43 @@ def test_overwrite_refuses_a_store_holding_the_users_files(tmp_path):
     assert len(FeatureStore.open(tmp_path / "s")) == 20  # the store is untouched too
 
 
+@pytest.mark.parametrize("inside", ["items/notes.txt", "vectors/X/mine.csv", "items/sub/deep.txt", "vectors/X/c/0/extra"])
+def test_overwrite_refuses_a_store_with_a_foreign_file_deep_inside(tmp_path, capsys, inside):
+    """The foreign-file check covers the whole tree, not only the top level (issue 39 item 10)."""
+    make_store(tmp_path / "s")
+    foreign = tmp_path / "s" / inside
+    foreign.parent.mkdir(parents=True, exist_ok=True)
+    foreign.write_text("mine")
+    with pytest.raises(StoreError, match="not a FeatureStore.s"):
+        FeatureStore.create(tmp_path / "s", dim=3, overwrite=True)
+    np.save(tmp_path / "e.npy", np.ones((3, 2), np.float32))
+    code, _, err = run_cli(capsys, "store", "import", tmp_path / "e.npy", "-o", tmp_path / "s", "--overwrite")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert inside.startswith(err.rsplit("(", 1)[1].split(")")[0]), err  # names the file, or the foreign folder holding it
+    assert foreign.read_text() == "mine"
+    assert len(FeatureStore.open(tmp_path / "s")) == 20
+
+
+def test_store_remove_keeps_a_foreign_file_inside_the_store(tmp_path, capsys):
+    make_store(tmp_path / "s")
+    (tmp_path / "s" / "items" / "notes.txt").write_text("mine")
+    code, _, err = run_cli(capsys, "store", "remove", tmp_path / "s", "--id", "i3")
+    assert code == 2 and "items/notes.txt" in err and len(err.strip().splitlines()) == 1, err
+    assert (tmp_path / "s" / "items" / "notes.txt").read_text() == "mine"
+    assert len(FeatureStore.open(tmp_path / "s")) == 20
+    FeatureStore.open(tmp_path / "s", mode="a").close()  # a writer trims what a killed writer left, not this
+    assert (tmp_path / "s" / "items" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_accepts_a_store_with_its_own_leftovers(tmp_path):
+    make_store(tmp_path / "s")
+    (tmp_path / "s" / "items" / "part-00000009.parquet.abc123.tmp").write_bytes(b"x")  # a killed part write
+    (tmp_path / "s" / "vectors" / "X" / "c" / "5").mkdir(parents=True)
+    (tmp_path / "s" / "vectors" / "X" / "c" / "5" / ("0." + "a" * 32 + ".partial")).write_bytes(b"x")  # a killed chunk write
+    FeatureStore.create(tmp_path / "s", dim=3, overwrite=True).close()
+    assert len(FeatureStore.open(tmp_path / "s")) == 0
+
+
 def test_overwrite_refuses_a_file_and_a_link(tmp_path):
     (tmp_path / "f").write_text("data")
     with pytest.raises(StoreError, match="is a file"):

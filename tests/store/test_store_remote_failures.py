@@ -11,6 +11,7 @@ import os
 import socket
 import struct
 import threading
+import time
 import tracemalloc
 import zlib
 
@@ -94,6 +95,19 @@ class _FaultyHandler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif fault == "drip":  # the right Content-Length, then 5 bytes every 0.1 s (50 bytes/s: 10 s for meta.json)
+            with open(self.translate_path(self.path), "rb") as fh:
+                body = fh.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for lo in range(0, len(body), 5):
+                    self.wfile.write(body[lo : lo + 5])
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the client gave up, as it should
         elif fault == "endless":  # no Content-Length: the body runs until the connection closes
             self.send_response(200)
             self.end_headers()
@@ -196,6 +210,51 @@ def test_the_cli_timeout_flag(silent_server, monkeypatch, capsys):
     monkeypatch.setattr(os, "environ", dict(os.environ))  # the flag sets the variable: keep it inside this test
     line = _cli_error(capsys, ["--timeout", "0.5", "store", "info", silent_server])
     assert "timed out" in line and "no answer within 0.5 s" in line
+
+
+def test_a_slow_drip_stops_at_the_per_file_deadline(faults, monkeypatch, capsys):
+    """Bytes that keep coming, each within the per-read timeout, still stop at a deadline for the
+    whole file (issue 39 item 9: 100 bytes/s held a read for > 150 s). The deadline is
+    DEADLINE_FACTOR x the timeout (4 s here), each read well within the timeout of 0.4 s,
+    the whole file (~500 bytes) twice as long as the deadline."""
+    from hardneg.store._remote import DEADLINE_FACTOR
+
+    table, url, _ = faults
+    table["/s.store/meta.json"] = "drip"
+    exc = _bounded(lambda: FeatureStore.open(url, timeout=0.4))
+    assert isinstance(exc, StoreError), exc
+    deadline = f"{0.4 * DEADLINE_FACTOR:g} s"
+    assert f"{url}/meta.json" in str(exc) and "too slowly" in str(exc) and deadline in str(exc), exc
+    assert "\n" not in str(exc)
+    monkeypatch.setenv(TIMEOUT_ENV, "0.4")
+    line = _cli_error(capsys, ["store", "info", url])
+    assert "too slowly" in line and deadline in line
+
+
+@pytest.mark.parametrize("answer", [b"garbage\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"])
+def test_an_answer_that_is_not_http_is_one_line_without_a_made_up_status(answer, capsys):
+    """aiohttp reports a malformed answer as 'HTTP 400' (or 0) with a multi-line parser dump (issue 39 item 14)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn = listener.accept()[0]
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/s.store"
+        line = _cli_error(capsys, ["--timeout", "5", "store", "info", url])
+        assert "not valid HTTP" in line and "HTTP 400" not in line and "HTTP 0" not in line and url in line, line
+    finally:
+        listener.close()
 
 
 def test_timeout_values_are_checked(monkeypatch, tmp_path):
