@@ -6,6 +6,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -471,6 +472,9 @@ def _columns(rows: list[dict]) -> list[str]:
     return cols
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # control characters but tab and newline
+
+
 def write_csv(rows: list[dict], out: str) -> None:
     """Rows as CSV (a header of every key seen, in order): ``-`` is stdout, else a UTF-8 file."""
     import csv
@@ -483,7 +487,9 @@ def write_csv(rows: list[dict], out: str) -> None:
     for r in rows:
         writer.writerow([_cell(r.get(c)) for c in cols])
     if out == "-":
-        sys.stdout.write(buf.getvalue())
+        # a terminal must not get raw control characters (an ESC in an id of an old store
+        # could drive it): shown escaped, as \x1b; a file keeps the data as it is
+        sys.stdout.write(_CONTROL.sub(lambda m: repr(m.group())[1:-1], buf.getvalue()))
         sys.stdout.flush()
     else:
         Path(out).write_text(buf.getvalue(), encoding="utf-8")

@@ -299,3 +299,15 @@ def test_result_table_at_80_columns_keeps_one_line_per_result(monkeypatch, tmp_p
     assert f"image files under {root / 'animals' / 'birds'}" in out and out.count(str(root)) == 1
     assert "│ eagle_0003.png" in out
     assert _table_at(80, [], monkeypatch)  # no results: still a table
+
+
+def test_csv_to_stdout_escapes_control_characters(capsys, tmp_path):
+    """Issue 39 item 13: `--csv -` printed a raw ESC of an id (stores made before ids were checked)."""
+    from hardneg.cli._common import write_csv
+
+    rows = [{"id": "a\x1b[31mb", "score": 1.0}]
+    write_csv(rows, "-")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "a\\x1b[31mb" in out
+    write_csv(rows, str(tmp_path / "r.csv"))  # a file keeps the data
+    assert "\x1b" in (tmp_path / "r.csv").read_text()
