@@ -27,6 +27,7 @@ Examples
 
 from hardneg.zeroshot._attributes import as_attribute_table
 from hardneg.zeroshot._classifier import TrainingDivergedError, ZeroShotClassifier, load_zero_shot
+from hardneg.zeroshot._conse import ConSE
 from hardneg.zeroshot._dap import DAP
 from hardneg.zeroshot._descriptions import class_descriptions, embed_query_text, read_descriptions_csv
 from hardneg.zeroshot._eszsl import ESZSL
@@ -42,6 +43,7 @@ from hardneg.zeroshot._text_search import fit_text_search, text_search
 from hardneg.zeroshot._tune import class_holdout_search, class_holdout_split
 
 __all__ = [
+    "ConSE",
     "DAP",
     "ESZSL",
     "SAMPLERS",
