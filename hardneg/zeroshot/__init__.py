@@ -39,6 +39,7 @@ from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
 from hardneg.negatives import RandomPairSampler as RandomSampler
 from hardneg.negatives import UncertaintyPairSampler as UncertaintySampler
 from hardneg.zeroshot._search import zero_shot_search
+from hardneg.zeroshot._text_index import TextIndex, open_text_index
 from hardneg.zeroshot._text_search import fit_text_search, text_search
 from hardneg.zeroshot._tune import class_holdout_search, class_holdout_split
 
@@ -47,6 +48,7 @@ __all__ = [
     "DAP",
     "ESZSL",
     "SAMPLERS",
+    "TextIndex",
     "TrainingDivergedError",
     "CorrelationSampler",
     "NegativeSampler",
@@ -60,6 +62,7 @@ __all__ = [
     "embed_query_text",
     "fit_text_search",
     "load_zero_shot",
+    "open_text_index",
     "read_descriptions_csv",
     "text_search",
     "zero_shot_scores",

@@ -19,7 +19,8 @@ What ranks the store for a text query depends on what the store has
 tags with two items each, ``conse`` when it has the features but no usable tags, ``eszsl``
 when it has usable tags but other features; otherwise a one-line error saying what to add.
 
-The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached under
+The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached beside a
+local store in ``<store>.models/text-index/`` (where the service keeps its models), else under
 ``$HARDNEG_CACHE/text-index`` (default ``~/.cache/hardneg/text-index``), keyed by the store's
 content fingerprint (the checksums of its vectors and item table, so tagging or appending
 items makes a new one), the method and its settings, and the descriptions file's bytes.
@@ -41,8 +42,8 @@ from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
 from hardneg._topk import TopK, topk_of
 from hardneg._validation import check_positive_int
 
-__all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "check_text_descriptions", "open_text_index",
-           "store_fingerprint", "text_index_cache_dir"]
+__all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "cached_text_index", "check_text_descriptions", "default_cache_dir",
+           "open_text_index", "resolve_method", "store_fingerprint", "text_index_cache_dir", "text_index_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -186,9 +187,12 @@ class TextIndex:
         The cache key it was built for.
     model : fitted ZeroShotClassifier, optional
         ``bucher16`` only: the model that scores the store's rows.
+    info : dict, optional
+        What it was built from (``n_classes``: the described tags a learned model saw).
     """
 
-    def __init__(self, vectors, ids, method: str, key: str = "", model: Any = None):
+    def __init__(self, vectors, ids, method: str, key: str = "", model: Any = None, info: dict | None = None):
+        self.info = dict(info or {})
         self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
         self.ids = np.asarray(ids).astype(str)
         self.method = method
@@ -257,7 +261,7 @@ class TextIndex:
         arrays = {"ids": self.ids.astype(str)}
         if self.vectors is not None:
             arrays["vectors"] = self.vectors
-        return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key})
+        return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key, "info": self.info})
 
     @classmethod
     def load(cls, path) -> "TextIndex":
@@ -271,7 +275,7 @@ class TextIndex:
             model = load(str(path) + ".model.npz")
         elif "vectors" not in arrays or arrays["vectors"].shape[0] != arrays["ids"].shape[0]:
             raise ModelFileError(f"{path}: text index without one vector per item")
-        return cls(arrays.get("vectors"), arrays["ids"], str(method), str(meta.get("key", "")), model)
+        return cls(arrays.get("vectors"), arrays["ids"], str(method), str(meta.get("key", "")), model, meta.get("info") or {})
 
 
 def _scan(store, fn, progress, rows_per_step: int | None = None) -> np.ndarray:
@@ -317,13 +321,15 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
         model = fit_text_search(store, None, descriptions=descriptions, random_state=random_state)
         if progress is not None:
             progress(len(store))
-        return TextIndex(None, ids, method, model=model)
+        return TextIndex(None, ids, method, model=model, info={"n_classes": int(model.classes_.size)})
     parts = []
+    info: dict = {}
     if method in ("conse", "conse+eszsl"):
         conse = ConSE(n_top=n_top, class_text=class_text).fit()
         parts.append(conse.transform)
     if method in ("eszsl", "conse+eszsl"):
         eszsl = fit_text_search(store, None, descriptions=descriptions, estimator=ESZSL(), random_state=random_state)
+        info["n_classes"] = int(eszsl.classes_.size)
 
         def eszsl_vectors(X, m=eszsl):
             return (((X - m.mean_) / m.scale_) @ m.V_).astype(np.float32)
@@ -333,30 +339,31 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     def fn(X):
         return np.sum([_unit(f(X)) for f in parts], axis=0).astype(np.float32)
 
-    return TextIndex(_scan(store, fn, progress), ids, method)
+    return TextIndex(_scan(store, fn, progress), ids, method, info=info)
 
 
-def open_text_index(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
-                    cache_dir=None, progress: Callable[[int], object] | None = None,
-                    random_state: int = 0) -> tuple[TextIndex, bool]:
-    """The store's text index from the cache, or built and cached: ``(index, built)``.
+def default_cache_dir(store) -> Path:
+    """Where a store's text indexes are cached: ``<store>.models/text-index`` beside a local store
+    (as the service's models; both then share them), else :func:`text_index_cache_dir`."""
+    try:
+        local = Path(str(store.path))
+        if local.is_dir():
+            folder = local.resolve().with_name(local.resolve().name + ".models") / "text-index"
+            probe = folder if folder.exists() else folder.parent if folder.parent.exists() else folder.parent.parent
+            if os.access(probe, os.W_OK):
+                return folder
+    except (OSError, TypeError, ValueError):
+        pass
+    return text_index_cache_dir()
 
-    The cache key is the store's content fingerprint (:func:`store_fingerprint`), the method
-    ``auto`` resolves to and its settings, and the descriptions file's bytes: the first query
-    after the store changes builds a new index, every later one reads it.
 
-    Parameters
-    ----------
-    store, method, descriptions, n_top, class_text, progress, random_state
-        As :func:`build_text_index`.
-    cache_dir : str or Path, optional
-        Default :func:`text_index_cache_dir`.
+def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
+                    cache_dir=None, random_state: int = 0) -> tuple[Path, str, str]:
+    """``(path, key, method)``: where the store's index for these settings is cached, its key, and the resolved method.
 
-    Returns
-    -------
-    index : TextIndex
-    built : bool
-        True when it was built by this call.
+    The key is a digest of the store's content fingerprint (:func:`store_fingerprint`), the
+    method ``auto`` resolves to and its settings, and the descriptions file's bytes. Bad
+    descriptions and a store that no method can search are refused here, before any work.
     """
     resolved = resolve_method(store, method, descriptions)
     spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": resolved,
@@ -364,18 +371,55 @@ def open_text_index(store, *, method: str = "auto", descriptions=None, n_top: in
     if resolved in ("conse", "conse+eszsl"):
         spec.update(n_top=int(n_top), class_text=class_text)
     key = hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
-    folder = Path(cache_dir) if cache_dir is not None else text_index_cache_dir()
-    path = folder / f"{key}.npz"
-    if path.is_file():
-        try:
-            index = TextIndex.load(path)
-            if index.key == key and np.array_equal(index.ids, store.ids().astype(str)):
-                return index, False
-        except (ModelFileError, OSError, ValueError) as exc:
-            logger.warning("text index cache %s unreadable (%s); building it again", path, exc)
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir(store)
+    return folder / f"{key}.npz", key, resolved
+
+
+def cached_text_index(store, **settings) -> TextIndex | None:
+    """The cached index for these settings (as :func:`open_text_index`), or None when it must be built."""
+    path, key, _ = text_index_file(store, **settings)
+    if not path.is_file():
+        return None
+    try:
+        index = TextIndex.load(path)
+    except (ModelFileError, OSError, ValueError) as exc:
+        logger.warning("text index cache %s unreadable (%s); it will be built again", path, exc)
+        return None
+    if index.key != key or not np.array_equal(index.ids, store.ids().astype(str)):
+        return None
+    return index
+
+
+def open_text_index(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
+                    cache_dir=None, progress: Callable[[int], object] | None = None,
+                    random_state: int = 0) -> tuple[TextIndex, bool]:
+    """The store's text index from the cache, or built and cached: ``(index, built)``.
+
+    The first query after the store changes (vectors, items or tags) builds a new index
+    (:func:`text_index_file` names it); every later one reads it.
+
+    Parameters
+    ----------
+    store, method, descriptions, n_top, class_text, progress, random_state
+        As :func:`build_text_index`.
+    cache_dir : str or Path, optional
+        Default :func:`default_cache_dir`.
+
+    Returns
+    -------
+    index : TextIndex
+    built : bool
+        True when it was built by this call.
+    """
+    settings = {"method": method, "descriptions": descriptions, "n_top": n_top, "class_text": class_text,
+                "cache_dir": cache_dir, "random_state": random_state}
+    index = cached_text_index(store, **settings)
+    if index is not None:
+        return index, False
+    path, key, resolved = text_index_file(store, **settings)
     index = build_text_index(store, method=resolved, descriptions=descriptions, n_top=n_top, class_text=class_text,
                              progress=progress, random_state=random_state)
     index.key = key
-    folder.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     index.save(path)
     return index, True
