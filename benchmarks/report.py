@@ -698,7 +698,7 @@ FIGURES = {
 #: form); the paper key decides the method page whose table lists it, wherever the file lies
 CITATION = re.compile(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)")
 #: papers cited beside the five methods' own (zero-shot baselines and evaluation protocol)
-OTHER_PAPER_METHOD = {"[Xian18]": "zeroshot", "[Lampert14]": "zeroshot", "[RomeraParedes15]": "zeroshot"}
+OTHER_PAPER_METHOD = {"[Xian18]": "zeroshot", "[Lampert14]": "zeroshot", "[RomeraParedes15]": "zeroshot", "[Norouzi14]": "zeroshot"}
 
 
 def paper_method() -> dict[str, str]:

@@ -349,7 +349,18 @@ class ConSE(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the head and the class embeddings to a portable ``.npz`` model file (no pickle)."""
+        """Write the head and the class embeddings to a portable ``.npz`` model file (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically).
+
+        Returns
+        -------
+        Path
+            ``path``; :func:`hardneg.load` reads it back.
+        """
         check_is_fitted(self)
         return save_model(path, _KIND, _VERSION,
                           {"coef": self.coef_, "intercept": self.intercept_, "class_embeddings": self.class_embeddings_,
@@ -358,7 +369,18 @@ class ConSE(BaseEstimator):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ConSE":
-        """Read a model written by :meth:`save` (checked: kind, version, shapes)."""
+        """Read a model written by :meth:`save` (checked: kind, version, shapes).
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        ConSE
+            The fitted model.
+        """
         arrays, meta = load_model(path, _KIND, {_VERSION}, schema={
             "coef": ArraySpec("f", 2), "intercept": ArraySpec("f", 1), "class_embeddings": ArraySpec("f", 2),
             "classes": ArraySpec("U", 1)})
@@ -371,4 +393,5 @@ class ConSE(BaseEstimator):
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelFileError(f"{path}: ConSE file is inconsistent ({str(exc).splitlines()[0]})") from None
         model.classes_ = c.astype(str)
+        model.class_embeddings_ = model.prototypes_ = np.ascontiguousarray(S, dtype=np.float32)  # as saved (unit norm already)
         return model

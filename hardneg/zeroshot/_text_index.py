@@ -4,8 +4,8 @@ What ranks the store for a text query depends on what the store has
 (``method="auto"``, the measured choice of ``benchmarks/text_search.py``):
 
 - ``"conse"``: no training ([Norouzi14], :class:`~hardneg.zeroshot.ConSE`): every item's
-  semantic vector ``f(x)`` (Eq. (2)) from EfficientNet-Lite0's ImageNet head; a query scores
-  ``cos(f(x), s(text))`` (Eq. (3)). Needs the store's vectors to be that network's pooled
+  semantic vector ``f(x)`` ([Norouzi14] Eq. (2)) from EfficientNet-Lite0's ImageNet head; a query scores
+  ``cos(f(x), s(text))`` ([Norouzi14] Eq. (3)). Needs the store's vectors to be that network's pooled
   features; the store's tags are not used.
 - ``"eszsl"``: ESZSL trained on the store's tags, each described by text (WordNet gloss or a
   CSV) embedded by MiniLM; an item's vector is ``Vᵀ x`` (its image in the description
@@ -191,7 +191,7 @@ class TextIndex:
         What it was built from (``n_classes``: the described tags a learned model saw).
     """
 
-    def __init__(self, vectors, ids, method: str, key: str = "", model: Any = None, info: dict | None = None):
+    def __init__(self, vectors: np.ndarray | None, ids: Any, method: str, key: str = "", model: Any = None, info: dict | None = None):
         self.info = dict(info or {})
         self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
         self.ids = np.asarray(ids).astype(str)
@@ -202,8 +202,21 @@ class TextIndex:
     def __len__(self) -> int:
         return int(self.ids.size)
 
-    def scores(self, query, data=None) -> np.ndarray:
-        """The score of every item for one query (larger is closer)."""
+    def scores(self, query: Any, data: Any = None) -> np.ndarray:
+        """The score of every item for one query (larger is closer).
+
+        Parameters
+        ----------
+        query : array (384,)
+            The query's unit-norm embedding.
+        data : FeatureStore or array, optional
+            The store's rows (``bucher16`` only).
+
+        Returns
+        -------
+        ndarray (n_items,)
+            ``vectors @ query``, or ``-S(x, query)`` ([Bucher16] Eq. (1)) for ``bucher16``.
+        """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.model is not None:
             from ._text_search import TextQueryScorer
@@ -253,8 +266,19 @@ class TextIndex:
         return res
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path) -> Path:
-        """Write the index to a portable ``.npz`` file (a bucher16 index: its model beside it, ``PATH.model.npz``)."""
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the index to a portable ``.npz`` file (a bucher16 index: its model beside it, ``PATH.model.npz``).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically).
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         path = Path(path)
         if self.model is not None:
             self.model.save(str(path) + ".model.npz")
@@ -264,8 +288,18 @@ class TextIndex:
         return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key, "info": self.info})
 
     @classmethod
-    def load(cls, path) -> "TextIndex":
-        """Read an index written by :meth:`save`."""
+    def load(cls, path: str | os.PathLike) -> "TextIndex":
+        """Read an index written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        TextIndex
+        """
         arrays, meta = load_model(path, _KIND, {_VERSION}, schema={"ids": ArraySpec("U", 1), "vectors": ArraySpec("f", 2, optional=True)})
         method = meta.get("method")
         model = None
@@ -390,8 +424,8 @@ def cached_text_index(store, **settings) -> TextIndex | None:
     return index
 
 
-def open_text_index(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
-                    cache_dir=None, progress: Callable[[int], object] | None = None,
+def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.PathLike | None = None, n_top: int = 10,
+                    class_text: str = "lemma_definition", cache_dir: str | os.PathLike | None = None, progress: Callable[[int], object] | None = None,
                     random_state: int = 0) -> tuple[TextIndex, bool]:
     """The store's text index from the cache, or built and cached: ``(index, built)``.
 

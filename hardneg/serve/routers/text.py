@@ -60,7 +60,7 @@ def text_index(state: ServeState):
 
             if state.store.is_sparse:
                 raise ServeError(409, "search by description needs a dense feature store (CNN features)")
-            prog = {"state": "building", "done": 0, "total": len(state.ids), "method": None}
+            prog: dict[str, Any] = {"state": "building", "done": 0, "total": len(state.ids), "method": None}
             _progress[state] = prog
 
             def advance(n: int) -> None:
