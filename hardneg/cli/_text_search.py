@@ -79,19 +79,23 @@ METHOD_NAMES = {"conse": "ConSE [Norouzi14], no training", "eszsl": "ESZSL on th
 
 def _auto_search(store, store_path, *, text, descriptions, method, k, rows, as_json, csv_out, html_out, relevant_tag, relevant_label):
     """MODEL 'auto': the store's text index (built on the first query of a store state, with progress), then one product."""
-    from ..zeroshot import TrainingDivergedError
     from ..zeroshot._text_index import cached_text_index, open_text_index, resolve_method
 
     try:
-        resolved = resolve_method(store, method, descriptions)  # bad descriptions and missing features refused before any work
-        index = cached_text_index(store, method=resolved, descriptions=descriptions)
+        # bad descriptions and a forced method the store cannot serve are refused here, before any work
+        index = cached_text_index(store, method=method, descriptions=descriptions)
         built = index is None
-        if index is None:
+        if index is None:  # the training code is imported only here: a cached query needs neither sklearn nor torch
+            from ..zeroshot import TrainingDivergedError
+
+            resolved = resolve_method(store, method, descriptions)
             with task_progress(f"building the text index of {store_path} ({resolved}; once per store state)", len(store)) as advance:
-                index, _ = open_text_index(store, method=resolved, descriptions=descriptions, progress=advance)
+                try:
+                    index, _ = open_text_index(store, method=method, descriptions=descriptions, progress=advance)
+                except TrainingDivergedError:
+                    raise CLIError(f"training [Bucher16] on the tags of {store_path} diverged; --method auto or eszsl "
+                                   "need no step size") from None
         res = index.search(text, k=k, rows=rows, data=store)
-    except TrainingDivergedError:
-        raise CLIError(f"training [Bucher16] on the tags of {store_path} diverged; --method auto or eszsl need no step size") from None
     except (ValueError, ImportError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
     n = index.info.get("n_classes")

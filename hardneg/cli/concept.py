@@ -220,16 +220,15 @@ def search_cmd(
     not judged (neutral: nothing says, e.g. untagged); --relevant-tag /
     --relevant-label name the ground truth instead.
     """
-    from ..concept import load_concept
-    from ..distributed import scan_topk
-    from ..store import FeatureStore
-
     if text is not None or descriptions is not None or method != "auto":
         from ._text_search import text_search_cmd
 
         return text_search_cmd(model_path, store_path, text=text, descriptions=descriptions, method=method, k=k, split=split,
                                chunk_rows=chunk_rows, as_json=as_json, csv_out=csv_out, html_out=html_out,
                                relevant_tag=relevant_tag, relevant_label=relevant_label, runner=runner)
+    from ..concept import load_concept  # after the text branch: a text query with a cached index needs no scikit-learn
+    from ..distributed import scan_topk
+    from ..store import FeatureStore
     check_input_file(model_path, "a concept model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     if relevant_tag is not None and relevant_label is not None:

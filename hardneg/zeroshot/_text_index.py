@@ -43,7 +43,7 @@ from hardneg._topk import TopK, topk_of
 from hardneg._validation import check_positive_int
 
 __all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "cached_text_index", "check_text_descriptions", "default_cache_dir",
-           "open_text_index", "resolve_method", "store_fingerprint", "text_index_cache_dir", "text_index_file"]
+           "check_text_request", "open_text_index", "resolve_method", "store_fingerprint", "text_index_cache_dir", "text_index_file"]
 
 logger = logging.getLogger(__name__)
 
@@ -147,19 +147,27 @@ def _usable_tags(store, descriptions, min_items: int = 2) -> bool:
     return False
 
 
-def resolve_method(store, method: str = "auto", descriptions=None) -> str:
-    """The method ``auto`` stands for on this store (see the module docstring); others are checked."""
+def check_text_request(store, method: str = "auto", descriptions=None) -> None:
+    """The checks that need no training and no WordNet: a one-line ``ValueError`` for a method name,
+    a sparse store, descriptions that search by text cannot use, or a forced ConSE on a store it cannot read."""
     if method not in TEXT_METHODS:
         raise ValueError(f"method: expected one of {', '.join(TEXT_METHODS)}, got {method!r}")
     if store.is_sparse:
         raise ValueError(f"{store.path}: search by description needs a dense feature store (CNN features), not bag-of-words")
     if descriptions is not None:
         check_text_descriptions(descriptions, store)
-    no_conse = _conse_ready(store)
-    if method in ("conse", "conse+eszsl") and no_conse:
-        raise ValueError(no_conse)
+    if method in ("conse", "conse+eszsl"):
+        no_conse = _conse_ready(store)
+        if no_conse:
+            raise ValueError(no_conse)
+
+
+def resolve_method(store, method: str = "auto", descriptions=None) -> str:
+    """The method ``auto`` stands for on this store (see the module docstring); others are checked."""
+    check_text_request(store, method, descriptions)
     if method != "auto":
         return method
+    no_conse = _conse_ready(store)
     tags = _usable_tags(store, descriptions)
     if no_conse is None:
         return "conse+eszsl" if tags else "conse"
@@ -393,20 +401,21 @@ def default_cache_dir(store) -> Path:
 
 def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
                     cache_dir=None, random_state: int = 0) -> tuple[Path, str, str]:
-    """``(path, key, method)``: where the store's index for these settings is cached, its key, and the resolved method.
+    """``(path, key, method)``: where the store's index for these settings is cached, its key, and the method asked for.
 
     The key is a digest of the store's content fingerprint (:func:`store_fingerprint`), the
-    method ``auto`` resolves to and its settings, and the descriptions file's bytes. Bad
-    descriptions and a store that no method can search are refused here, before any work.
+    method (``auto`` included: what it resolves to is a function of the store's content) and
+    its settings, and the descriptions file's bytes. Bad descriptions are refused here, before any work.
     """
-    resolved = resolve_method(store, method, descriptions)
-    spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": resolved,
+    check_text_request(store, method, descriptions)
+    # keyed by the method asked for: resolving "auto" reads WordNet, which a cached query must not wait for
+    spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": method,
             "descriptions": None if descriptions is None else _file_digest(descriptions), "seed": int(random_state)}
-    if resolved in ("conse", "conse+eszsl"):
+    if method in ("auto", "conse", "conse+eszsl"):
         spec.update(n_top=int(n_top), class_text=class_text)
     key = hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir(store)
-    return folder / f"{key}.npz", key, resolved
+    return folder / f"{key}.npz", key, method
 
 
 def cached_text_index(store, **settings) -> TextIndex | None:
@@ -450,8 +459,8 @@ def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.
     index = cached_text_index(store, **settings)
     if index is not None:
         return index, False
-    path, key, resolved = text_index_file(store, **settings)
-    index = build_text_index(store, method=resolved, descriptions=descriptions, n_top=n_top, class_text=class_text,
+    path, key, _ = text_index_file(store, **settings)
+    index = build_text_index(store, method=method, descriptions=descriptions, n_top=n_top, class_text=class_text,
                              progress=progress, random_state=random_state)
     index.key = key
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -209,3 +209,20 @@ def test_diverged_training_gives_advice_the_user_can_follow(tmp_path, toy_conse,
 
 def test_fake_embed_is_unit_norm():  # the stand-in the tests rely on
     assert np.allclose(np.linalg.norm(fake_embed(TOY_TEXTS), axis=1), 1.0)
+
+
+@pytest.mark.slow
+def test_onnx_query_embedding_matches_sentence_transformers():
+    """The fast query path (ONNX Runtime) against its reference, the sentence-transformers model."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("all_minilm_l6_v2")
+    from hardneg.zeroshot._minilm_onnx import embed_onnx
+    from hardneg.zeroshot._protocols import _model_path, _sentence_model
+
+    texts = ["a striped animal with four legs", "Hot-air balloon!", "zebra " * 400]  # the last one is truncated at 256 tokens
+    got = embed_onnx(texts, _model_path(), _sentence_model)
+    assert got is not None, "the ONNX graph could not be exported or loaded"
+    want = _sentence_model().encode(texts, normalize_embeddings=True, show_progress_bar=False)
+    np.testing.assert_allclose(got, want, atol=1e-4)

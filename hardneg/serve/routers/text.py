@@ -56,7 +56,7 @@ def text_index(state: ServeState):
             status, message = _failed[state]
             raise ServeError(status, message)
         if state not in _indexes:
-            from hardneg.zeroshot._text_index import open_text_index, resolve_method
+            from hardneg.zeroshot._text_index import cached_text_index, open_text_index, resolve_method
 
             if state.store.is_sparse:
                 raise ServeError(409, "search by description needs a dense feature store (CNN features)")
@@ -68,9 +68,11 @@ def text_index(state: ServeState):
 
             t = time.perf_counter()
             try:
-                prog["method"] = resolve_method(state.store)
-                index, built = open_text_index(state.store, method=prog["method"], cache_dir=state.models_dir / "text-index",
-                                               progress=advance)
+                index = cached_text_index(state.store, cache_dir=state.models_dir / "text-index")
+                if index is None:
+                    prog["method"] = resolve_method(state.store)
+                    index, _ = open_text_index(state.store, cache_dir=state.models_dir / "text-index", progress=advance)
+                prog["method"] = index.method
             except ImportError as exc:
                 prog["state"] = "failed"
                 raise ServeError(422, str(exc).splitlines()[0]) from None
@@ -79,7 +81,7 @@ def text_index(state: ServeState):
                 _failed[state] = (409, f"search by description: {str(exc).splitlines()[0]}")
                 raise ServeError(*_failed[state]) from None
             prog.update(state="ready", done=prog["total"])
-            _indexes[state] = (index, time.perf_counter() - t, built)
+            _indexes[state] = (index, time.perf_counter() - t, True)
             return index, _indexes[state][1], True
         index, seconds, _ = _indexes[state]
         return index, seconds, False
