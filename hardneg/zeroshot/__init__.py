@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the same names, seen by type checkers and the API docs (gri
 
 # resolved on first use: a search by description with a cached text index needs neither
 # scikit-learn nor torch (issue 38: its second query answers in well under a second)
-__getattr__, __dir__ = attach(__name__, {
+_lazy_getattr, _lazy_dir = attach(__name__, {
     "as_attribute_table": "._attributes",
     **dict.fromkeys(("TrainingDivergedError", "ZeroShotClassifier", "load_zero_shot"), "._classifier"),
     "ConSE": "._conse", "DAP": "._dap", "ESZSL": "._eszsl", "zero_shot_scores": "._evaluate",
@@ -61,10 +61,9 @@ __getattr__, __dir__ = attach(__name__, {
 })
 _ALIASES = {"NegativeSampler": "BasePairSampler", "CorrelationSampler": "CorrelationPairSampler", "SAMPLERS": "PAIR_SAMPLERS",
             "RandomSampler": "RandomPairSampler", "UncertaintySampler": "UncertaintyPairSampler"}
-_lazy_getattr = __getattr__
 
 
-def __getattr__(name: str):  # noqa: F811 - the pair samplers' old names, aliases of hardneg.negatives' (PEP 562)
+def __getattr__(name: str):  # the pair samplers' old names are aliases of hardneg.negatives' (PEP 562)
     if name in _ALIASES:
         import hardneg.negatives
 
@@ -72,10 +71,7 @@ def __getattr__(name: str):  # noqa: F811 - the pair samplers' old names, aliase
     return _lazy_getattr(name)
 
 
-_lazy_dir = __dir__
-
-
-def __dir__():  # noqa: F811
+def __dir__():
     return sorted(set(_lazy_dir()) | set(_ALIASES))
 
 

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["embed_onnx"]
 
-_EXPORT = {"format": 1, "opset": 17, "exporter": "torchscript", "output": "last_hidden_state", "max_tokens": 256}
+_EXPORT: dict[str, Any] = {"format": 1, "opset": 17, "exporter": "torchscript", "output": "last_hidden_state", "max_tokens": 256}
 _PROBES = ["a striped animal with four legs", "hot air balloon", "tabby, tabby cat: a cat with a grey or tawny coat"]
 _MIN_COSINE = 0.9999
 _lock = threading.Lock()
@@ -52,7 +52,7 @@ def _onnx_path(model_dir: Path) -> Path:
     return models_cache_dir() / f"all-minilm-l6-v2-{digest}.onnx"
 
 
-def _session(path: Path):
+def _session(path: str | Path):
     import onnxruntime as ort
 
     so = ort.SessionOptions()

@@ -454,7 +454,7 @@ def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.
     built : bool
         True when it was built by this call.
     """
-    settings = {"method": method, "descriptions": descriptions, "n_top": n_top, "class_text": class_text,
+    settings: dict[str, Any] = {"method": method, "descriptions": descriptions, "n_top": n_top, "class_text": class_text,
                 "cache_dir": cache_dir, "random_state": random_state}
     index = cached_text_index(store, **settings)
     if index is not None:
