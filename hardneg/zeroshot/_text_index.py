@@ -110,41 +110,51 @@ def check_text_descriptions(descriptions, store=None) -> None:
         raise ValueError(f"{descriptions}: holds numeric attribute vectors ('class,a1,...'); search by text compares the "
                          "query's words with words: give one description in words per class, a header 'class,text'")
     if store is not None:
-        tags = {t for ts in store.items.column("tags").to_pylist() for t in (ts or ())}
+        tags = set(_class_counts(store))
         hit = [c for c in classes if c in tags]
         if len(hit) < 2:
             raise ValueError(f"{descriptions}: describes {len(hit)} of the store's tags; training needs at least 2 "
                              f"(its classes: {', '.join(classes[:5])}{', ...' if len(classes) > 5 else ''})")
 
 
-def _usable_tags(store, descriptions, min_items: int = 2) -> bool:
-    """Whether the store has at least two tags with ``min_items`` items that have a description."""
+def _class_counts(store) -> dict:
+    """Items per class as a learned model would see them: tags when any item has one, else label names."""
     from collections import Counter
 
-    counts = Counter(t for ts in store.items.column("tags").to_pylist() for t in dict.fromkeys(ts or ()))
-    tags = [t for t, n in counts.items() if n >= min_items]
+    tag_lists = store.items.column("tags").to_pylist()
+    if any(tag_lists):
+        return Counter(t for ts in tag_lists for t in dict.fromkeys(ts or ()))
+    names = list((store.attrs or {}).get("class_names") or [])
+    return Counter(names[v] if v < len(names) else str(v) for v in store.labels().tolist() if v >= 0)
+
+
+def _usable_tags(store, descriptions, min_items: int = 2) -> str | None:
+    """None when at least two classes (tags, else labels) with ``min_items`` items have a description, else why not."""
+    tags = [t for t, n in _class_counts(store).items() if n >= min_items]
     if len(tags) < 2:
-        return False
+        return "tag at least two kinds of items (hardneg store tag) to train a model on the tags"
     if descriptions is not None:
         from ._descriptions import read_descriptions_csv
 
         classes, _ = read_descriptions_csv(descriptions)
-        return len(set(classes) & set(tags)) >= 2
+        return None if len(set(classes) & set(tags)) >= 2 else f"{descriptions} describes fewer than 2 of the store's tags"
+    why = ("its tags have no WordNet noun to describe them: the command line takes a 'class,text' CSV "
+           "(hardneg concept search auto STORE --text ... --descriptions FILE)")
     try:
         from hardneg.concept._related import load_wordnet
 
         from ._descriptions import wordnet_gloss
 
         wn = load_wordnet()
-    except (ImportError, OSError, LookupError, ValueError):
-        return False
+    except (ImportError, OSError, LookupError, ValueError) as exc:
+        return f"its tags cannot be described without WordNet ({str(exc).splitlines()[0]})"
     n = 0
     for t in tags:
         if wordnet_gloss(t, wn) is not None:
             n += 1
             if n >= 2:
-                return True
-    return False
+                return None
+    return why
 
 
 def check_text_request(store, method: str = "auto", descriptions=None) -> None:
@@ -168,12 +178,12 @@ def resolve_method(store, method: str = "auto", descriptions=None) -> str:
     if method != "auto":
         return method
     no_conse = _conse_ready(store)
-    tags = _usable_tags(store, descriptions)
+    no_tags = _usable_tags(store, descriptions)
     if no_conse is None:
-        return "conse+eszsl" if tags else "conse"
-    if tags:
+        return "conse" if no_tags else "conse+eszsl"
+    if no_tags is None:
         return "eszsl"
-    raise ValueError(f"{no_conse}; or tag at least two kinds of items (hardneg store tag) to train a model on the tags")
+    raise ValueError(f"{no_conse}; or {no_tags}")
 
 
 def _unit(A: np.ndarray) -> np.ndarray:
