@@ -209,7 +209,8 @@ def text_search() -> Row:
             f"{nt['name']['conse']:.3f} / {nt['title']['conse']:.3f} (random {nt['name']['random']:.3f})")
     tm = data.get("timing") or {}
     if "conse+eszsl" in tm:
-        what += f"; second query {tm['conse+eszsl']['ratio']:.0f}× faster than the first ({tm['n_items']:,} items, cached index)"
+        what += f"; second query {tm['conse+eszsl']['ratio']:.0f}× faster than the first ({tm['n_items']:,} items, cached index"
+        what += f"; the CLI in fresh processes {tm['cli']['ratio']:.0f}×)" if "cli" in tm else ")"
     base = f"random {summ['name']['random']['mean']:.3f}; ESZSL {ap('eszsl')}; [Bucher16] {ap('bucher16')}"
     return ("Search by description ([Norouzi14] ConSE, a text index per store state)", what, base, source(name))
 
