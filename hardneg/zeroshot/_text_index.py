@@ -330,7 +330,7 @@ class TextIndex:
         return cls(arrays.get("vectors"), arrays["ids"], str(method), str(meta.get("key", "")), model, meta.get("info") or {})
 
 
-def _scan(store, fn, progress, rows_per_step: int | None = None) -> np.ndarray:
+def _scan(store, fn, progress, rows_per_step: int = 1024) -> np.ndarray:
     """``fn`` over the store's rows, chunk by chunk, stacked; ``progress(n_rows)`` after each."""
     outs = []
     for _, block in store.iter_chunks(rows_per_step):
