@@ -27,7 +27,7 @@ $(VENV)/.installed-test: pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first, pinned: the CPU build; an unpinned one pulls multi-GB CUDA packages.
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text,wordnet,docs]"
+	$(PIP) install --quiet -e ".[test,data,cnn,bow,distributed,serve,text,conse,wordnet,docs]"
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo

@@ -44,6 +44,7 @@ LOADERS: dict[str, tuple[str, str]] = {
     "esvm_encoder": ("hardneg.encoding._esvm", "ESVMEncoder"),
     # zero-shot classifiers
     "hardneg.zeroshot.ZeroShotClassifier": ("hardneg.zeroshot._classifier", "ZeroShotClassifier"),
+    "hardneg.zeroshot.ConSE": ("hardneg.zeroshot._conse", "ConSE"),
     # indexes
     "hardneg.InvertedIndex": ("hardneg.index._inverted", "InvertedIndex"),
     HAMMING_KIND: ("hardneg.index._hamming", "HammingIndex"),

@@ -10,11 +10,11 @@ from ._common import CLIError, check_input_file, check_result_outputs, emit_resu
 AUTO = "auto"
 
 
-#: --method of a model trained on the fly
-METHODS = ("bucher16", "eszsl")
+#: --method of MODEL 'auto' (the store's text index, :mod:`hardneg.zeroshot._text_index`)
+METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "bucher16")
 
 
-def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, method: str = "bucher16", split, chunk_rows: int, as_json: bool,
+def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, method: str = "auto", split, chunk_rows: int, as_json: bool,
                     csv_out, html_out, relevant_tag, relevant_label, runner):
     """The body of ``concept search --text`` (see :func:`hardneg.cli.concept.search_cmd`)."""
     from ..store import FeatureStore
@@ -30,7 +30,7 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
         check_input_file(model_path, "a zero-shot model file ('hardneg zsl train') or 'auto'")
         if descriptions is not None:
             raise CLIError("--descriptions: only with MODEL 'auto' (a model file already holds its classes' descriptions)")
-        if method != "bucher16":
+        if method != "auto":
             raise CLIError("--method: only with MODEL 'auto' (a model file is already trained)")
     if descriptions is not None:
         check_input_file(descriptions, "a descriptions CSV")
@@ -46,24 +46,19 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
     total = len(store) if rows is None else int(rows.size)
     if total == 0:
         raise CLIError(f"{store_path}: the store is empty")
+    if auto:
+        return _auto_search(store, store_path, text=text, descriptions=descriptions, method=method, k=min(k, total), rows=rows,
+                            as_json=as_json, csv_out=csv_out, html_out=html_out, relevant_tag=relevant_tag,
+                            relevant_label=relevant_label)
     try:
-        if auto:
-            from ..zeroshot import ESZSL, fit_text_search
+        from .._load import load
 
-            with err_console.status("training a zero-shot model on the store's tags"):
-                model = fit_text_search(store, None, descriptions=descriptions,
-                                        estimator=ESZSL() if method == "eszsl" else None)
-            name = "ESZSL" if method == "eszsl" else "zero-shot model [Bucher16]"
-            err_console.print(escape(f"{name} trained on {model.classes_.size} described classes of {store_path}"))
-        else:
-            from .._load import load
-
-            model = load(model_path)
-            if not hasattr(model, "prototypes_"):
-                raise CLIError(f"{model_path}: a {type(model).__name__} file, not a zero-shot model; "
-                               "search by text needs one from 'hardneg zsl train' (or MODEL 'auto')")
-            if store.dim != model.n_features_in_:
-                raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
+        model = load(model_path)
+        if not hasattr(model, "prototypes_"):
+            raise CLIError(f"{model_path}: a {type(model).__name__} file, not a zero-shot model; "
+                           "search by text needs one from 'hardneg zsl train' (or MODEL 'auto')")
+        if store.dim != model.n_features_in_:
+            raise CLIError(f"{store_path} has {store.dim}-d vectors but the model expects {model.n_features_in_}")
         from ..zeroshot import text_search
 
         with task_progress("searching", total) as advance:
@@ -75,3 +70,37 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
     title = f"top {len(results)} for the text {text!r}"
     emit_results(results, title=title, score="score", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=[{"name": f"text {text!r} on {store_path}", "results": results}])
+
+
+#: what each method of the text index is, for the line that says which one ranked
+METHOD_NAMES = {"conse": "ConSE [Norouzi14], no training", "eszsl": "ESZSL on the store's tags",
+                "conse+eszsl": "ConSE [Norouzi14] + ESZSL on the store's tags", "bucher16": "[Bucher16] on the store's tags"}
+
+
+def _auto_search(store, store_path, *, text, descriptions, method, k, rows, as_json, csv_out, html_out, relevant_tag, relevant_label):
+    """MODEL 'auto': the store's text index (built on the first query of a store state, with progress), then one product."""
+    from ..zeroshot._text_index import cached_text_index, open_text_index, resolve_method
+
+    try:
+        # bad descriptions and a forced method the store cannot serve are refused here, before any work
+        index = cached_text_index(store, method=method, descriptions=descriptions)
+        built = index is None
+        if index is None:  # the training code is imported only here: a cached query needs neither sklearn nor torch
+            from ..zeroshot import TrainingDivergedError
+
+            resolved = resolve_method(store, method, descriptions)
+            with task_progress(f"building the text index of {store_path} ({resolved}; once per store state)", len(store)) as advance:
+                try:
+                    index, _ = open_text_index(store, method=method, descriptions=descriptions, progress=advance)
+                except TrainingDivergedError:
+                    raise CLIError(f"training [Bucher16] on the tags of {store_path} diverged; --method auto or eszsl "
+                                   "need no step size") from None
+        res = index.search(text, k=k, rows=rows, data=store)
+    except (ValueError, ImportError) as exc:
+        raise CLIError(str(exc).splitlines()[0]) from None
+    n = index.info.get("n_classes")
+    err_console.print(escape(f"{'built' if built else 'cached'} text index: {METHOD_NAMES.get(index.method, index.method)}"
+                             + (f", trained on {n} described classes" if n else "")))
+    results = ranked_results(store, res, relevant_tag=relevant_tag, relevant_label=relevant_label)
+    emit_results(results, title=f"top {len(results)} for the text {text!r}", score="score", as_json=as_json, csv_out=csv_out,
+                 html_out=html_out, groups=[{"name": f"text {text!r} on {store_path}", "results": results}])

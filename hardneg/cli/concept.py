@@ -192,16 +192,19 @@ def _default_split(store, split: str | None) -> str | None:
 @cluster_options
 def search_cmd(
     model_path: str = typer.Argument(..., metavar="MODEL", help="Model file written by 'hardneg concept train'; with --text, "
-                                     "a zero-shot model file ('hardneg zsl train') or 'auto' (train one now from STORE's tags)."),
+                                     "a zero-shot model file ('hardneg zsl train') or 'auto' (the store's text index: no "
+                                     "training on a store without tags, built once per store state and cached)."),
     store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore to search."),
     k: int = k_option(20, "Number of results."),
     split: str | None = typer.Option(None, "--split", help="Search only this split."),
-    text: str = typer.Option(None, "--text", help="Search by description: rank by a zero-shot model's match "
-                             "([Bucher16] Eq. (1)) with this text, embedded by all-MiniLM-L6-v2 (the 'text' extra)."),
-    descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': class "
-                                     "descriptions, 'class,text' or 'class,a1,...' rows; default the WordNet gloss of each tag."),
-    method: str = method_option("bucher16", "With --text and MODEL 'auto': bucher16 ([Bucher16]) | eszsl (closed form: "
-                                "faster, and better on openclipart, results/concept_text_search.json)."),
+    text: str = typer.Option(None, "--text", help="Search by description: rank by the match of each item with this "
+                             "text, embedded by all-MiniLM-L6-v2 (the 'text' extra; with MODEL 'auto', the 'conse' extra)."),
+    descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': a 'class,text' "
+                                     "CSV describing the store's tags in words; default the WordNet gloss of each tag."),
+    method: str = method_option("auto", "With --text and MODEL 'auto': auto (conse+eszsl on a tagged store of "
+                                "EfficientNet-Lite0 features, conse with no tags, eszsl on other features) | conse "
+                                "(no training, [Norouzi14]) | eszsl | conse+eszsl | bucher16 ([Bucher16]); "
+                                "measured in results/text_search.json."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = json_option(),
     csv_out: str = csv_option(),
@@ -218,16 +221,15 @@ def search_cmd(
     not judged (neutral: nothing says, e.g. untagged); --relevant-tag /
     --relevant-label name the ground truth instead.
     """
-    from ..concept import load_concept
-    from ..distributed import scan_topk
-    from ..store import FeatureStore
-
-    if text is not None or descriptions is not None or method != "bucher16":
+    if text is not None or descriptions is not None or method != "auto":
         from ._text_search import text_search_cmd
 
         return text_search_cmd(model_path, store_path, text=text, descriptions=descriptions, method=method, k=k, split=split,
                                chunk_rows=chunk_rows, as_json=as_json, csv_out=csv_out, html_out=html_out,
                                relevant_tag=relevant_tag, relevant_label=relevant_label, runner=runner)
+    from ..concept import load_concept  # after the text branch: a text query with a cached index needs no scikit-learn
+    from ..distributed import scan_topk
+    from ..store import FeatureStore
     check_input_file(model_path, "a concept model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     if relevant_tag is not None and relevant_label is not None:

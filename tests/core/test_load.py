@@ -116,6 +116,15 @@ def _zero_shot(tmp_path):
     return clf, clf.save(tmp_path / "zsl.npz"), lambda m: m.decision_function(X)
 
 
+def _conse(tmp_path):
+    from hardneg.zeroshot import ConSE
+
+    rng = np.random.default_rng(0)
+    model = ConSE(n_top=3, head=(rng.normal(size=(6, 10)), rng.normal(size=6)), class_embeddings=rng.normal(size=(6, 4))).fit()
+    X = rng.random((8, 10))
+    return model, model.save(tmp_path / "conse.npz"), lambda m: m.transform(X)
+
+
 def _inverted(tmp_path):
     from hardneg.index import InvertedIndex
     from hardneg.similarity import TfidfCosine, concept_triplets
@@ -166,6 +175,7 @@ CASES = {
         "SolisTG", "SolisDA", "SolisAFB", "SolisADA", "OasisDiagonal", "OasisFull", "TfidfCosine")},
     "esvm_encoder": {"batch": _esvm("batch"), "lda": _esvm("lda")},
     "hardneg.zeroshot.ZeroShotClassifier": {"zsl": _zero_shot},
+    "hardneg.zeroshot.ConSE": {"conse": _conse},
     "hardneg.InvertedIndex": {"inverted": _inverted},
     "hamming-index": {"exact": _hamming(False), "ivf": _hamming(True)},
     "hardneg.Codebook": {"flat": _codebook(None), "tree": _codebook(3)},

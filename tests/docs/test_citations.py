@@ -25,6 +25,7 @@ PAPERS = {
     "Xian18",  # zero-shot evaluation protocol (eval: per-class accuracy, GZSL harmonic mean)
     "Lampert14",  # DAP baseline
     "RomeraParedes15",  # ESZSL baseline
+    "Norouzi14",  # ConSE: search by description with no training
 }
 
 #: anything that looks like an equation citation: "Eq. (9)", "Eqs. (6)-(8)", "Eq. 9", "eq (9)", "Equation 9"

@@ -59,3 +59,40 @@ def test_the_page_has_a_text_box(client):
     html = client.get("/").text
     assert 'id="text-form"' in html and 'id="text-input"' in html
     assert "api/search/text" in client.get("/static/app.js").text
+
+
+def test_text_index_is_built_once_and_survives_a_restart(tmp_path, fake_text):
+    from hardneg.zeroshot import _text_index
+
+    make_text_store(tmp_path / "s")
+    app = lambda: create_app(tmp_path / "s", models_dir=tmp_path / "models", allowed_hosts=["testserver"])  # noqa: E731
+    before = _text_index.BUILDS["n"]
+    with TestClient(app()) as c:
+        assert c.get("/api/search/text/status").json()["state"] == "none"
+        first = c.post("/api/search/text", json={"text": "wings", "k": 5}).json()
+        st = c.get("/api/search/text/status").json()
+        assert st["state"] == "ready" and st["method"] == "eszsl" and st["done"] == st["total"] == 150
+        second = c.post("/api/search/text", json={"text": "wheels", "k": 5}).json()
+        assert "train_s" in first["timings"] and "train_s" not in second["timings"]
+        assert [it["tags"] for it in second["results"]] == [["car"]] * 5
+    assert _text_index.BUILDS["n"] == before + 1 and list((tmp_path / "models" / "text-index").glob("*.npz"))
+    with TestClient(app()) as c:  # a restarted service reads the cached index
+        assert c.post("/api/search/text", json={"text": "wings", "k": 5}).status_code == 200
+    assert _text_index.BUILDS["n"] == before + 1
+
+
+def test_a_store_nothing_can_search_answers_409_without_retrying(tmp_path, fake_text, monkeypatch):
+    import numpy as np
+
+    from hardneg.store import FeatureStore
+    from hardneg.zeroshot import _text_index
+
+    with FeatureStore.create(tmp_path / "s", dim=8) as st:  # no tags, no CNN features
+        st.append(np.ones((4, 8), np.float32))
+    with TestClient(create_app(tmp_path / "s", models_dir=tmp_path / "models", allowed_hosts=["testserver"])) as c:
+        r = c.post("/api/search/text", json={"text": "wings", "k": 2})
+        assert r.status_code == 409 and "ConSE" in r.json()["detail"] and "lr" not in r.json()["detail"]
+        monkeypatch.setattr(_text_index, "resolve_method", lambda *a, **k: pytest.fail("tried again"))
+        r2 = c.post("/api/search/text", json={"text": "other", "k": 2})
+        assert r2.status_code == 409 and r2.json()["detail"] == r.json()["detail"]
+        assert c.get("/api/search/text/status").json()["state"] == "failed"

@@ -235,9 +235,9 @@ def test_cli_text_search_eszsl_on_the_fly(tmp_path, capsys, fake_minilm):
                "--descriptions", str(text_csv(tmp_path)), "-k", "30", "--csv", "-"])
     out = capsys.readouterr()
     assert rc == 0, out.err
-    assert out.out.count("zebra") == 30 and "ESZSL trained on 5 described classes" in out.err
+    assert out.out.count("zebra") == 30 and "ESZSL on the store's tags, trained on 5 described classes" in out.err
     assert main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "wings", "--method", "dap"]) == 2
-    assert "--method with --text must be one of bucher16, eszsl" in capsys.readouterr().err
+    assert "--method with --text must be one of auto, conse, eszsl" in capsys.readouterr().err
 
 
 def test_cli_text_search_with_a_model_file(tmp_path, capsys, fake_minilm):

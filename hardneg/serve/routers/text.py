@@ -1,10 +1,13 @@
-"""Search by description: free text ranks the store (issue 26).
+"""Search by description: free text ranks the store (issues 26, 38).
 
-The first text query trains a zero-shot model ([Bucher16], :func:`hardneg.zeroshot.fit_text_search`)
-on the store's tags, each described by its WordNet gloss embedded by all-MiniLM-L6-v2, and keeps it
-for the life of the service (one per service; concurrent first queries wait for the same
-training). Every query is then embedded and every row scored by ``-S(X, q)``
-([Bucher16] Eq. (1)); training, embedding and the scan run in the thread pool, never on the event loop.
+The first text query of a store state builds its text index
+(:func:`hardneg.zeroshot.open_text_index`, ``method="auto"``: ConSE [Norouzi14] with no
+training on a store without tags, ConSE + ESZSL on the store's tags otherwise), cached in the
+service's models folder under ``text-index/`` and keyed by the store's content, so a restarted
+service, or the CLI on the same store, reads it instead of building it. While it is built,
+``GET /api/search/text/status`` reports the rows done (the page shows it); concurrent first
+queries wait for the same build. A query is then its MiniLM embedding and one product with
+the index's vectors. Building, embedding and ranking run in the thread pool, never on the event loop.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.concurrency import run_in_threadpool
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .._deps import get_state
 from .._errors import ServeError
@@ -26,7 +29,9 @@ from .._state import ServeState
 router = APIRouter(prefix="/api", tags=["search by description"])
 _ERR: dict[int | str, dict[str, Any]] = {404: {"model": Message}, 409: {"model": Message}, 422: {"model": Message}}
 
-_models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ServeState -> (model, seconds to train)
+_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ServeState -> (TextIndex, seconds to build or read)
+_failed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ServeState -> (status, message): not retried
+_progress: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ServeState -> {"state", "done", "total", "method"}
 _lock = threading.Lock()
 
 
@@ -36,45 +41,79 @@ class TextQuery(_Request):
     offset: int = Field(0, ge=0, description="Skip this many results (paging; offset + k <= 1000).")
 
 
-def text_model(state: ServeState):
-    """The service's zero-shot model over the store's tags, trained on first use: ``(model, train_s)``."""
+class TextIndexStatus(BaseModel):
+    state: str = Field(description="'none' (no text query yet), 'building', 'ready' or 'failed'.")
+    done: int = Field(0, description="Rows of the store mapped so far (while building).")
+    total: int = Field(0, description="Rows of the store.")
+    method: str | None = Field(None, description="conse, eszsl, conse+eszsl or bucher16 (see hardneg.zeroshot._text_index).")
+    error: str | None = None
+
+
+def text_index(state: ServeState):
+    """The service's text index, read from the cache or built on first use: ``(index, seconds, built)``."""
     with _lock:
-        if state not in _models:
-            from hardneg.zeroshot import fit_text_search
+        if state in _failed:
+            status, message = _failed[state]
+            raise ServeError(status, message)
+        if state not in _indexes:
+            from hardneg.zeroshot._text_index import cached_text_index, open_text_index, resolve_method
 
             if state.store.is_sparse:
                 raise ServeError(409, "search by description needs a dense feature store (CNN features)")
+            prog: dict[str, Any] = {"state": "building", "done": 0, "total": len(state.ids), "method": None}
+            _progress[state] = prog
+
+            def advance(n: int) -> None:
+                prog["done"] = min(prog["total"], prog["done"] + int(n))
+
             t = time.perf_counter()
             try:
-                model = fit_text_search(state.store, None)
+                index = cached_text_index(state.store, cache_dir=state.models_dir / "text-index")
+                if index is None:
+                    prog["method"] = resolve_method(state.store)
+                    index, _ = open_text_index(state.store, cache_dir=state.models_dir / "text-index", progress=advance)
+                prog["method"] = index.method
             except ImportError as exc:
+                prog["state"] = "failed"
                 raise ServeError(422, str(exc).splitlines()[0]) from None
-            except ValueError as exc:
-                raise ServeError(409, f"search by description: {str(exc).splitlines()[0]}") from None
-            _models[state] = (model, time.perf_counter() - t)
-        return _models[state]
+            except ValueError as exc:  # what the store lacks: the same answer until the service restarts
+                prog["state"] = "failed"
+                _failed[state] = (409, f"search by description: {str(exc).splitlines()[0]}")
+                raise ServeError(*_failed[state]) from None
+            prog.update(state="ready", done=prog["total"])
+            _indexes[state] = (index, time.perf_counter() - t, True)
+            return index, _indexes[state][1], True
+        index, seconds, _ = _indexes[state]
+        return index, seconds, False
 
 
 def _rank(state: ServeState, text: str, want: int):
-    from hardneg.zeroshot import text_search
-
-    fresh = state not in _models
-    model, train_s = text_model(state)
+    index, seconds, first = text_index(state)
     t = time.perf_counter()
     try:
-        res = text_search(model, state.data, text, k=want)
+        res = index.search(text, k=want, data=state.data)
     except ImportError as exc:
         raise ServeError(422, str(exc).splitlines()[0]) from None
     except ValueError as exc:
         raise ServeError(422, f"text: {str(exc).splitlines()[0]}") from None
     timings = {"search_s": time.perf_counter() - t}
-    if fresh:  # the first query of this service trained the model
-        timings["train_s"] = train_s
+    if first:  # the first query of this service built (or read) the index
+        timings["train_s"] = seconds
     return res, timings
 
 
+@router.get("/search/text/status", response_model=TextIndexStatus,
+            summary="Whether the text index is built; while the first text query builds it, the rows done")
+async def text_status(state: ServeState = Depends(get_state)):
+    prog = _progress.get(state)
+    if prog is None:
+        return {"state": "ready" if state in _indexes else "none", "total": len(state.ids)}
+    failed = _failed.get(state)
+    return {**prog, "error": failed[1] if failed else None}
+
+
 @router.post("/search/text", response_model=SearchResponse, responses=_ERR,
-             summary="Rank the store by a description in words (a zero-shot model over the store's tags)")
+             summary="Rank the store by a description in words (ConSE with no training, or with a model over the store's tags)")
 async def search_text(q: TextQuery, state: ServeState = Depends(get_state)):
     k, offset = state.check_page(q.k, q.offset)
     if not q.text.strip():

@@ -191,12 +191,32 @@ function queryExample(id) {
     showQuery(`api/items/${encodeURIComponent(id)}/thumbnail`, `query: stored item ${id} (left out of its results)`);
   });
 }
-function textSearch(text) {  // search by description: a zero-shot model over the store's tags
+// While the first text query builds the store's text index, say how far it is (polls its status).
+function watchTextIndex(text) {
+  let stop = false;
+  (async () => {
+    while (!stop) {
+      try {
+        const st = await api("GET", "api/search/text/status");
+        if (stop) break;
+        if (st.state === "building") {
+          const pct = st.total ? Math.floor((100 * st.done) / st.total) : 0;
+          setStatus(`searching for “${text}”: building the text index${st.method ? " (" + st.method + ")" : ""}, ` +
+                    `${st.done.toLocaleString("en")} of ${st.total.toLocaleString("en")} items (${pct} %); once per store`);
+        }
+      } catch (e) { /* the query itself reports errors */ }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return () => { stop = true; };
+}
+function textSearch(text) {  // search by description: the store's text index (built on the first text query)
   return run("text search", async () => {
     const view = { kind: "text", text };
     setModel(null);
-    setStatus(`searching for “${text}” (the first text search trains a zero-shot model)…`);
-    await fetchPage(view, 0);
+    setStatus(`searching for “${text}”…`);
+    const unwatch = watchTextIndex(text);
+    try { await fetchPage(view, 0); } finally { unwatch(); }
     state.view = view;
     showQuery(null);
   });

