@@ -40,6 +40,8 @@ fit_exemplar_svms_liblinear)
 ``hardneg.datasets.import_xlsa17``                          row imported           rows
 ``ZeroShotClassifier.fit``                                  epoch                  ``n_epochs``
 ``hardneg.zeroshot.text_search``                            row scored             rows scanned
+``hardneg.zeroshot.build_text_index`` (and                  row mapped             rows of the store
+``open_text_index``)
 ``hardneg.demos.concept.run_concept_demo``                  method trained         methods compared
 ==========================================================  =====================  =======================================
 

@@ -259,7 +259,7 @@ def set_image_paths(store: FeatureStore, root: str | os.PathLike, *, allow_outsi
     ValueError
         If ``root`` is not a folder, an id leads outside it, or no ``root/<id>`` exists (a mistyped root).
     """
-    from ._import import image_path
+    from ._items import image_path
 
     store._require_writable()
     if not os.path.isdir(root):

@@ -40,7 +40,7 @@ import numpy as np
 from .._validation import reads_as_number
 from ._csv import read_csv_rows, starts_with_header
 from ._errors import StoreError
-from ._items import id_problem
+from ._items import id_problem, image_path
 
 if TYPE_CHECKING:
     from ._feature_store import FeatureStore
@@ -272,23 +272,6 @@ def _open_source(path: Path, column: str | None) -> _Source:
     if suffix == ".safetensors":
         return _Safetensors(path)
     raise ValueError(f"{path}: unknown embedding file type {suffix or '(no suffix)'!r}; expected {', '.join(FORMATS)}")
-
-
-def _inside(path: str, root: str) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(root)
-    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
-
-
-def image_path(value: str, base: str | Path, allow_outside: bool, where: str) -> str:
-    """The absolute image path of ``value`` (relative to the folder ``base``); outside ``base``
-    (after links) refused unless ``allow_outside``: a path column must not reach the user's
-    private files (``../.ssh/id_rsa``) without being told so. ``where`` names the row in errors."""
-    full = os.path.normpath(os.path.join(os.path.abspath(base), os.path.expanduser(value)))
-    if not allow_outside and not _inside(full, str(base)):
-        raise ValueError(f"{where}: the image path {value[:120]!r} lies outside {os.path.abspath(base)}; image paths stay "
-                         "inside the folder they are relative to (--image-root, else the file's folder) unless you "
-                         "pass --allow-outside-root (allow_outside_root=True)")
-    return full
 
 
 def _image_paths(src: _Source, source: Path, item_ids: list[str], row_of: dict[str, int], paths, image_root,

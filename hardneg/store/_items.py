@@ -10,8 +10,10 @@ control character).
 from __future__ import annotations
 
 import math
+import os
 import numbers
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -105,3 +107,20 @@ def tag_list(v, row: int, *, check: bool = True) -> list[str]:
                 raise TypeError(f"tags: row {row} holds {type(t).__name__} {t!r} in its tag list; tags are strings"[:200])
         return out
     raise TypeError(f"tags: row {row} holds {type(v).__name__} {v!r}; expected a tag string or a list of tags"[:200])
+
+
+def _inside(path: str, root: str) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def image_path(value: str, base: str | Path, allow_outside: bool, where: str) -> str:
+    """The absolute image path of ``value`` (relative to the folder ``base``); outside ``base``
+    (after links) refused unless ``allow_outside``: a path column must not reach the user's
+    private files (``../.ssh/id_rsa``) without being told so. ``where`` names the row in errors."""
+    full = os.path.normpath(os.path.join(os.path.abspath(base), os.path.expanduser(value)))
+    if not allow_outside and not _inside(full, str(base)):
+        raise ValueError(f"{where}: the image path {value[:120]!r} lies outside {os.path.abspath(base)}; image paths stay "
+                         "inside the folder they are relative to (--image-root, else the file's folder) unless you "
+                         "pass --allow-outside-root (allow_outside_root=True)")
+    return full

@@ -59,7 +59,7 @@ def test_demo_writes_summary(capsys, tmp_path):
     # the hashing result is shown beside the kNN baseline it is measured against
     assert summary["hashing"]["n_bits"] == 32 and 0.5 < summary["hashing"]["mAP@100"] <= 1.0
     flat = " ".join(out.split())  # rich wraps long lines
-    assert "TSVM hashing (32-bit codes)" in flat and "its baseline, exact Euclidean kNN" in flat
+    assert "TSVM hashing (Hamming ranking) against its baseline, exact Euclidean kNN" in flat and "32-bit codes" in flat
     concept = summary["concept_search"]
     assert concept["mAP"]["negative bootstrap"] > concept["mAP"]["random sampling"]
     assert (tmp_path / "demo" / "concept_report.html").read_text().count("<img") >= 20

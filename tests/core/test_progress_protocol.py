@@ -290,6 +290,8 @@ NOT_RUN_HERE = {
     "hardneg.store._import:import_embeddings": "rows imported (tests/store/test_store_import.py)",
     "hardneg.datasets._xlsa17:import_xlsa17": "needs xlsa17 .mat files",
     "hardneg.zeroshot._text_search:text_search": "needs a sentence-embedding model; its scan is hardneg.concept.search",
+    "hardneg.zeroshot._text_index:build_text_index": "needs the CNN head's weights and the sentence model (tests/zeroshot/test_conse.py)",
+    "hardneg.zeroshot._text_index:open_text_index": "build_text_index behind the cache (tests/zeroshot/test_conse.py)",
     "hardneg.demos.concept:run_concept_demo": "trains every concept method on digits (tests/demos/test_demo_report.py)",
     "hardneg.distributed._runner:Runner.map_reduce": "runner plumbing, counted through scan_topk / knn_topk above",
     "hardneg.distributed._runner:Runner.map_ordered": "runner plumbing, counted through encode_store above",
