@@ -563,15 +563,13 @@ def print_results(results: list[dict], *, title: str, score: str, as_json: bool,
     if folder:
         caption = f"image files: {folder}/<id>" if shown is None else f"image files under {folder}"
     table = Table(title=title)
-    # ids are what users copy: unfolded when they fit beside the other columns (~48 characters)
-    id_width = min(max((len(str(r["id"])) for r in results), default=2), max(16, console.width - 48))
     cols = (["query"] if query_column else []) + ["rank", "id", score]
     # columns empty in every row (no labels, no tags, no files) only take width from the ids
     cols += [c for c, key in (("label", "label"), ("tags", "tags"), ("path", "path"))
              if any(r.get(key) for r in results) and (c != "path" or shown is not None)]
     for c in cols:
         table.add_column(c, justify="right" if c in ("rank", score) else "left", overflow="fold",
-                         no_wrap=c in ("rank", score), min_width=id_width if c == "id" else None)
+                         no_wrap=c in ("rank", score), max_width=max(12, console.width // 5) if c == "tags" else None)
     last = None
     for k, r in enumerate(results):
         value = r[score]
