@@ -32,7 +32,8 @@ from hardneg.negatives import make_pair_sampler as make_sampler
 from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
 from hardneg._extras import install_hint
 
-__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot"]
+__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot", "loss_plateau",
+           "top_eigenvalue"]
 
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,24 @@ def grow_negatives(current, drawn, cap):
         return np.ascontiguousarray(drawn)
     grown = np.concatenate([current, drawn], axis=1)
     return np.ascontiguousarray(grown[:, -cap:] if grown.shape[1] > cap else grown)
+
+
+def loss_plateau(losses, tol: float, n_iter_no_change: int) -> bool:
+    """The stopping rule of :meth:`ZeroShotClassifier.fit`: True when each of the last ``n_iter_no_change``
+    epoch losses failed to fall below ``(1 - tol)`` times the lowest loss of the epochs before it.
+
+    >>> loss_plateau([4.0, 2.0, 1.999, 1.998], tol=1e-3, n_iter_no_change=2)
+    True
+    >>> loss_plateau([4.0, 2.0, 1.9, 1.899], tol=1e-3, n_iter_no_change=2)
+    False
+    """
+    losses = list(losses)
+    if len(losses) <= n_iter_no_change:
+        return False
+    for j in range(len(losses) - n_iter_no_change, len(losses)):
+        if losses[j] < (1.0 - tol) * min(losses[:j]):
+            return False
+    return True
 
 
 def top_eigenvalue(X, n_iter: int = 50) -> float:
@@ -375,7 +394,6 @@ class ZeroShotClassifier(BaseEstimator):
         self.sampler_ = sampler
         bs = int(self.batch_size)
         negatives = None
-        best, stale = math.inf, 0
         self.n_epochs_ = 0
         for epoch in range(1, self.n_epochs + 1):
             t0 = time.perf_counter()
@@ -427,15 +445,8 @@ class ZeroShotClassifier(BaseEstimator):
                 h["eval_accuracy"].append(mean_per_class_accuracy(yv, self.predict(Xv, class_attributes=cav)))
             logger.debug("epoch %d: loss %.4f (%.2fs, sampler %.2fs)", epoch, h["loss"][-1], h["seconds"][-1], t_sampler)
             self.n_epochs_ = epoch
-            stop = False
-            if self.tol is not None:
-                # the loss plateau: no epoch in the last n_iter_no_change fell below (1 - tol) x the best so far
-                if h["loss"][-1] < (1.0 - self.tol) * best:
-                    stale = 0
-                else:
-                    stale += 1
-                best = min(best, h["loss"][-1])
-                stop = stale >= self.n_iter_no_change and epoch < self.n_epochs
+            stop = (self.tol is not None and epoch < self.n_epochs
+                    and loss_plateau(h["loss"], self.tol, self.n_iter_no_change))
             if progress is not None:
                 # the units add up to n_epochs: a stop counts the epochs it saves as done
                 progress(1 + (self.n_epochs - epoch if stop else 0))
