@@ -844,6 +844,7 @@ def build(out: Path) -> dict:
     w.text("headline_figures.md", headline_figures())
     w.text("concept_openclipart_tables.md", concept_openclipart_tables())
     w.text("concept_untagged_tables.md", concept_untagged_tables())
+    w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -986,6 +987,51 @@ def _paired_vs_bagging_table(data: dict, intro: str) -> list[str]:
                 cells.append(f"**{cell}**" if v["ci95"][1] < 0 else cell)
         out.append(f"| {concept} | " + " | ".join(cells) + " |")
     return out
+
+
+def zeroshot_openclipart_tables() -> str:
+    """Issue 38's training of [Bucher16] on openclipart (zeroshot_openclipart*.json): unseen and seen accuracy, paired
+    differences against ESZSL and against the old 5-epoch setting, epochs run, fit time as a ratio to the old setting."""
+    out: list[str] = []
+    for name in _files("zeroshot_openclipart"):
+        data = _load(name)
+        if "paired_vs_old" not in data:
+            continue  # a result file from before issue 38
+        setup = data.get("setup", {})
+        z, sa = data["zsl"], data["seen_accuracy"]
+        pe, po = data["paired_vs_ESZSL"], data["paired_vs_old"]
+        spe, spo = data.get("seen_paired_vs_ESZSL", {}), data.get("seen_paired_vs_old", {})
+        ep, ratio = data.get("epochs_run", {}), data.get("fit_time_ratio_vs_old", {})
+        dims = setup.get("params", {}).get("pca")
+        out += [f"**`{name}.json`** ({setup.get('splits')} of {setup.get('splits_asked')} splits; features "
+                f"{'PCA-' + str(dims) if dims else 'raw 1280-d'}; chance: unseen {setup.get('chance_zsl', float('nan')):.1f} %, "
+                f"seen {setup.get('chance_seen', float('nan')):.1f} %). Paired columns: mean ± std over splits of the "
+                "per-split difference, then wins/losses.", "",
+                "| method | unseen acc (%) | − ESZSL | − old | seen acc (%) | seen − ESZSL | seen − old | epochs run | fit time / old (median) |",
+                "|---|---|---|---|---|---|---|---|---|"]
+
+        def pd(table, k):
+            v = table.get(k)
+            return f"{v['minus_mean']:+.2f} ± {v['minus_std']:.2f} ({v['wins']}/{v['losses']})" if v else "—"
+
+        for k, v in z.items():
+            e = ep.get(k)
+            epochs = f"{e['mean']:.0f} ({e['min']}–{e['max']})" if e else "—"
+            fit = f"{ratio[k]['median']:.1f}" if k in ratio else "—"
+            out.append(f"| {k} | {v['mean']:.2f} ± {v['std']:.2f} | {pd(pe, k)} | {pd(po, k)} | "
+                       f"{sa[k]['mean']:.2f} ± {sa[k]['std']:.2f} | {pd(spe, k)} | {pd(spo, k)} | {epochs} | {fit} |")
+        chosen = data.get("tuned_choices", {})
+        for k, picks in chosen.items():
+            counts: dict[str, int] = {}
+            for p in picks:
+                key = ", ".join(f"{a}={b:g}" for a, b in sorted(p.items()))
+                counts[key] = counts.get(key, 0) + 1
+            out += ["", f"*{k}*: chosen per split on the held-out 20 % of the seen classes ({setup.get('tuned_grid')}): "
+                    + "; ".join(f"{key} ×{n}" for key, n in sorted(counts.items(), key=lambda t: -t[1])) + "."]
+        out += ["", f"*Setup:* old setting: {setup.get('old_setting')}; defaults: {setup.get('defaults')}. "
+                f"{setup.get('tuned_grid_note', '')}. Source: `benchmarks/results/{name}.json`, "
+                f"{provenance(name, data).strip()}", ""]
+    return "\n".join(out) + "\n" if out else "*No zeroshot_openclipart result from issue 38 yet.*\n"
 
 
 def headline_figures() -> str:
