@@ -132,7 +132,10 @@ class ZeroShotClassifier(BaseEstimator):
     positive pairs ([Bucher16] Eq. (4)), plus μ times the squared norms of the parameters
     ([Bucher16] Eq. (5)): [Bucher16] Eq. (6) (divided by the number of pairs, a declared
     departure: see :func:`hardneg.zeroshot._losses.objective`), or with
-    ``balanced=True`` the imbalance-weighted [Bucher16] Eq. (11).
+    ``balanced=True`` the imbalance-weighted [Bucher16] Eq. (11). Training runs until the
+    epoch loss stops falling (``tol``, ``n_iter_no_change``; at most ``n_epochs`` epochs),
+    with a step for ``W_X`` scaled to the inputs (``lr="auto"``); the paper says neither
+    when SGD stops nor which step it takes.
 
     The negative set D₋ ([Bucher16] Section 2.2). With ``negative_set="grow"``
     (the default, as the paper: "iteratively increasing the set" of negative
