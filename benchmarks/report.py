@@ -845,6 +845,7 @@ def build(out: Path) -> dict:
     w.text("concept_openclipart_tables.md", concept_openclipart_tables())
     w.text("concept_untagged_tables.md", concept_untagged_tables())
     w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
+    w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1032,6 +1033,34 @@ def zeroshot_openclipart_tables() -> str:
                 f"{setup.get('tuned_grid_note', '')}. Source: `benchmarks/results/{name}.json`, "
                 f"{provenance(name, data).strip()}", ""]
     return "\n".join(out) + "\n" if out else "*No zeroshot_openclipart result from issue 38 yet.*\n"
+
+
+def zeroshot_keywords_table() -> str:
+    """The per-image protocol (issue 38 item 4, zeroshot_openclipart_keywords.json): [Bucher16] Table 1's samplers,
+    ESZSL and DAP, paired per split against random negatives and against ESZSL."""
+    try:
+        data = _load("zeroshot_openclipart_keywords")
+    except (OSError, ValueError):
+        return "*No zeroshot_openclipart_keywords result yet.*\n"
+    setup = data.get("setup", {})
+    z, pr, pe = data["zsl"], data["paired_vs_random"], data["paired_vs_ESZSL"]
+    ep, ratio = data.get("epochs_run_mean", {}), data.get("fit_time_ratio_vs_random_median", {})
+
+    def pd(table, k):
+        v = table.get(k)
+        return f"{v['minus_mean']:+.2f} ± {v['minus_std']:.2f} ({v['wins']}/{v['losses']})" if v else "—"
+
+    out = [f"**`zeroshot_openclipart_keywords.json`** ({setup.get('splits')} of {setup.get('splits_asked')} splits; "
+           f"{setup.get('attributes')}; chance {setup.get('chance_zsl', float('nan')):.1f} %). Unseen-class accuracy; "
+           "paired columns: mean ± std over splits of the per-split difference, then wins/losses.", "",
+           "| method | unseen acc (%) | − random | − ESZSL | epochs run | fit time / random (median) |",
+           "|---|---|---|---|---|---|"]
+    for k, v in z.items():
+        epochs = f"{ep[k]:.0f}" if k in ep else "—"
+        fit = f"{ratio[k]:.2f}" if k in ratio else "—"
+        out.append(f"| {k} | {v['mean']:.2f} ± {v['std']:.2f} | {pd(pr, k)} | {pd(pe, k)} | {epochs} | {fit} |")
+    out += ["", f"*Setup:* {setup.get('protocol')}; {setup.get('params')}. {provenance('zeroshot_openclipart_keywords', data).strip()}", ""]
+    return "\n".join(out) + "\n"
 
 
 def headline_figures() -> str:
