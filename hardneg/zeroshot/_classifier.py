@@ -54,9 +54,7 @@ _PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam"
 # (tol=None: they ran exactly n_epochs epochs)
 _PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100, "tol": None, "n_iter_no_change": 5}
 # lr="auto": the step of W_X is AUTO_LR_SCALE / L, L the largest eigenvalue of the inputs' second moment XᵀX/n
-# (Eq. (2)'s inputs, after standardize). On openclipart split 0 (benchmarks/zeroshot_openclipart.py's data) the
-# scales 0.01, 0.02, 0.03 were compared on PCA-64 (L = 1: whitened) and raw 1280-d CNN features (L = 62): 0.02 kept
-# the seen-class accuracy of the step tuned for PCA-64 (0.01) on both, where the fixed lr 0.01 fails at 1280-d
+# (the inputs of [Bucher16] Eq. (2), after standardize); why this bound and this scale: docs/methods/zeroshot.md
 AUTO_LR_SCALE = 0.02
 # tune()'s grid ([Bucher16] Section 3); mu on the per-pair scale of _losses.objective
 DEFAULT_GRID = {"lam": [0.1, 1.0, 10.0], "mu": [1e-4, 1e-3, 1e-2, 1e-1], "m": [16, 64]}
