@@ -846,6 +846,7 @@ def build(out: Path) -> dict:
     w.text("concept_untagged_tables.md", concept_untagged_tables())
     w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
     w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
+    w.text("zeroshot_lr_table.md", zeroshot_lr_table())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1033,6 +1034,25 @@ def zeroshot_openclipart_tables() -> str:
                 f"{setup.get('tuned_grid_note', '')}. Source: `benchmarks/results/{name}.json`, "
                 f"{provenance(name, data).strip()}", ""]
     return "\n".join(out) + "\n" if out else "*No zeroshot_openclipart result from issue 38 yet.*\n"
+
+
+def zeroshot_lr_table() -> str:
+    """The SGD step study of issue 38 (zeroshot_openclipart_lr.json): fixed steps against lr="auto" per feature set."""
+    try:
+        data = _load("zeroshot_openclipart_lr")
+    except (OSError, ValueError):
+        return "*No zeroshot_openclipart_lr result yet.*\n"
+    out = ["| features | step | unseen acc (%) | seen acc (%) | epochs run | diverged runs |", "|---|---|---|---|---|---|"]
+    for feats, r in data["by_features"].items():
+        for k in data["setup"]["configs"]:
+            z, sa = r["zsl"].get(k), r["seen_accuracy"].get(k)
+            ep = r["epochs_run_mean"].get(k)
+            unseen = f"{z['mean']:.2f} ± {z['std']:.2f}" if z else "—"
+            seen = f"{sa['mean']:.2f} ± {sa['std']:.2f}" if sa else "—"
+            epochs = f"{ep:.0f}" if ep is not None else "—"
+            out.append(f"| {feats} ({r['splits']} splits) | {k} | {unseen} | {seen} | {epochs} | {r['diverged_runs'].get(k, 0)} |")
+    out += ["", f"*Training:* {data['setup']['training']}. {provenance('zeroshot_openclipart_lr', data).strip()}", ""]
+    return "\n".join(out) + "\n"
 
 
 def zeroshot_keywords_table() -> str:
