@@ -199,10 +199,10 @@ class ZeroShotClassifier(BaseEstimator):
         ``W_X`` is ``0.02 / L``, ``L`` the largest eigenvalue of ``XᵀX / n`` for the
         training images as [Bucher16] Eq. (2) sees them (after ``standardize``), the
         Lipschitz constant in ``W_X`` of a squared loss on ``X W_X``: the step shrinks
-        with the input's dimension and correlation (0.02 for whitened features,
-        about 3e-4 for standardized 1280-d CNN features, where a fixed 0.01
-        does not converge); ``b_X``, ``W_A`` and ``τ``, whose gradients do not grow
-        with the input, step by 0.01. The steps used are in ``lr_``.
+        with the input's dimension and correlation (0.02 for whitened features);
+        ``b_X``, ``W_A`` and ``τ``, whose gradients do not grow with the input, step
+        by 0.01. The steps used are in ``lr_``; why this rule and its measurement:
+        docs/methods/zeroshot.md.
     momentum : float
         SGD momentum (the paper says only "stochastic gradient descent"; 0 is plain SGD).
     batch_size : int
