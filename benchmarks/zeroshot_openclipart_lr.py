@@ -23,6 +23,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def make(kind: str, value: float, seed: int):
                 L = float((Xs.double() ** 2).sum(1).mean())
             return {"W_X": value / L, "b_X": C.AUTO_LR_OTHER, "W_A": C.AUTO_LR_OTHER, "tau": C.AUTO_LR_OTHER}
 
-    common = dict(sampler="random", n_negatives=2, max_negatives=10, random_state=seed)
+    common: dict[str, Any] = dict(sampler="random", n_negatives=2, max_negatives=10, random_state=seed)
     if kind == "fixed":
         return ZeroShotClassifier(lr=value, **common)
     return Scaled(**common)
