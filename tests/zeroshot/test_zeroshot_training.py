@@ -112,14 +112,14 @@ def test_auto_step_is_scaled_by_the_inputs_and_trains_where_a_fixed_step_diverge
 def test_tune_picks_mu_on_held_out_seen_classes():
     X, y, attrs = _toy(n_classes=10)
     grid = {"mu": [1e-3, 30.0]}  # mu = 30 shrinks every weight to ~0: chance on the held-out classes
-    clf = ZeroShotClassifier.tune(X, y, attrs, param_grid=grid, m=8, random_state=0)
+    clf = ZeroShotClassifier.tune(X, y, attrs, param_grid=grid, m=8, n_epochs=40, random_state=0)
     assert clf.best_params_ == {"mu": 1e-3} and clf.mu == 1e-3
     scores = {r["params"]["mu"]: r["accuracy"] for r in clf.tuning_results_}
     assert scores[1e-3] > scores[30.0] + 0.3
     # the score is zero-shot accuracy on the held-out classes (reference: the same fit and split done by hand)
     train_c, val_c = class_holdout_split(np.unique(y), 0.2, 0)
     tr, va = np.isin(y, train_c), np.isin(y, val_c)
-    ref = ZeroShotClassifier(m=8, mu=1e-3, random_state=0).fit(X[tr], y[tr], (np.arange(10), attrs))
+    ref = ZeroShotClassifier(m=8, mu=1e-3, n_epochs=40, random_state=0).fit(X[tr], y[tr], (np.arange(10), attrs))
     pred = ref.predict(X[va], class_attributes=(val_c, attrs[val_c]))
     assert scores[1e-3] == pytest.approx(mean_per_class_accuracy(y[va], pred))
     assert set(clf.classes_) == set(range(10))  # refitted on every training class
