@@ -911,6 +911,9 @@ def build(out: Path) -> dict:
     w.text("headline_figures.md", headline_figures())
     w.text("concept_openclipart_tables.md", concept_openclipart_tables())
     w.text("concept_untagged_tables.md", concept_untagged_tables())
+    w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
+    w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
+    w.text("zeroshot_lr_table.md", zeroshot_lr_table())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1053,6 +1056,98 @@ def _paired_vs_bagging_table(data: dict, intro: str) -> list[str]:
                 cells.append(f"**{cell}**" if v["ci95"][1] < 0 else cell)
         out.append(f"| {concept} | " + " | ".join(cells) + " |")
     return out
+
+
+def zeroshot_openclipart_tables() -> str:
+    """Issue 38's training of [Bucher16] on openclipart (zeroshot_openclipart*.json): unseen and seen accuracy, paired
+    differences against ESZSL and against the old 5-epoch setting, epochs run, fit time as a ratio to the old setting."""
+    out: list[str] = []
+    for name in _files("zeroshot_openclipart"):
+        data = _load(name)
+        if "paired_vs_old" not in data:
+            continue  # a result file from before issue 38
+        setup = data.get("setup", {})
+        z, sa = data["zsl"], data["seen_accuracy"]
+        pe, po = data["paired_vs_ESZSL"], data["paired_vs_old"]
+        spe, spo = data.get("seen_paired_vs_ESZSL", {}), data.get("seen_paired_vs_old", {})
+        ep, ratio = data.get("epochs_run", {}), data.get("fit_time_ratio_vs_old", {})
+        dims = setup.get("params", {}).get("pca")
+        out += [f"**`{name}.json`** ({setup.get('splits')} of {setup.get('splits_asked')} splits; features "
+                f"{'PCA-' + str(dims) if dims else 'raw 1280-d'}; chance: unseen {setup.get('chance_zsl', float('nan')):.1f} %, "
+                f"seen {setup.get('chance_seen', float('nan')):.1f} %). Paired columns: mean ± std over splits of the "
+                "per-split difference, then wins/losses.", "",
+                "| method | unseen acc (%) | − ESZSL | − old | seen acc (%) | seen − ESZSL | seen − old | epochs run | fit time / old (median) |",
+                "|---|---|---|---|---|---|---|---|---|"]
+
+        def pd(table, k):
+            v = table.get(k)
+            return f"{v['minus_mean']:+.2f} ± {v['minus_std']:.2f} ({v['wins']}/{v['losses']})" if v else "—"
+
+        for k, v in z.items():
+            e = ep.get(k)
+            epochs = f"{e['mean']:.0f} ({e['min']}–{e['max']})" if e else "—"
+            fit = f"{ratio[k]['median']:.1f}" if k in ratio else "—"
+            out.append(f"| {k} | {v['mean']:.2f} ± {v['std']:.2f} | {pd(pe, k)} | {pd(po, k)} | "
+                       f"{sa[k]['mean']:.2f} ± {sa[k]['std']:.2f} | {pd(spe, k)} | {pd(spo, k)} | {epochs} | {fit} |")
+        chosen = data.get("tuned_choices", {})
+        for k, picks in chosen.items():
+            counts: dict[str, int] = {}
+            for p in picks:
+                key = ", ".join(f"{a}={b:g}" for a, b in sorted(p.items()))
+                counts[key] = counts.get(key, 0) + 1
+            out += ["", f"*{k}*: chosen per split on the held-out 20 % of the seen classes ({setup.get('tuned_grid')}): "
+                    + "; ".join(f"{key} ×{n}" for key, n in sorted(counts.items(), key=lambda t: -t[1])) + "."]
+        out += ["", f"*Setup:* old setting: {setup.get('old_setting')}; defaults: {setup.get('defaults')}. "
+                f"{setup.get('tuned_grid_note', '')}. Source: `benchmarks/results/{name}.json`, "
+                f"{provenance(name, data).strip()}", ""]
+    return "\n".join(out) + "\n" if out else "*No zeroshot_openclipart result from issue 38 yet.*\n"
+
+
+def zeroshot_lr_table() -> str:
+    """The SGD step study of issue 38 (zeroshot_openclipart_lr.json): fixed steps against lr="auto" per feature set."""
+    try:
+        data = _load("zeroshot_openclipart_lr")
+    except (OSError, ValueError):
+        return "*No zeroshot_openclipart_lr result yet.*\n"
+    out = ["| features | step | unseen acc (%) | seen acc (%) | epochs run | diverged runs |", "|---|---|---|---|---|---|"]
+    for feats, r in data["by_features"].items():
+        for k in data["setup"]["configs"]:
+            z, sa = r["zsl"].get(k), r["seen_accuracy"].get(k)
+            ep = r["epochs_run_mean"].get(k)
+            unseen = f"{z['mean']:.2f} ± {z['std']:.2f}" if z else "—"
+            seen = f"{sa['mean']:.2f} ± {sa['std']:.2f}" if sa else "—"
+            epochs = f"{ep:.0f}" if ep is not None else "—"
+            out.append(f"| {feats} ({r['splits']} splits) | {k} | {unseen} | {seen} | {epochs} | {r['diverged_runs'].get(k, 0)} |")
+    out += ["", f"*Training:* {data['setup']['training']}. {provenance('zeroshot_openclipart_lr', data).strip()}", ""]
+    return "\n".join(out) + "\n"
+
+
+def zeroshot_keywords_table() -> str:
+    """The per-image protocol (issue 38 item 4, zeroshot_openclipart_keywords.json): [Bucher16] Table 1's samplers,
+    ESZSL and DAP, paired per split against random negatives and against ESZSL."""
+    try:
+        data = _load("zeroshot_openclipart_keywords")
+    except (OSError, ValueError):
+        return "*No zeroshot_openclipart_keywords result yet.*\n"
+    setup = data.get("setup", {})
+    z, pr, pe = data["zsl"], data["paired_vs_random"], data["paired_vs_ESZSL"]
+    ep, ratio = data.get("epochs_run_mean", {}), data.get("fit_time_ratio_vs_random_median", {})
+
+    def pd(table, k):
+        v = table.get(k)
+        return f"{v['minus_mean']:+.2f} ± {v['minus_std']:.2f} ({v['wins']}/{v['losses']})" if v else "—"
+
+    out = [f"**`zeroshot_openclipart_keywords.json`** ({setup.get('splits')} of {setup.get('splits_asked')} splits; "
+           f"{setup.get('attributes')}; chance {setup.get('chance_zsl', float('nan')):.1f} %). Unseen-class accuracy; "
+           "paired columns: mean ± std over splits of the per-split difference, then wins/losses.", "",
+           "| method | unseen acc (%) | − random | − ESZSL | epochs run | fit time / random (median) |",
+           "|---|---|---|---|---|---|"]
+    for k, v in z.items():
+        epochs = f"{ep[k]:.0f}" if k in ep else "—"
+        fit = f"{ratio[k]:.2f}" if k in ratio else "—"
+        out.append(f"| {k} | {v['mean']:.2f} ± {v['std']:.2f} | {pd(pr, k)} | {pd(pe, k)} | {epochs} | {fit} |")
+    out += ["", f"*Setup:* {setup.get('protocol')}; {setup.get('params')}. {provenance('zeroshot_openclipart_keywords', data).strip()}", ""]
+    return "\n".join(out) + "\n"
 
 
 def headline_figures() -> str:

@@ -202,6 +202,19 @@ def _descriptions(data, names: list[str], csv: str | None):
 
 # ------------------------------------------------------------------------------ train
 
+def _step_size(text: str) -> float | str:
+    """--lr: 'auto' or a positive number."""
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise CLIError(f"--lr: expected 'auto' or a positive number, got {text!r}")
+    return value
+
+
 @app.command("train")
 def train(
     data: str = typer.Argument(..., metavar="STORE", help=_DATA_HELP),
@@ -218,9 +231,9 @@ def train(
     n_negatives: int = typer.Option(10, "--n-negatives", "-n", help="Negative pairs per positive pair."),
     m: int = typer.Option(16, "--m", help="Columns of the metric W_A."),
     lam: float = typer.Option(0.1, "--lam", help="λ: weight of the attribute regression ([Bucher16] Eq. (6))."),
-    mu: float = typer.Option(1e-4, "--mu", help="μ: weight of the regularizer ([Bucher16] Eq. (6))."),
-    epochs: int = typer.Option(20, "--epochs", help="Training epochs."),
-    lr: float = typer.Option(0.01, "--lr", help="SGD step size."),
+    mu: float = typer.Option(1e-2, "--mu", help="μ: weight of the regularizer ([Bucher16] Eq. (6)), per pair."),
+    epochs: int = typer.Option(200, "--epochs", help="Maximum training epochs (training stops at the loss plateau)."),
+    lr: str = typer.Option("auto", "--lr", help="SGD step size, or 'auto' (scaled to the features: ZeroShotClassifier's lr)."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ):
     """Train on the seen classes' training rows and save the model with every class's description."""
@@ -279,8 +292,8 @@ def train(
     X = ds.take(rows)
     if hasattr(X, "toarray"):
         X = X.toarray()
-    clf = ZeroShotClassifier(sampler=sampler, n_negatives=n_negatives, m=m, lam=lam, mu=mu, n_epochs=epochs, lr=lr,
-                             random_state=seed)
+    clf = ZeroShotClassifier(sampler=sampler, n_negatives=n_negatives, m=m, lam=lam, mu=mu, n_epochs=epochs,
+                             lr=_step_size(lr), random_state=seed)
     clf.fit(X, codes[rows], (all_codes, vectors))
     clf.record_descriptions(all_codes, present, vectors)
     if tags is not None:

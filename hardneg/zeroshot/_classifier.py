@@ -32,7 +32,8 @@ from hardneg.negatives import make_pair_sampler as make_sampler
 from hardneg.exceptions import TrainingDivergedError  # defined there, re-exported here
 from hardneg._extras import install_hint
 
-__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot"]
+__all__ = ["TrainingDivergedError", "ZeroShotClassifier", "grow_negatives", "load_zero_shot", "loss_plateau",
+           "top_eigenvalue"]
 
 
 logger = logging.getLogger(__name__)
@@ -47,10 +48,18 @@ _SCHEMA = {
     "description_labels": ArraySpec("iuU", 1, optional=True), "description_names": ArraySpec("U", 1, optional=True),
     "descriptions": ArraySpec("f", 2, optional=True),
 }
-_PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam", "mu", "balanced", "n_epochs", "lr",
-           "momentum", "batch_size", "standardize", "random_state")
+_PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam", "mu", "balanced", "n_epochs", "tol",
+           "n_iter_no_change", "lr", "momentum", "batch_size", "standardize", "random_state")
 # parameters added after version 1 files were first written, with the value those files were trained with
-_PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100}
+# (tol=None: they ran exactly n_epochs epochs)
+_PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100, "tol": None, "n_iter_no_change": 5}
+# lr="auto": the step of W_X is AUTO_LR_SCALE / L, L the largest eigenvalue of the inputs' second moment XᵀX/n
+# (the inputs of [Bucher16] Eq. (2), after standardize); why this bound and this scale: docs/methods/zeroshot.md
+AUTO_LR_SCALE = 0.02
+# tune()'s grid ([Bucher16] Section 3); mu on the per-pair scale of _losses.objective
+DEFAULT_GRID = {"lam": [0.1, 1.0, 10.0], "mu": [1e-4, 1e-3, 1e-2, 1e-1], "m": [16, 64]}
+# lr="auto": the step of b_X, W_A and tau, whose gradients do not grow with the input dimension
+AUTO_LR_OTHER = 0.01
 _MAX_VALUE = 1e30
 
 
@@ -61,6 +70,42 @@ def grow_negatives(current, drawn, cap):
         return np.ascontiguousarray(drawn)
     grown = np.concatenate([current, drawn], axis=1)
     return np.ascontiguousarray(grown[:, -cap:] if grown.shape[1] > cap else grown)
+
+
+def loss_plateau(losses, tol: float, n_iter_no_change: int) -> bool:
+    """The stopping rule of :meth:`ZeroShotClassifier.fit`: True when each of the last ``n_iter_no_change``
+    epoch losses failed to fall below ``(1 - tol)`` times the lowest loss of the epochs before it.
+
+    >>> loss_plateau([4.0, 2.0, 1.999, 1.998], tol=1e-3, n_iter_no_change=2)
+    True
+    >>> loss_plateau([4.0, 2.0, 1.9, 1.899], tol=1e-3, n_iter_no_change=2)
+    False
+    """
+    losses = list(losses)
+    if len(losses) <= n_iter_no_change:
+        return False
+    for j in range(len(losses) - n_iter_no_change, len(losses)):
+        if losses[j] < (1.0 - tol) * min(losses[:j]):
+            return False
+    return True
+
+
+def top_eigenvalue(X, n_iter: int = 50) -> float:
+    """Largest eigenvalue of ``XᵀX / n`` (the squared spectral norm of ``X / √n``), by power iteration
+    from a fixed start: the Lipschitz constant, in ``W_X``, of a least-squares loss on ``X W_X``."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if n == 0 or d == 0:
+        return 0.0
+    v = np.random.default_rng(0).standard_normal(d)
+    lam = 0.0
+    for _ in range(n_iter):
+        w = X.T @ (X @ v) / n
+        lam = float(np.linalg.norm(w))
+        if lam == 0.0:
+            return 0.0
+        v = w / lam
+    return lam
 
 
 def _torch():
@@ -85,7 +130,10 @@ class ZeroShotClassifier(BaseEstimator):
     positive pairs ([Bucher16] Eq. (4)), plus μ times the squared norms of the parameters
     ([Bucher16] Eq. (5)): [Bucher16] Eq. (6) (divided by the number of pairs, a declared
     departure: see :func:`hardneg.zeroshot._losses.objective`), or with
-    ``balanced=True`` the imbalance-weighted [Bucher16] Eq. (11).
+    ``balanced=True`` the imbalance-weighted [Bucher16] Eq. (11). Training runs until the
+    epoch loss stops falling (``tol``, ``n_iter_no_change``; at most ``n_epochs`` epochs),
+    with a step for ``W_X`` scaled to the inputs (``lr="auto"``); the paper says neither
+    when SGD stops nor which step it takes.
 
     The negative set D₋ ([Bucher16] Section 2.2). With ``negative_set="grow"``
     (the default, as the paper: "iteratively increasing the set" of negative
@@ -127,13 +175,34 @@ class ZeroShotClassifier(BaseEstimator):
     lam : float
         λ, weight of the attribute regression ([Bucher16] Eq. (6)).
     mu : float
-        μ, weight of the regularizer ([Bucher16] Eq. (6)).
+        μ, weight of the regularizer ([Bucher16] Eq. (6)), on the per-pair scale: the
+        pair terms are averaged over the pairs of a mini-batch instead of summed (a
+        declared departure, :func:`hardneg.zeroshot._losses.objective`), so this μ is
+        the paper's μ divided by the number of pairs of an epoch, and useful values
+        are far larger than the paper's would be on its own scale.
+        :meth:`tune`'s default grid spans 1e-4 to 1e-1.
     balanced : bool
         Divide positive and negative terms by the sizes of their sets ([Bucher16] Eq. (11)).
     n_epochs : int
-        Passes over the training images; negatives are drawn before each.
-    lr : float
-        SGD step size.
+        Maximum number of passes over the training images (negatives are drawn before
+        each): the cap of the stopping rule; with ``tol=None``, exactly this many.
+    tol : float or None
+        Stopping rule: training stops when the epoch's mean training loss has not
+        fallen below ``(1 - tol)`` times the best one so far for ``n_iter_no_change``
+        consecutive epochs (the loss plateau; the paper does not say when it stops).
+        None: no stopping rule, always ``n_epochs`` epochs (the behaviour before
+        issue 38, and that of model files written before it).
+    n_iter_no_change : int
+        Epochs without that improvement before training stops.
+    lr : float or "auto"
+        SGD step size. A float: the step of every parameter. ``"auto"``: the step of
+        ``W_X`` is ``0.02 / L``, ``L`` the largest eigenvalue of ``XᵀX / n`` for the
+        training images as [Bucher16] Eq. (2) sees them (after ``standardize``), the
+        Lipschitz constant in ``W_X`` of a squared loss on ``X W_X``: the step shrinks
+        with the input's dimension and correlation (0.02 for whitened features);
+        ``b_X``, ``W_A`` and ``τ``, whose gradients do not grow with the input, step
+        by 0.01. The steps used are in ``lr_``; why this rule and its measurement:
+        docs/methods/zeroshot.md.
     momentum : float
         SGD momentum (the paper says only "stochastic gradient descent"; 0 is plain SGD).
     batch_size : int
@@ -160,6 +229,10 @@ class ZeroShotClassifier(BaseEstimator):
         Their attribute vectors (class means of ``sample_attributes`` where given).
     W_X_, b_X_, W_A_ : ndarrays
         The learned parameters of [Bucher16] Eq. (1)-(2); ``tau_`` the threshold of [Bucher16] Eq. (3).
+    n_epochs_ : int
+        Epochs run (at most ``n_epochs``; fewer when the stopping rule ended training).
+    lr_ : dict
+        The SGD step of each parameter, ``{"W_X": ..., "b_X": ..., "W_A": ..., "tau": ...}``.
     negatives_ : ndarray (n_samples, k) int32
         D₋ after the last epoch: row ``i`` the candidates of image ``i``'s negative
         pairs (indices into the training candidates), oldest first.
@@ -203,7 +276,9 @@ class ZeroShotClassifier(BaseEstimator):
         "mu": [Interval(Real, 0, None, closed="left")],
         "balanced": ["boolean"],
         "n_epochs": [Interval(Integral, 1, 1_000_000, closed="both")],
-        "lr": [Interval(Real, 0, None, closed="neither")],
+        "tol": [None, Interval(Real, 0, 1, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, 1_000_000, closed="both")],
+        "lr": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
         "batch_size": [Interval(Integral, 1, 10_000_000, closed="both")],
         "standardize": ["boolean"],
@@ -212,8 +287,9 @@ class ZeroShotClassifier(BaseEstimator):
     }
 
     def __init__(self, sampler: Any = "random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
-                 m: int = 16, lam: float = 0.1, mu: float = 1e-4, balanced: bool = True, n_epochs: int = 20,
-                 lr: float = 0.01, momentum: float = 0.9, batch_size: int = 64, standardize: bool = True,
+                 m: int = 16, lam: float = 0.1, mu: float = 1e-2, balanced: bool = True, n_epochs: int = 200,
+                 tol: float | None = 1e-3, n_iter_no_change: int = 5, lr: float | str = "auto", momentum: float = 0.9,
+                 batch_size: int = 64, standardize: bool = True,
                  random_state: int | np.random.Generator | None = None, class_attributes: Any = None):
         self.sampler = sampler
         self.n_negatives = n_negatives
@@ -224,6 +300,8 @@ class ZeroShotClassifier(BaseEstimator):
         self.mu = mu
         self.balanced = balanced
         self.n_epochs = n_epochs
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.lr = lr
         self.momentum = momentum
         self.batch_size = batch_size
@@ -252,7 +330,8 @@ class ZeroShotClassifier(BaseEstimator):
             accuracy among the classes of ``class_attributes_val``; Fig. 1).
         progress : callable, optional
             ``progress(1)`` after every epoch (unit: epochs; the calls add up to
-            ``n_epochs``), the protocol of :mod:`hardneg._progress`. The fitted
+            ``n_epochs``: when the stopping rule ends training, the last call also
+            counts the epochs it saved), the protocol of :mod:`hardneg._progress`. The fitted
             state after each epoch is in ``history_`` (and ``eval_set``'s scores).
         callback : callable(epoch, estimator), optional
             Deprecated (FutureWarning), kept for one release: use ``progress``, and
@@ -301,7 +380,10 @@ class ZeroShotClassifier(BaseEstimator):
             s2n = (((A - C[torch.from_numpy(neg0[:, 0])]) @ W_A) ** 2).sum(1)
         # the paper does not say how τ starts: between the positive and negative pairs' S²
         tau = torch.tensor(float(0.5 * (s2p.mean() + s2n.mean())), requires_grad=True)
-        opt = torch.optim.SGD([W_X, b_X, W_A, tau], lr=self.lr, momentum=self.momentum)
+        self.lr_ = self._step_sizes(Xs)
+        opt = torch.optim.SGD([{"params": [W_X], "lr": self.lr_["W_X"]}, {"params": [b_X], "lr": self.lr_["b_X"]},
+                               {"params": [W_A], "lr": self.lr_["W_A"]}, {"params": [tau], "lr": self.lr_["tau"]}],
+                              lr=self.lr_["W_X"], momentum=self.momentum)
 
         from ._losses import objective
 
@@ -313,6 +395,7 @@ class ZeroShotClassifier(BaseEstimator):
         self.sampler_ = sampler
         bs = int(self.batch_size)
         negatives = None
+        self.n_epochs_ = 0
         for epoch in range(1, self.n_epochs + 1):
             t0 = time.perf_counter()
             E = P = None
@@ -346,7 +429,8 @@ class ZeroShotClassifier(BaseEstimator):
                 opt.step()
                 total += float(loss.detach()) * b.shape[0]
             if not math.isfinite(total):
-                raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss is not finite); lower lr (now {self.lr})")
+                raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss is not finite); lower lr "
+                                            f"(now {self.lr}: W_X steps by {self.lr_['W_X']:.3g})")
             self._store(W_X, b_X, W_A, tau)
             self.negatives_ = negatives
             h = self.history_
@@ -361,11 +445,26 @@ class ZeroShotClassifier(BaseEstimator):
                 Xv, yv, cav = eval_set
                 h["eval_accuracy"].append(mean_per_class_accuracy(yv, self.predict(Xv, class_attributes=cav)))
             logger.debug("epoch %d: loss %.4f (%.2fs, sampler %.2fs)", epoch, h["loss"][-1], h["seconds"][-1], t_sampler)
+            self.n_epochs_ = epoch
+            stop = (self.tol is not None and epoch < self.n_epochs
+                    and loss_plateau(h["loss"], self.tol, self.n_iter_no_change))
             if progress is not None:
-                progress(1)
+                # the units add up to n_epochs: a stop counts the epochs it saves as done
+                progress(1 + (self.n_epochs - epoch if stop else 0))
             if callback is not None:
                 callback(epoch, self)
+            if stop:
+                logger.debug("stopped after epoch %d: the loss has not fallen by %g for %d epochs", epoch, self.tol,
+                             self.n_iter_no_change)
+                break
         return self
+
+    def _step_sizes(self, Xs) -> dict[str, float]:
+        """The SGD step of each parameter (``lr_``): ``lr`` itself, or with ``lr="auto"`` the normalized step of W_X."""
+        if self.lr != "auto":
+            return dict.fromkeys(("W_X", "b_X", "W_A", "tau"), float(self.lr))
+        L = top_eigenvalue(Xs.numpy())
+        return {"W_X": AUTO_LR_SCALE / max(L, 1e-12), "b_X": AUTO_LR_OTHER, "W_A": AUTO_LR_OTHER, "tau": AUTO_LR_OTHER}
 
     def _negative_cap(self) -> int | None:
         """Pairs kept per image: None (replace every epoch) with ``negative_set="redraw"``."""
@@ -523,7 +622,8 @@ class ZeroShotClassifier(BaseEstimator):
             arrays.update(description_labels=np.asarray(self.class_descriptions_[0]), description_names=self.class_names_,
                           descriptions=self.class_descriptions_[1])
         return save_model(path, _KIND, _VERSION, arrays, {"params": params, "history": self.history_,
-                                                          "training_info": getattr(self, "training_info_", {})})
+                                                          "training_info": getattr(self, "training_info_", {}),
+                                                          "lr_steps": getattr(self, "lr_", None)})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ZeroShotClassifier":
@@ -564,6 +664,12 @@ class ZeroShotClassifier(BaseEstimator):
                 raise ValueError("the class list needs at least 2 distinct classes")
             if (arrays["scale"] <= 0).any():
                 raise ValueError("feature scales must be positive")
+            steps = meta.get("lr_steps")
+            if steps is None:  # written before issue 38: one step for every parameter
+                steps = dict.fromkeys(("W_X", "b_X", "W_A", "tau"), params["lr"])
+            if (not isinstance(steps, dict) or set(steps) != {"W_X", "b_X", "W_A", "tau"}
+                    or not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in steps.values())):
+                raise ValueError("lr_steps must map W_X, b_X, W_A and tau to positive step sizes")
             record = [n for n in ("description_labels", "description_names", "descriptions") if n in arrays]
             if record:
                 if len(record) != 3:
@@ -583,6 +689,9 @@ class ZeroShotClassifier(BaseEstimator):
         model.classes_, model.prototypes_ = arrays["classes"], arrays["prototypes"].astype(np.float32)
         model.n_features_in_ = d
         model.history_ = meta.get("history", {})
+        model.lr_ = {k: float(v) for k, v in steps.items()}
+        losses = model.history_.get("loss") if isinstance(model.history_, dict) else None
+        model.n_epochs_ = len(losses) if isinstance(losses, list) else int(params["n_epochs"])
         info = meta.get("training_info", {})
         if not isinstance(info, dict):
             raise ModelFileError(f"{path}: inconsistent zero-shot model (training_info is not a mapping)")
@@ -596,11 +705,17 @@ class ZeroShotClassifier(BaseEstimator):
     @classmethod
     def tune(cls, X, y, class_attributes=None, *, param_grid=None, sample_attributes=None, holdout: float = 0.2,
              random_state=None, **params):
-        """Grid-search (λ, μ, m) holding out 20% of the training classes (Section 3), then refit on all.
+        """[Bucher16]'s model selection (Section 3): grid-search (λ, μ, m) holding out 20% of the
+        training classes, then refit on all.
 
+        Every grid point is fitted on the images of the other 80% of the classes (with
+        the stopping rule of :meth:`fit`) and scored by zero-shot mean per-class
+        accuracy on the held-out classes' images, predicted among those classes only.
         ``params`` are fixed parameters; ``param_grid`` maps names to lists (default
-        ``lam`` ∈ {0.1, 1, 10}, ``mu`` ∈ {1e-5, 1e-3}, ``m`` ∈ {16, 64}). Returns the
-        refitted estimator, with the grid's scores in ``tuning_results_``.
+        ``DEFAULT_GRID``: ``lam`` ∈ {0.1, 1, 10}, ``mu`` ∈ {1e-4, 1e-3, 1e-2, 1e-1},
+        ``m`` ∈ {16, 64}; μ on the per-pair scale of :func:`~hardneg.zeroshot._losses.objective`,
+        the paper's μ divided by the pairs of an epoch). Returns the refitted estimator,
+        with the grid's scores in ``tuning_results_`` and the chosen point in ``best_params_``.
 
         Parameters
         ----------
@@ -629,13 +744,14 @@ class ZeroShotClassifier(BaseEstimator):
         """
         from ._tune import class_holdout_search
 
-        grid = param_grid if param_grid is not None else {"lam": [0.1, 1.0, 10.0], "mu": [1e-5, 1e-3], "m": [16, 64]}
+        grid = param_grid if param_grid is not None else DEFAULT_GRID
         base = cls(random_state=random_state, **params)
         best, results = class_holdout_search(base, grid, X, y, class_attributes, sample_attributes=sample_attributes,
                                              holdout=holdout, random_state=random_state)
         model = cls(random_state=random_state, **{**params, **best})
         model.fit(X, y, class_attributes, sample_attributes=sample_attributes)
         model.tuning_results_ = results
+        model.best_params_ = best
         return model
 
     def __sklearn_tags__(self):

@@ -131,7 +131,7 @@ def test_query_text_errors(monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------- the search
 
 
-@pytest.mark.parametrize("estimator", [ESZSL(), ZeroShotClassifier(n_epochs=8, m=8, random_state=0)],
+@pytest.mark.parametrize("estimator", [ESZSL(), ZeroShotClassifier(m=8, random_state=0)],
                          ids=["eszsl", "bucher16"])
 def test_the_described_class_ranks_first_in_a_store(tmp_path, fake_minilm, estimator):
     y = make_store(tmp_path / "s")
@@ -243,7 +243,7 @@ def test_cli_text_search_eszsl_on_the_fly(tmp_path, capsys, fake_minilm):
 def test_cli_text_search_with_a_model_file(tmp_path, capsys, fake_minilm):
     make_store(tmp_path / "s")
     store = FeatureStore.open(tmp_path / "s")
-    fit_text_search(store, None, descriptions=text_csv(tmp_path), estimator=ZeroShotClassifier(n_epochs=10, m=8, random_state=0)
+    fit_text_search(store, None, descriptions=text_csv(tmp_path), estimator=ZeroShotClassifier(m=8, random_state=0)
                     ).save(tmp_path / "zsl.npz")
     rc = main(["concept", "search", str(tmp_path / "zsl.npz"), str(tmp_path / "s"), "--text", "a striped horse", "-k", "3",
                "--csv", str(tmp_path / "r.csv"), "--html", str(tmp_path / "r.html")])

@@ -28,6 +28,14 @@ def test_train_and_eval(tmp_path):
                                "--epochs", "5", "-n", "3"])
     assert r.exit_code == 0, r.output
     assert model.is_file()
+    from hardneg.zeroshot import load_zero_shot
+
+    trained = load_zero_shot(model)
+    assert trained.lr == "auto" and trained.n_epochs == 5 and trained.n_epochs_ <= 5  # --epochs is the cap
+    r = runner.invoke(_app(), ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m2.npz"), "--epochs", "2",
+                               "--lr", "0.001"])
+    assert r.exit_code == 0, r.output
+    assert load_zero_shot(tmp_path / "m2.npz").lr_["W_A"] == 0.001
     r = runner.invoke(_app(), ["zsl", "eval", str(model), str(tmp_path), "--json"])
     assert r.exit_code == 0, r.output
     scores = json.loads(r.output)
@@ -40,6 +48,9 @@ def test_user_errors(tmp_path):
     from hardneg.cli._common import CLIError
 
     _write_xlsa17(tmp_path)
+    for bad in ("fast", "0", "-1", "nan"):
+        r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m.npz"), "--lr", bad])
+        assert isinstance(r.exception, CLIError) and "--lr" in str(r.exception), bad
     r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path), "-o", str(tmp_path / "m.npz"), "--sampler", "correlation"])
     assert isinstance(r.exception, CLIError) and "per-image" in str(r.exception)
     r = CliRunner().invoke(_app(), ["zsl", "train", str(tmp_path / "missing"), "-o", str(tmp_path / "m.npz"), "--sampler", "random"])

@@ -252,7 +252,7 @@ def _old_path(folder):
 
     ds = load_xlsa17(folder)
     rows = ds.splits["trainval"]
-    clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=3, m=16, lam=0.1, mu=1e-4, n_epochs=4, lr=0.01, random_state=0)
+    clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=3, m=16, lam=0.1, mu=1e-2, n_epochs=4, lr="auto", random_state=0)
     clf.fit(ds.X[rows], ds.y[rows], ds.class_attributes)
     rows = np.concatenate([ds.splits["test_unseen"], ds.splits["test_seen"]])
     return clf, zero_shot_scores(clf, ds.X[rows], ds.y[rows], ds.class_attributes, unseen_classes=ds.unseen_classes)
