@@ -151,8 +151,8 @@ def fit_text_search(X: Any, classes: list[list[str]] | None, *, descriptions: An
         None for the WordNet gloss of each class name. Classes with no
         description are left out (logged); at least 2 must remain.
     estimator : unfitted zero-shot estimator, optional
-        Default ``ZeroShotClassifier(sampler="uncertainty", n_negatives=2, n_epochs=10,
-        random_state=random_state)`` ([Bucher16] Eq. (8)); ``ESZSL()`` is the closed-form alternative.
+        Default ``ZeroShotClassifier(sampler="uncertainty", n_negatives=2,
+        random_state=random_state)``, trained to its stopping rule ([Bucher16] Eq. (8)); ``ESZSL()`` is the closed-form alternative.
     source, min_items, max_per_class, rows
         How classes are read from a store (:func:`store_classes`); ``max_per_class`` also
         caps the rows per class of an array.
@@ -205,7 +205,7 @@ def fit_text_search(X: Any, classes: list[list[str]] | None, *, descriptions: An
         raise ValueError(f"descriptions: {len(table)} class(es) with a description; training needs at least 2 "
                          "(give a CSV with --descriptions / descriptions=)")
     keep = np.isin(y, list(table))
-    est = estimator if estimator is not None else ZeroShotClassifier(sampler="uncertainty", n_negatives=2, n_epochs=10,
+    est = estimator if estimator is not None else ZeroShotClassifier(sampler="uncertainty", n_negatives=2,
                                                                       random_state=random_state)
     logger.info("training %s on %d images of %d described classes", type(est).__name__, int(keep.sum()), len(table))
     return est.fit(feats[keep], y[keep], table)
