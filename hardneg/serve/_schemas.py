@@ -133,7 +133,7 @@ class ModelInfo(BaseModel):
     feedback_rounds: int = 0
     positive_ids: list[str] = []
     negative_ids: list[str] = []
-    marked_ids: list[str] = Field([], description="The items the user marked relevant (selected examples and "
+    marked_ids: list[str] = Field(default=[], description="The items the user marked relevant (selected examples and "
                                                   "feedback), as opposed to positives that came from the tag.")
     created: float | None = None
 
