@@ -197,6 +197,21 @@ def zeroshot() -> Row:
     return (f"Zero-shot, openclipart 60/40 class splits ({data['setup']['splits']} splits)", what, base, source(name))
 
 
+def zeroshot_keywords() -> Row:
+    name = "zeroshot_openclipart_keywords"
+    data = load(name)
+    z, vs = data["zsl"], data["paired_vs_ESZSL"]
+    samplers = ("random", "uncertainty", "unc./cor.")
+    best = max(samplers, key=lambda m: z[m]["mean"])
+    what = (f"[Bucher16]'s per-image protocol (each image's own {len(data['setup']['keywords'])} binary keyword attributes from "
+            f"openclipart-svg), unseen-class accuracy: " + ", ".join(f"{m} {z[m]['mean']:.1f} %" for m in samplers)
+            + f"; the best sampler ({best}) {vs[best]['minus_mean']:+.1f} ± {vs[best]['minus_std']:.1f} points on ESZSL, "
+            f"paired over splits ({vs[best]['wins']} wins / {vs[best]['losses']} losses): the paper's ordering is not reproduced")
+    printed = next(k for k in z if k.startswith("Bucher [1]"))
+    base = f"ESZSL {z['ESZSL']['mean']:.1f} ± {z['ESZSL']['std']:.1f} %, DAP {z['DAP']['mean']:.1f} %, [Bucher16] as printed {z[printed]['mean']:.1f} %"
+    return (f"Zero-shot, per-image keywords, openclipart 60/40 class splits ({data['setup']['splits']} splits)", what, base, source(name))
+
+
 def text_search() -> Row:
     name = "text_search"
     data = load(name)
@@ -247,7 +262,7 @@ def cli() -> Row:
     return ("CLI start-up (fresh processes, interleaved)", what, base, source(name))
 
 
-ROWS: tuple[Callable[[], Row], ...] = (concept_untagged, concept_quality, concept_cv, concept_speed, hashing_quality, hashing_speed, solis, esvm, zeroshot, text_search, extraction, service, cli)
+ROWS: tuple[Callable[[], Row], ...] = (concept_untagged, concept_quality, concept_cv, concept_speed, hashing_quality, hashing_speed, solis, esvm, zeroshot, zeroshot_keywords, text_search, extraction, service, cli)
 
 
 def render() -> str:
