@@ -22,14 +22,14 @@ import hashlib
 import io
 import json
 import logging
-import os
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hardneg._atomic import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -99,16 +99,13 @@ def _export(model_dir: Path, path: Path, tok, reference) -> None:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[0]
 
     net = _Hidden(bert).eval()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".onnx.tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:  # the cache sees the checked graph or none
         enc = tok.encode_batch(_PROBES)
         args = tuple(torch.tensor([getattr(e, k) for e in enc], dtype=torch.int64) for k in ("ids", "attention_mask", "type_ids"))
         axes = {"n": 0, "t": 1}
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(net, args, tmp, dynamo=False, opset_version=_EXPORT["opset"],
+            torch.onnx.export(net, args, str(tmp), dynamo=False, opset_version=_EXPORT["opset"],
                               input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
                               dynamic_axes={n: {v: k for k, v in axes.items()} for n in
                                             ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
@@ -118,10 +115,6 @@ def _export(model_dir: Path, path: Path, tok, reference) -> None:
         cos = (got * want).sum(1)
         if not np.all(cos >= _MIN_COSINE):
             raise RuntimeError(f"the exported graph does not reproduce sentence-transformers (cosine {float(cos.min()):.6f})")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     logger.info("exported all-MiniLM-L6-v2 to %s", path)
 
 
