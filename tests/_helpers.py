@@ -7,6 +7,7 @@ helper pays only for what that helper uses.
 - :func:`run_cli`: the ``hardneg`` command in this process, with its exit code and
   captured output; :func:`assert_one_line_error` checks a user error's output.
 - :func:`write_xlsa17`: a small synthetic xlsa17 zero-shot folder.
+- :func:`zeroshot_toy`: features that are a linear image of their class's attributes.
 - Search by description without MiniLM or WordNet: :data:`KEYWORDS`,
   :data:`GLOSSES`, :func:`fake_embed` (a keyword embedder),
   :func:`fake_text_models` (patches the embedder and WordNet),
@@ -209,3 +210,13 @@ def flipped_byte_copies(raw: bytes, dest, n: int, seed: int):
         bad[pos] ^= flip
         dest.write_bytes(bytes(bad))
         yield
+
+
+def zeroshot_toy(n_classes=8, per_class=25, n_attr=6, d=16, seed=0):
+    """Class attribute vectors mapped linearly to features, little noise: separable, and
+    zero-shot transferable. Returns ``(X, y, attrs)``."""
+    rng = np.random.default_rng(seed)
+    attrs = 3.0 * rng.random((n_classes, n_attr))
+    y = np.repeat(np.arange(n_classes), per_class)
+    X = attrs[y] @ rng.normal(size=(n_attr, d)) + 0.05 * rng.normal(size=(y.size, d))
+    return X.astype(np.float32), y, attrs

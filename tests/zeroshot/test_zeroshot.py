@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import zeroshot_toy as _toy
 import scipy.io
 from scipy import stats
 
@@ -14,14 +15,6 @@ from hardneg.zeroshot import (
 )
 
 torch = pytest.importorskip("torch")
-
-
-def _toy(n_classes=8, per_class=25, n_attr=6, d=16, seed=0):
-    rng = np.random.default_rng(seed)
-    attrs = 3.0 * rng.random((n_classes, n_attr))
-    y = np.repeat(np.arange(n_classes), per_class)
-    X = attrs[y] @ rng.normal(size=(n_attr, d)) + 0.05 * rng.normal(size=(y.size, d))
-    return X.astype(np.float32), y, attrs
 
 
 def _fast(**kw):
