@@ -87,8 +87,8 @@ def error_line(exc: BaseException) -> str:
         # rename of a temporary file onto the user's path (atomic writes): name the latter.
         name = exc.filename if exc.filename2 is None else exc.filename2
         text = f"{os.fsdecode(name)}: {exc.strerror}"
-    elif isinstance(exc, ModuleNotFoundError) and missing_extra_line(exc) is not None:
-        text = str(missing_extra_line(exc))
+    elif isinstance(exc, ModuleNotFoundError) and (extra := missing_extra_line(exc)) is not None:
+        text = extra
     else:
         text = str(exc) or type(exc).__name__
     from hardneg.store._errors import public_text  # a store's hidden build folder named as the store
@@ -596,9 +596,10 @@ def short_paths(paths: list[str | None], ids: list[str]) -> tuple[str | None, li
     given = [(p, i) for p, i in zip(paths, ids) if p]
     if not given:
         return None, None
-    roots = {p[: -len(i) - 1] for p, i in given if p.replace(os.sep, "/").endswith("/" + i)}
-    if len(roots) == 1 and sum(p.replace(os.sep, "/").endswith("/" + i) for p, i in given) == len(given):
-        return roots.pop(), None
+    if all(p.replace(os.sep, "/").endswith("/" + i) for p, i in given):
+        roots = {p[: -len(i) - 1] for p, i in given}
+        if len(roots) == 1:
+            return roots.pop(), None
     try:
         folder = os.path.commonpath([os.path.dirname(p) for p, _ in given])
     except ValueError:  # relative and absolute mixed, or other drives
