@@ -264,12 +264,15 @@ class TSVMHashing(BaseHasher):
         int
             One unit per tree node trained, the nodes of the ``C="auto"`` candidates included.
         """
-        _, n_trees, m = self._plan(int(n_classes))
-        total = n_trees * (m - 1)
+        total = self._n_nodes(int(n_classes))
         if self.C == "auto":
-            _, cand_trees, cand_m = self._candidate(0, C_GRID[0])._plan(int(n_classes))
-            total += len(C_GRID) * cand_trees * (cand_m - 1)
+            total += len(C_GRID) * self._candidate(0, C_GRID[0])._n_nodes(int(n_classes))
         return total
+
+    def _n_nodes(self, n_classes: int) -> int:
+        """Tree nodes one fit trains: ``n_trees * (m - 1)``."""
+        _, n_trees, m = self._plan(n_classes)
+        return n_trees * (m - 1)
 
     def _candidate(self, seed, C):
         """The hasher ``C="auto"`` fits for candidate ``C`` (at most 64 bits, plain codes)."""
@@ -418,8 +421,7 @@ class TSVMHashing(BaseHasher):
         if val.size == 0 or fit_classes.size < Y.shape[1]:
             logger.info("C='auto': too few labelled samples per class to validate; using C=%g", C_GRID[0])
             if progress is not None:  # the candidates' share of progress_total, skipped
-                _, n_trees, m = self._candidate(seed, C_GRID[0])._plan(Y.shape[1])
-                progress(len(C_GRID) * n_trees * (m - 1))
+                progress(len(C_GRID) * self._candidate(seed, C_GRID[0])._n_nodes(Y.shape[1]))
             return C_GRID[0], {}
         y_fit = y[fit_rows] if y.ndim == 1 else y[fit_rows][:, fit_classes]
         rel_val = y[val] if y.ndim == 1 else Y[val][:, fit_classes].astype(np.int8)
