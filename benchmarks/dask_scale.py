@@ -6,11 +6,11 @@ values, and real features of that count are not on these machines. Jobs:
 
 - concept scan: a compressed HIK concept model (Negative Bootstrap, 100 bins
   per dimension) scoring every row, top 100 merged as a tree
-  (:func:`hardneg.distributed.scan_topk`);
+  (:func:`hardneg.concept.search`);
 - linear scan: the same scan with a linear scorer ``X @ w``, beside Dask's own
   ``da.topk(da.from_zarr(...) @ w, 100)`` on the same cluster and Zarr store;
 - hash encoding: PCA-ITQ 64-bit codes into a Hamming index
-  (:func:`hardneg.distributed.hamming_index`), beside ``dask.array``'s
+  (:meth:`hardneg.index.HammingIndex.from_store`), beside ``dask.array``'s
   ``(X - mean) @ R > 0`` packed by ``map_blocks`` on the same cluster;
 - no-op: the same partitions with a task that opens the store and returns an
   empty top-k, through the same tree merge: what the cluster costs without
@@ -44,9 +44,11 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import markdown_table, write_results  # noqa: E402
-from hardneg.distributed import DaskRunner, Runner, hamming_index, merge_topk, partitions, scan_topk  # noqa: E402
-from hardneg.distributed._partition import open_store, store_url  # noqa: E402
-from hardneg.distributed._topk import TopK  # noqa: E402
+from hardneg._parallel._partition import open_store, store_url  # noqa: E402
+from hardneg._topk import TopK, merge_topk  # noqa: E402
+from hardneg.concept import search  # noqa: E402
+from hardneg.distributed import DaskRunner, Runner, partitions  # noqa: E402
+from hardneg.index import HammingIndex  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
 
 K = 100
@@ -172,13 +174,13 @@ def main() -> None:
     lin = LinearScorer(w)
 
     jobs = {
-        ("concept scan", "in process"): lambda: scan_topk(concept, st, K, runner=local).rows,
-        ("concept scan", "cluster"): lambda: scan_topk(folder / "concept.npz", st, K, runner=cluster_runner).rows,
-        ("linear scan", "in process"): lambda: scan_topk(lin, st, K, runner=local).rows,
-        ("linear scan", "cluster"): lambda: scan_topk(lin, st, K, runner=cluster_runner).rows,
+        ("concept scan", "in process"): lambda: search(concept, st, K, runner=local).rows,
+        ("concept scan", "cluster"): lambda: search(folder / "concept.npz", st, K, runner=cluster_runner).rows,
+        ("linear scan", "in process"): lambda: search(lin, st, K, runner=local).rows,
+        ("linear scan", "cluster"): lambda: search(lin, st, K, runner=cluster_runner).rows,
         ("linear scan", "dask.array"): lambda: np.asarray(dask_linear(st, w, client)),
-        ("hash encoding", "in process"): lambda: hamming_index(st, hasher, runner=local).codes(),
-        ("hash encoding", "cluster"): lambda: hamming_index(st, folder / "itq.npz", runner=cluster_runner).codes(),
+        ("hash encoding", "in process"): lambda: HammingIndex.from_store(st, hasher, runner=local).codes(),
+        ("hash encoding", "cluster"): lambda: HammingIndex.from_store(st, folder / "itq.npz", runner=cluster_runner).codes(),
         ("hash encoding", "dask.array"): lambda: dask_hash(st, hasher, client),
         ("no-op", "cluster"): lambda: cluster_runner.map_reduce(noop, parts, merge_topk),
         ("no-op", "in process"): lambda: local.map_reduce(noop, parts, merge_topk),

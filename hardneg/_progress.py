@@ -18,22 +18,19 @@ method                                                      unit                
 ``NegativeBootstrap.refine``                                meta classifier        1
 ``hardneg.serve._concept.train_concept``                    meta classifier        ``n_iter`` (+1 with marked negatives)
 ``hardneg.concept.search``, ``score_rows``                  row scored             rows scanned
-``hardneg.distributed.scan_topk``                           row scored             rows scanned
 ``TSVMHashing.fit`` (``C="auto"``: its candidates too)      tree node trained      ``TSVMHashing.progress_total``
-``hardneg.index.HammingIndex.from_store`` (and distributed  row encoded            rows of the store
-``hamming_index``)
+``hardneg.index.HammingIndex.from_store``                   row encoded            rows of the store
 ``hardneg.index.InvertedIndex.from_store``                  row indexed            rows of the store
 ``hardneg.index.knn_topk``                                  row indexed            database rows
 ``ESVMEncoder.fit``                                         pool row encoded       ``n_pool * (n_recursions - 1)``
 ``ESVMEncoder.transform``                                   row encoded            rows of ``X``
-``hardneg.encoding.encode_store`` (and distributed)         row encoded            rows of the store
+``hardneg.encoding.encode_store``                           row encoded            rows of the store
 ``hardneg.encoding.esvm_search``                            row scored             rows scanned
 ``hardneg.svm.fit_exemplar_svms_batch`` (``_sgd``,          exemplar SVM trained   exemplars
 ``_liblinear``: fit_exemplar_svms_sgd,
 fit_exemplar_svms_liblinear)
 ``VocabularyTree.fit``                                      tree level learned     ``depth``
-``hardneg.features.extract_to_store`` (and distributed     image                  images (found done ones first)
-``extract_images``)
+``hardneg.features.extract_to_store``                       image                  images (found done ones first)
 ``hardneg.features.build_fashion_mnist_store``              image                  images
 ``hardneg.store.rebuild_store``, ``quantize_store``         row read               rows of the store
 ``hardneg.store.import_embeddings``                         row imported           rows

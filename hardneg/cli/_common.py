@@ -622,7 +622,7 @@ def write_html(out: str, *, title: str, groups: list[dict]) -> None:
 
 def is_same_store(recorded, path) -> bool:
     """Whether an index's recorded store location is ``path`` (both resolved to absolute locations)."""
-    from ..distributed._partition import store_url
+    from .._parallel._partition import store_url
 
     try:
         return bool(recorded) and store_url(recorded) == store_url(path)
@@ -731,7 +731,7 @@ def cluster_runner(workers: int | None, scheduler: str | None):
     says where the job runs and prints the Dask dashboard link when a cluster is used."""
     # the runner module alone: the package re-exports every job and would import scikit-learn/SciPy
     # (seconds on a loaded machine) before an in-process command has done anything
-    from ..distributed._runner import get_runner
+    from .._parallel._runner import get_runner
 
     if workers is not None and scheduler:
         raise CLIError(f"give --workers N or --scheduler ADDRESS (or {_SCHEDULER_ENV}), not both")

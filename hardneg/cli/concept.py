@@ -228,7 +228,7 @@ def search_cmd(
                                chunk_rows=chunk_rows, as_json=as_json, csv_out=csv_out, html_out=html_out,
                                relevant_tag=relevant_tag, relevant_label=relevant_label, runner=runner)
     from ..concept import load_concept  # after the text branch: a text query with a cached index needs no scikit-learn
-    from ..distributed import scan_topk
+    from ..concept import search
     from ..store import FeatureStore
     check_input_file(model_path, "a concept model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
@@ -250,8 +250,8 @@ def search_cmd(
                        "retrain it with `hardneg concept train`")
     with task_progress("searching", total) as advance:
         # workers open the model file themselves; in process the loaded model is used
-        res = scan_topk(model if runner.client is None else model_path, store, k=min(k + (len(trained) if new else 0), total),
-                        rows=rows, block_rows=chunk_rows, runner=runner, progress=advance)
+        res = search(model if runner.client is None else model_path, store, min(k + (len(trained) if new else 0), total),
+                     rows=rows, chunk_rows=chunk_rows, runner=runner, progress=advance)
     concept = model.meta.get("concept")
     results = ranked_results(store, res, concept=concept, relevant_tag=relevant_tag, relevant_label=relevant_label)
     if new:
@@ -286,7 +286,7 @@ def eval_cmd(
     import numpy as np
 
     from ..concept import load_concept
-    from ..distributed import score_rows
+    from ..concept._search import score_rows
     from ..eval import average_precision, precision_at_k
     from ..store import FeatureStore
 

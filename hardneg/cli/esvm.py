@@ -87,7 +87,7 @@ def encode(
     runner=None,
 ):
     """Encode every row of a store, partition by partition, into a new store (resumable)."""
-    from ..distributed import encode_store
+    from ..encoding import encode_store
     from ..encoding import load_esvm_encoder
     from ..store import FeatureStore
 
@@ -105,7 +105,7 @@ def encode(
     # commit removes the output it created; a commit every --batch-rows rows
     with task_progress("encoding", len(src)) as advance:
         # workers open the encoder file themselves; in process the loaded encoder is used
-        dst = encode_store(enc if runner.client is None else encoder_path, src, out, n_recursions=n_recursions, block_rows=batch_rows,
+        dst = encode_store(enc if runner.client is None else encoder_path, src, out, n_recursions=n_recursions, batch_rows=batch_rows,
                            overwrite=overwrite, progress=advance, runner=runner)
     console.print(f"{len(dst):,} encodings of {dst.dim} dimensions in {out}")
 

@@ -169,9 +169,6 @@ def images(
     runner=None,
 ):
     """Extract features of image files (folders and/or a list) into a store; reruns skip what is done."""
-    from functools import partial
-
-    from ..distributed._extract import extract_images
     from ..features import extract_to_store, resolve_images
     from ..features._extract import check_unique_ids, images_from_folders
 
@@ -207,10 +204,10 @@ def images(
                            tfidf=tfidf, sparse=None, step=step, seed=seed, trust_model=trust_model, tree_branching=tree)
     with task_progress(f"extracting {features.value}", len(items)) as advance:
         # with --workers / --scheduler the batches after the first are extracted on the cluster
-        run = extract_to_store if runner.client is None else partial(extract_images, runner=runner, model=model, trust_model=trust_model)
-        summary = run(
+        summary = extract_to_store(
             paths, out, extractor, ids=ids, labels=labels, tags=tags,
             batch_size=batch_size, overwrite=overwrite, n_fit_images=n_fit_images, random_state=seed, progress=advance,
+            runner=runner, model=model, trust_model=trust_model,
         )
     _report(summary)
     if summary.n_already and (tags is not None or labels is not None):

@@ -182,9 +182,9 @@ def index(
     runner=None,
 ):
     """Encode every row of a store and write a persistent Hamming index."""
-    from ..distributed import hamming_index
-    from ..distributed._partition import store_url
+    from .._parallel._partition import store_url
     from ..hashing import load_hasher
+    from ..index import HammingIndex
     from ..store import FeatureStore
 
     check_output_file(out, "--out", sidecars=(".ids.npz",), inputs=(store_path, model_path))
@@ -198,7 +198,8 @@ def index(
         raise CLIError(f"{store_path} has {store.dim}-d features but the model expects {hasher.n_features_in_}")
     with task_progress("encoding", len(store)) as advance:
         # workers open the model file themselves; in process the loaded hasher is used
-        idx = hamming_index(store, hasher if runner.client is None else model_path, block_rows=chunk_rows, runner=runner, progress=advance)
+        idx = HammingIndex.from_store(store, hasher if runner.client is None else model_path, chunk_rows=chunk_rows, runner=runner,
+                                     progress=advance)
     if nlist is not None:
         if nlist > len(idx):
             raise CLIError(f"--nlist {nlist}: more lists than the {len(idx):,} codes to index")
@@ -394,10 +395,10 @@ def eval_cmd(
             q_codes = hasher.transform(_read_rows(store, q_rows, advance))
             db_codes = hasher.transform(_read_rows(store, db_rows, advance))
     else:  # the workers encode the whole store (they open the model file themselves); codes come back in row order
-        from ..distributed import hamming_index
+        from ..index import HammingIndex
 
         with task_progress("encoding", len(store)) as advance:
-            codes = hamming_index(store, model_path, runner=runner, progress=advance).codes()
+            codes = HammingIndex.from_store(store, model_path, runner=runner, progress=advance).codes()
         q_codes, db_codes = codes[q_rows], codes[db_rows]
     kk = min(k + (1 if overlap else 0), db_rows.size)
     ranked, _ = hamming_rank(q_codes, db_codes, k=kk)

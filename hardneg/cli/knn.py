@@ -102,7 +102,7 @@ def knn(
 def _exact(store, Q, k, metric, rows, chunk_rows, runner):
     """Exact scan (FAISS flat per block, top k merged; ties by row), in process or on the cluster.
     Returns FAISS-style scores (squared distances for l2) and store rows."""
-    from ..distributed import knn_topk
+    from ..index import knn_topk
 
     with task_progress(f"indexing (exact, {metric})", int(rows.size)) as advance:
         best = knn_topk(store, Q, k, metric=metric, rows=None if rows.size == len(store) else rows, block_rows=chunk_rows,

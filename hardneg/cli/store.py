@@ -119,7 +119,7 @@ def tag(
 
     Safe to interrupt: the new item table is committed atomically.
     """
-    from ..features._images import resolve_stored_path
+    from ..store._items import resolve_stored_path
     from ..store import FeatureStore
     from ..store._items import check_tag
 
@@ -346,7 +346,7 @@ def import_cmd(
 
 def _chosen_ids(store, path: str, ids: list[str], folder: list[str], csv_file: str | None) -> list[str]:
     """Item ids named by --id, --folder (id prefix or image folder) and --from-csv (first column)."""
-    from ..features._images import resolve_stored_path
+    from ..store._items import resolve_stored_path
 
     all_ids = store.ids().tolist()
     known = set(all_ids)
@@ -405,7 +405,7 @@ def remove(
     """
     import numpy as np
 
-    from ..features._images import resolve_stored_path
+    from ..store._items import resolve_stored_path
     from ..store import FeatureStore
     from ..store._edit import rebuild_store
 

@@ -2,7 +2,7 @@
 
 One implementation for an in-memory array (one partition) and a FeatureStore
 (partitions of whole chunks), in this process or on a Dask cluster
-(``runner``): :func:`hardneg.distributed.scan_topk` is this function.
+(``runner``, see :func:`hardneg.distributed.get_runner`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import numpy as np
 from hardneg._topk import TopK, merge_topk, topk_of
 from hardneg._typing import ArrayLike
 from hardneg._validation import check_k, check_matrix, check_positive_int
+from .._parallel._partition import dense, is_store, iter_partition, map_partition, open_model, open_source, partitions, source_for, source_partitions, store_url
+from .._parallel._runner import Runner
 
 __all__ = ["SearchResult", "score_partition", "score_rows", "scores_partition", "search"]
 
@@ -26,12 +28,6 @@ SearchResult = TopK
 
 def score_partition(part, *, source, model, k: int, block_rows: int) -> TopK:
     """Top-``k`` of one partition (pure: the same partition gives the same bytes)."""
-    from hardneg.distributed._partition import (
-        dense,
-        iter_partition,
-        open_model,
-        open_source,
-    )
 
     data = open_source(source)
     m = open_model(model, "concept")
@@ -81,13 +77,6 @@ def search(model: Any, data: Any, k: int = 100, *, rows: ArrayLike | None = None
     >>> search(Sum(), np.arange(12.0).reshape(6, 2), k=2).rows.tolist()
     [5, 4]
     """
-    from hardneg.distributed._partition import (
-        is_store,
-        open_model,
-        source_for,
-        source_partitions,
-    )
-    from hardneg.distributed._runner import Runner
     from hardneg.store import FeatureStore
 
     runner = runner or Runner()
@@ -137,7 +126,6 @@ def search(model: Any, data: Any, k: int = 100, *, rows: ArrayLike | None = None
 
 def scores_partition(part, *, store: str, model, block_rows: int) -> np.ndarray:
     """Decision values (float64) of one partition's rows, in row order (a worker's task)."""
-    from hardneg.distributed._partition import map_partition, open_model
 
     return map_partition(store, part, block_rows, open_model(model, "concept").decision_function, dtype=np.float64)
 
@@ -184,8 +172,6 @@ def score_rows(model: Any, store: Any, rows: ArrayLike | None = None, *, runner:
     >>> score_rows(Sum(), st, [0, 3, 4]).tolist()
     [1.0, 13.0, 17.0]
     """
-    from hardneg.distributed._partition import partitions, store_url
-    from hardneg.distributed._runner import Runner
     from hardneg.store import FeatureStore
 
     runner = runner or Runner()

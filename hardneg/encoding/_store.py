@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from .._parallel._partition import Partition, map_partition, open_model, partitions, store_url
+from .._parallel._runner import Runner
 
 if TYPE_CHECKING:
     from hardneg.store import FeatureStore
@@ -38,8 +40,7 @@ def encode_store(encoder: Any, store: Any, out: str | Path, *, n_recursions: int
     """Encode every row of ``store`` with a fitted :class:`~hardneg.encoding.ESVMEncoder` into the store ``out``.
 
     One implementation in this process or on a Dask cluster (``runner``, see
-    :func:`hardneg.distributed.get_runner`; :func:`hardneg.distributed.encode_store`
-    is this function). Rows are encoded partition by partition and appended in
+    :func:`hardneg.distributed.get_runner`). Rows are encoded partition by partition and appended in
     row order, one atomic commit per partition: by default a partition is one
     batch of ``batch_rows`` rows, on a fixed grid of multiples of ``batch_rows``,
     so memory is bounded by one batch (plus the encoder's pools) and a kill loses
@@ -96,8 +97,6 @@ def encode_store(encoder: Any, store: Any, out: str | Path, *, n_recursions: int
     from sklearn.utils.validation import check_is_fitted
 
     from .._validation import check_positive_int
-    from ..distributed._partition import open_model, store_url
-    from ..distributed._runner import Runner
     from ..store import FeatureStore
 
     runner = runner or Runner()
@@ -134,7 +133,6 @@ def encode_store(encoder: Any, store: Any, out: str | Path, *, n_recursions: int
 
 def esvm_partition(part, *, store: str, encoder, n_recursions: int, block_rows: int) -> np.ndarray:
     """Codes (float32) of one partition's rows, in row order (a worker's task)."""
-    from ..distributed._partition import map_partition, open_model
 
     enc = open_model(encoder, "esvm")
     return map_partition(store, part, block_rows, lambda X: enc.transform(X, n_recursions=n_recursions), dtype=np.float32)
@@ -147,7 +145,6 @@ def _commit_grid(src, partition_rows: int | None, batch_rows: int, start: int):
     E-SVM costs ~10 ms a row: a partition is the work a kill loses, so by default it is one
     batch, not one source chunk (65,536 rows of a sparse store: a kill lost them all).
     """
-    from ..distributed._partition import Partition, partitions
 
     if partition_rows is not None:
         return partitions(src, partition_rows, start=start)

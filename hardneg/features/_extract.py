@@ -43,6 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive_int, check_random_state
+from .._parallel import Runner
+from .._parallel._partition import store_url
 from ..store import FeatureStore
 from ._images import ImageItem, ImageReadError, list_image_files, resolve_images
 
@@ -427,9 +429,8 @@ def _set_attrs(store, **updates) -> None:
 
 
 class _Extraction:
-    """One extraction run, checked before anything is written; shared by :func:`extract_to_store`
-    and the distributed twin (:func:`hardneg.distributed.extract_images`), which differ only in
-    where batches are transformed.
+    """One extraction run, checked before anything is written (:func:`extract_to_store`, in this
+    process or on a cluster: the two differ only in where batches are transformed).
 
     It resolves the inputs to items, maps class names to the store's recorded numbers,
     refuses ids that would change the meaning of stored ones, checks the extractor's settings
@@ -532,7 +533,7 @@ class _Extraction:
         present = set(stored_ids)
         if not any(it.path is not None for it in self.items):
             return present
-        from ._images import resolve_stored_path
+        from ..store._items import resolve_stored_path
 
         files = {}
         for i, p in zip(stored_ids, table.column("path").to_pylist()):
@@ -656,8 +657,6 @@ class _Extraction:
         rest = batches[done:]
         if not rest:
             return
-        from ..distributed._partition import store_url
-
         config = json.dumps(self.store.attrs.get("extractor"), sort_keys=True)
         func = functools.partial(extract_partition, store=store_url(self.store.path), config=config,
                                  model=None if model is None else os.path.abspath(model), trust_model=trust_model)
@@ -740,6 +739,9 @@ def extract_to_store(
     attrs: dict | None = None,
     progress: Callable[[int], None] | None = None,
     decode_threads: int | None = None,
+    runner: Runner | None = None,
+    model: str | os.PathLike | None = None,
+    trust_model: bool = False,
 ) -> ExtractionSummary:
     """Extract features of images into a FeatureStore, skipping what is already there.
 
@@ -789,6 +791,16 @@ def extract_to_store(
         batch while the extractor runs on this one. None: the CPU count (at
         most 8); 0: one image after the other in this thread, full size
         (the reference path, for benchmarks).
+    runner : Runner, optional
+        Where to run: this process (default), or a :class:`~hardneg.distributed.DaskRunner`,
+        whose workers read and transform the batches after the one that creates the store,
+        with the extractor rebuilt from the store's own settings
+        (:func:`extractor_from_store`), so only image paths travel. Image files must be
+        readable at the same path on every worker.
+    model : str or path-like, optional
+        The torch model file of a ``--model`` store, opened by each worker.
+    trust_model : bool
+        Required to load ``model`` on the workers (a model file is code).
 
     Returns
     -------
@@ -818,7 +830,7 @@ def extract_to_store(
     run = _Extraction(source, path, extractor, ids=ids, root=root, labels=labels, tags=tags, split=split, overwrite=overwrite,
                       recursive=recursive, n_fit_images=n_fit_images, random_state=random_state, attrs=attrs)
     try:
-        run.run(batch_size, progress, decode_threads=decode_threads)
+        run.run(batch_size, progress, runner=runner, model=model, trust_model=trust_model, decode_threads=decode_threads)
     finally:
         run.close()
     return run.finish(t0)
@@ -854,7 +866,7 @@ def extract_partition(batch, *, store: str, config: str, model=None, trust_model
     features, and ``(id, reason)`` of unreadable ones.
 
     The partition function of :meth:`_Extraction.run` on a cluster (and of
-    :func:`hardneg.distributed.extract_images`): the extractor is rebuilt from
+    :func:`extract_to_store` with a ``runner``): the extractor is rebuilt from
     the store at ``store`` (a path or URL), so only image paths travel.
     """
     ext = _extractor(store, config, model, trust_model)

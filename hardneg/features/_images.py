@@ -34,7 +34,6 @@ __all__ = [
     "read_image",
     "read_image_square",
     "resolve_images",
-    "resolve_stored_path",
     "to_gray",
     "to_rgb",
 ]
@@ -397,24 +396,3 @@ def resolve_images(source: Any, *, ids: Sequence[str] | None = None, root: str |
             raise ValueError(f"ids: duplicate id {it.id!r}")
         seen.add(it.id)
     return items
-
-
-def resolve_stored_path(store, path: str | None) -> str | None:
-    """The file of an image path recorded in ``store``, from any working directory.
-
-    Stores made since ``attrs["image_paths"] == "relative-to-store"`` record
-    paths relative to the store folder; absolute paths stay as they are;
-    older stores recorded the paths as given at extraction, relative to the
-    folder it ran in (tried as is, then relative to the store's parent).
-    """
-    if path is None:
-        return None
-    p = Path(path)
-    if p.is_absolute():
-        return str(p)
-    if store.attrs.get("image_paths") == "relative-to-store":
-        return os.path.normpath(os.path.join(os.path.abspath(store.path), p))
-    if p.exists():
-        return str(p)
-    guess = Path(store.path).parent / p
-    return str(guess) if guess.exists() else str(p)

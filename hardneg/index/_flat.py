@@ -18,6 +18,8 @@ import numpy as np
 from hardneg._topk import TopK, merge_topk
 from hardneg._typing import ArrayLike
 from hardneg._validation import check_finite_scores, check_k, check_positive_int
+from .._parallel._partition import dense, is_store, iter_partition, open_source, source_for, source_partitions
+from .._parallel._runner import Runner
 
 __all__ = ["knn_partition", "knn_topk"]
 
@@ -28,7 +30,6 @@ def knn_partition(part, *, store, queries: np.ndarray, metric: str, k: int, bloc
     """Per-query top ``k`` of one partition (a worker's task)."""
     import faiss
 
-    from hardneg.distributed._partition import dense, iter_partition, open_source
 
     st = open_source(store)
     best = TopK.empty(queries.shape[0], k, metric=metric)
@@ -98,8 +99,6 @@ def knn_topk(store: Any, queries: ArrayLike, k: int = 10, *, metric: str = "cosi
     """
     import faiss
 
-    from hardneg.distributed._partition import is_store, source_for, source_partitions
-    from hardneg.distributed._runner import Runner
     from hardneg.store import FeatureStore
 
     if metric not in _METRICS:

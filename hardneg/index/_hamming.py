@@ -43,6 +43,8 @@ from hardneg._persist import (
 )
 from hardneg._typing import ArrayLike, RandomState
 from hardneg._validation import check_k, check_positive_int
+from .._parallel._partition import map_partition, open_model, partitions, store_url
+from .._parallel._runner import Runner
 
 if TYPE_CHECKING:
     from hardneg.hashing import BaseHasher
@@ -452,7 +454,6 @@ class HammingIndex:
         partition. ``hasher`` may be a model-file path (each worker opens it).
         With ``nlist`` the index is approximate and its lists are trained first on
         the codes of up to 40 * ``nlist`` rows drawn evenly from the store.
-        :func:`hardneg.distributed.hamming_index` is this method.
 
         Parameters
         ----------
@@ -481,8 +482,6 @@ class HammingIndex:
         """
         import functools
 
-        from hardneg.distributed._partition import open_model, partitions, store_url
-        from hardneg.distributed._runner import Runner
         from hardneg.store import FeatureStore
 
         runner = runner or Runner()
@@ -515,6 +514,5 @@ class HammingIndex:
 
 def encode_partition(part, *, store: str, hasher, block_rows: int) -> np.ndarray:
     """Packed codes (uint8) of one partition's rows, in row order (a worker's task)."""
-    from hardneg.distributed._partition import map_partition, open_model
 
     return map_partition(store, part, block_rows, open_model(hasher, "hasher").transform)

@@ -26,7 +26,8 @@ from hardneg._imaging import (
     ImageTooLargeError,
     open_image,
 )
-from hardneg.features._images import resolve_stored_path, rgb_image
+from hardneg.features._images import rgb_image
+from hardneg.store._items import resolve_stored_path
 
 from ._errors import ServeError
 

@@ -190,7 +190,7 @@ def relocate_images(store: FeatureStore, old: str | os.PathLike, new: str | os.P
 
     ``store`` is open for writing. ``old`` and ``new`` are folders as seen
     from the current directory; a path is rewritten when the file it names
-    (see :func:`hardneg.features._images.resolve_stored_path`) lies under
+    (see :func:`hardneg.store._items.resolve_stored_path`) lies under
     ``old``. Paths are stored as before: relative to the store when the store
     records them so, else absolute. Commits atomically, like a tag edit.
 
@@ -211,7 +211,7 @@ def relocate_images(store: FeatureStore, old: str | os.PathLike, new: str | os.P
     ValueError
         If ``new`` is not a folder, no path lies under ``old``, or none of the new files exists (a mistyped ``new``).
     """
-    from ..features._images import resolve_stored_path
+    from ._items import resolve_stored_path
 
     store._require_writable()
     old_dir, new_dir = os.path.abspath(old), os.path.abspath(new)

@@ -124,3 +124,24 @@ def image_path(value: str, base: str | Path, allow_outside: bool, where: str) ->
                          "inside the folder they are relative to (--image-root, else the file's folder) unless you "
                          "pass --allow-outside-root (allow_outside_root=True)")
     return full
+
+
+def resolve_stored_path(store, path: str | None) -> str | None:
+    """The file of an image path recorded in ``store``, from any working directory.
+
+    Stores made since ``attrs["image_paths"] == "relative-to-store"`` record
+    paths relative to the store folder; absolute paths stay as they are;
+    older stores recorded the paths as given at extraction, relative to the
+    folder it ran in (tried as is, then relative to the store's parent).
+    """
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_absolute():
+        return str(p)
+    if store.attrs.get("image_paths") == "relative-to-store":
+        return os.path.normpath(os.path.join(os.path.abspath(store.path), p))
+    if p.exists():
+        return str(p)
+    guess = Path(store.path).parent / p
+    return str(guess) if guess.exists() else str(p)

@@ -15,13 +15,14 @@ import numpy as np
 from hardneg._topk import TopK, merge_topk, topk_of
 from hardneg._typing import ArrayLike
 from hardneg._validation import check_positive_int
+from .._parallel._partition import dense, is_store, iter_partition, open_source, source_for, source_partitions
+from .._parallel._runner import Runner
 
 __all__ = ["zero_shot_partition", "zero_shot_search"]
 
 
 def zero_shot_partition(part, *, source, model, queries: np.ndarray, k: int, block_rows: int) -> TopK:
     """Per-query top ``k`` (smallest ``S``) of one partition (a worker's task)."""
-    from hardneg.distributed._partition import dense, iter_partition, open_source
 
     data = open_source(source)
     best = TopK.empty(queries.shape[0], k, metric="distance")
@@ -71,8 +72,6 @@ def zero_shot_search(model: Any, store: Any, query: Any, k: int = 10, *, chunk_r
     >>> bool((y[res.rows[0]] == 2).all()), bool((np.diff(res.distances[0]) >= 0).all())
     (True, True)
     """
-    from hardneg.distributed._partition import is_store, source_for, source_partitions
-    from hardneg.distributed._runner import Runner
 
     if isinstance(query, str):
         from ._protocols import embed_texts

@@ -38,6 +38,7 @@ import numpy as np
 from hardneg._topk import TopK, topk_of
 from hardneg._typing import ArrayLike
 from hardneg._validation import check_positive_int
+from .._parallel._partition import is_store
 
 __all__ = ["TextQueryScorer", "fit_text_search", "store_classes", "text_search"]
 
@@ -164,7 +165,6 @@ def fit_text_search(X: Any, classes: list[list[str]] | None, *, descriptions: An
     The fitted estimator (a :class:`ZeroShotClassifier` saves with ``save`` and opens with
     :func:`hardneg.load`).
     """
-    from hardneg.distributed._partition import is_store
 
     from ._classifier import ZeroShotClassifier
 
@@ -237,7 +237,6 @@ def text_search(model: Any, data: Any, text: str, k: int = 10, *, rows: ArrayLik
         ``(k,)`` arrays ``rows``, ``ids``, ``scores`` (``metric="decision"``: ``-S`` of
         [Bucher16] Eq. (1), or ESZSL's ``xᵀ V s``), best first, ties by row.
     """
-    from hardneg.distributed._partition import is_store
 
     if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
         from hardneg._load import load

@@ -40,7 +40,7 @@ def test_hash_search_by_stored_id_announces_the_read(capsys, tmp_path):
 
 def test_the_runner_module_does_not_import_the_jobs():
     """Every CLI command opens its runner; the jobs behind `hardneg.distributed` pull in scikit-learn."""
-    code = ("import sys, hardneg.distributed._runner, hardneg.features._images; "
+    code = ("import sys, hardneg._parallel._runner, hardneg.features._images; "
             "print(sorted(m for m in ('sklearn', 'scipy.stats', 'hardneg.concept') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -6,7 +6,7 @@ from sklearn.metrics import average_precision_score
 
 from hardneg.cli.main import main
 from hardneg.concept import CompressedConcept, NegativeBootstrap
-from hardneg.distributed._partition import dense
+from hardneg._parallel._partition import dense
 from hardneg.store import (
     BinGrid,
     BinnedStore,

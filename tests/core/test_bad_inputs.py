@@ -263,7 +263,7 @@ def test_esvm_encode_failing_before_the_first_row_removes_the_output_it_created(
 
 
 def test_esvm_encode_failure_keeps_an_output_it_did_not_create(files, tmp_path):
-    from hardneg.distributed import encode_store
+    from hardneg.encoding import encode_store
 
     enc = load_esvm_encoder(files / "enc.npz")
     src = FeatureStore.open(files / "zero")
@@ -275,25 +275,23 @@ def test_esvm_encode_failure_keeps_an_output_it_did_not_create(files, tmp_path):
 
 
 def test_esvm_encode_library_refuses_a_bad_level_before_creating_the_output(files, tmp_path):
-    from hardneg.distributed import encode_store as distributed_encode
     from hardneg.encoding import encode_store
 
     enc = load_esvm_encoder(files / "enc.npz")
-    for func in (encode_store, distributed_encode):
-        with pytest.raises(ValueError, match="n_recursions"):
-            func(enc, files / "s", tmp_path / "codes", n_recursions=0)
-        assert not (tmp_path / "codes").exists()
+    with pytest.raises(ValueError, match="n_recursions"):
+        encode_store(enc, files / "s", tmp_path / "codes", n_recursions=0)
+    assert not (tmp_path / "codes").exists()
 
 
 # ---------------------------------------------------------------- 8. a commit every --batch-rows rows
 
 
 def test_esvm_encode_commits_every_batch_rows(capsys, files, tmp_path, monkeypatch):
-    from hardneg.distributed import encode_store
+    from hardneg.encoding import encode_store
 
     enc = load_esvm_encoder(files / "enc.npz")
     commits = []
-    encode_store(enc, files / "s", tmp_path / "a", block_rows=8, on_commit=commits.append)
+    encode_store(enc, files / "s", tmp_path / "a", batch_rows=8, on_commit=commits.append)
     assert commits == [8, 16, 24, 32, 40]  # the source is one 40-row chunk: it used to be one commit of 40
 
     calls = []

@@ -194,13 +194,57 @@ def test_no_new_cycle_through_deferred_imports():
     ("hardneg.zeroshot._tune", "hardneg.zeroshot._classifier"),
     ("hardneg.store._feature_store", "hardneg.store._edit"),
     ("hardneg.hashing._base", "hardneg.hashing"),
-    ("hardneg.features._extract", "hardneg.distributed._extract"),
 ])
 def test_former_circles_stay_open(a, b):
     # the shared piece (loop, checks, exception, partition function, loader) lives in the lower module,
     # which imports nothing above it
     graph = import_graph(deferred=True)
     assert b not in graph[a]
+
+
+# ----------------------------------------------------------------------------- layers
+# Each package's layer, lowest first: a module imports only its own layer or lower ones (imports inside
+# functions count too). The runner (``_parallel``) sits below every method, so a method imports it at
+# module level; ``_load`` finds each kind's loader by name (importlib), so it sits at the bottom.
+LAYERS: list[set[str]] = [
+    {"_typing", "_validation", "_extras", "_atomic", "_persist", "_progress", "_topk", "_imaging", "_lazy_exports",
+     "_load", "exceptions"},
+    {"store"},
+    {"_parallel", "datasets"},
+    {"features", "eval", "svm", "negatives"},
+    {"similarity", "hashing", "concept"},
+    {"index"},
+    {"encoding", "zeroshot"},
+    {"report", "distributed"},
+    {"serve"},
+    {"demos"},
+    {"cli"},
+]
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1:  # the package's own __init__ re-exports everything: the top
+        return len(LAYERS)
+    return next(i for i, group in enumerate(LAYERS) if parts[1] in group)
+
+
+def test_every_package_has_a_layer():
+    tops = {m.split(".")[1] for m in import_graph(deferred=True) if "." in m}
+    assert tops == set().union(*LAYERS), "add the new package to LAYERS (or take the removed one off)"
+
+
+def test_no_module_imports_a_higher_layer():
+    graph = import_graph(deferred=True)
+    upward = sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs if _layer(b) > _layer(a))
+    assert not upward, "imports that point up the layers: " + "; ".join(upward)
+
+
+def test_methods_import_the_runner_at_module_level():
+    eager, deferred = import_graph(deferred=False), import_graph(deferred=True)
+    hidden = sorted(f"{a} -> {b}" for a in deferred if not a.startswith("hardneg.cli") for b in deferred[a] - eager[a]
+                    if b.startswith("hardneg._parallel"))
+    assert not hidden, "the runner imported inside a function: " + "; ".join(hidden)
 
 
 def test_cycle_finder_finds_a_planted_cycle():

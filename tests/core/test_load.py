@@ -293,7 +293,7 @@ def test_sidecar_without_its_index_file(tmp_path):
 
 def test_distributed_workers_open_models_with_hardneg_load(tmp_path, saved_concept):
     from hardneg.concept import CompressedConcept
-    from hardneg.distributed._partition import open_model
+    from hardneg._parallel._partition import open_model
 
     assert isinstance(open_model(str(saved_concept), "concept"), CompressedConcept)
     with pytest.raises(ModelFileError, match="CompressedConcept.*hasher"):

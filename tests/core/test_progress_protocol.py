@@ -115,7 +115,6 @@ def case_train_concept(dense, sparse):
 def case_concept_search(dense, sparse):
     from hardneg.concept import search
     from hardneg.concept._search import score_rows
-    from hardneg.distributed import scan_topk
     from hardneg.store import FeatureStore
 
     X, path = dense
@@ -124,7 +123,7 @@ def case_concept_search(dense, sparse):
     for fn, total in ((lambda c: search(model, X, k=3, chunk_rows=10, progress=c), 37),
                       (lambda c: search(model, st, k=3, rows=np.arange(3, 30), chunk_rows=10, progress=c), 27),
                       (lambda c: score_rows(model, st, np.arange(4, 20), block_rows=5, progress=c), 16),
-                      (lambda c: scan_topk(model, st, k=3, block_rows=10, progress=c), 37)):
+                      (lambda c: search(model, st, k=3, chunk_rows=10, progress=c), 37)):
         c = ProgressCounter()
         fn(c)
         _check(c, total)
@@ -141,7 +140,6 @@ def case_knn(dense, sparse):
 
 
 def case_hashing(dense, sparse):
-    from hardneg.distributed import hamming_index
     from hardneg.hashing import TSVMHashing
     from hardneg.index import HammingIndex
     from hardneg.store import FeatureStore
@@ -160,11 +158,9 @@ def case_hashing(dense, sparse):
     TSVMHashing(n_bits=4, n_trees=2, C=1.0, random_state=0).fit(X, y, progress=c)
     _check(c, 2 * (3 - 1))  # n_trees * (leaves - 1), one leaf per class
     st = FeatureStore.open(path)
-    for fn in (lambda c: HammingIndex.from_store(st, h, chunk_rows=10, progress=c),
-               lambda c: hamming_index(st, h, block_rows=10, progress=c)):
-        c = ProgressCounter()
-        fn(c)
-        _check(c, 37)
+    c = ProgressCounter()
+    HammingIndex.from_store(st, h, chunk_rows=10, progress=c)
+    _check(c, 37)
 
 
 def case_inverted(dense, sparse):
@@ -180,7 +176,6 @@ def case_inverted(dense, sparse):
 
 
 def case_esvm(dense, sparse):
-    from hardneg.distributed import encode_store as dist_encode_store
     from hardneg.encoding import ESVMEncoder, encode_store
     from hardneg.store import FeatureStore
 
@@ -192,10 +187,9 @@ def case_esvm(dense, sparse):
     c = ProgressCounter()
     enc.transform(X[30:], progress=c)
     _check(c, 7)
-    for i, fn in enumerate((encode_store, lambda e, s, o, **kw: dist_encode_store(e, s, o, block_rows=kw.pop("batch_rows"), **kw))):
-        c = ProgressCounter()
-        fn(enc, FeatureStore.open(path), path.parent / f"codes{i}", batch_rows=10, overwrite=True, progress=c)
-        _check(c, 37)
+    c = ProgressCounter()
+    encode_store(enc, FeatureStore.open(path), path.parent / "codes", batch_rows=10, overwrite=True, progress=c)
+    _check(c, 37)
 
 
 def case_exemplar(dense, sparse):
@@ -261,16 +255,13 @@ CASES = {
     "hardneg.serve._concept:train_concept": case_train_concept,
     "hardneg.concept._search:search": case_concept_search,
     "hardneg.concept._search:score_rows": case_concept_search,
-    "hardneg.distributed._concept_scan:scan_topk": case_concept_search,
     "hardneg.index._flat:knn_topk": case_knn,
     "hardneg.hashing._tsvm_hashing:TSVMHashing.fit": case_hashing,
     "hardneg.index._hamming:HammingIndex.from_store": case_hashing,
-    "hardneg.distributed._hash:hamming_index": case_hashing,
     "hardneg.index._inverted:InvertedIndex.from_store": case_inverted,
     "hardneg.encoding._esvm:ESVMEncoder.fit": case_esvm,
     "hardneg.encoding._esvm:ESVMEncoder.transform": case_esvm,
     "hardneg.encoding._store:encode_store": case_esvm,
-    "hardneg.distributed._esvm:encode_store": case_esvm,
     "hardneg.svm._exemplar:fit_exemplar_svms_liblinear": case_exemplar,
     "hardneg.svm._exemplar_batch:fit_exemplar_svms_batch": case_exemplar,
     "hardneg.svm._exemplar_sgd:fit_exemplar_svms_sgd": case_exemplar,
@@ -285,7 +276,6 @@ NOT_RUN_HERE = {
     "hardneg.encoding._esvm:ESVMEncoder.grow": "fit's pool encoding, more levels (same code path as fit)",
     "hardneg.encoding._retrieval:esvm_search": "the search scan of hardneg.concept.search (tests/encoding/test_encoding.py)",
     "hardneg.features._extract:extract_to_store": "needs images and a feature model (tests/features/test_features_extract.py)",
-    "hardneg.distributed._extract:extract_images": "extract_to_store on a cluster (tests/distributed/test_distributed.py)",
     "hardneg.features._fashion:build_fashion_mnist_store": "needs the Fashion-MNIST files",
     "hardneg.store._import:import_embeddings": "rows imported (tests/store/test_store_import.py)",
     "hardneg.datasets._xlsa17:import_xlsa17": "needs xlsa17 .mat files",
@@ -293,10 +283,10 @@ NOT_RUN_HERE = {
     "hardneg.zeroshot._text_index:build_text_index": "needs the CNN head's weights and the sentence model (tests/zeroshot/test_conse.py)",
     "hardneg.zeroshot._text_index:open_text_index": "build_text_index behind the cache (tests/zeroshot/test_conse.py)",
     "hardneg.demos.concept:run_concept_demo": "trains every concept method on digits (tests/demos/test_demo_report.py)",
-    "hardneg.distributed._runner:Runner.map_reduce": "runner plumbing, counted through scan_topk / knn_topk above",
-    "hardneg.distributed._runner:Runner.map_ordered": "runner plumbing, counted through encode_store above",
-    "hardneg.distributed._runner:DaskRunner.map_reduce": "runner plumbing (tests/distributed/test_distributed.py)",
-    "hardneg.distributed._runner:DaskRunner.map_ordered": "runner plumbing (tests/distributed/test_distributed.py)",
+    "hardneg._parallel._runner:Runner.map_reduce": "runner plumbing, counted through concept.search / knn_topk above",
+    "hardneg._parallel._runner:Runner.map_ordered": "runner plumbing, counted through encode_store above",
+    "hardneg._parallel._runner:DaskRunner.map_reduce": "runner plumbing (tests/distributed/test_distributed.py)",
+    "hardneg._parallel._runner:DaskRunner.map_ordered": "runner plumbing (tests/distributed/test_distributed.py)",
 }
 
 

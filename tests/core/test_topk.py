@@ -97,7 +97,6 @@ def test_merge_is_exact_for_distances_and_scores():
 
 def test_concept_search_array_and_store(store):
     from hardneg.concept import SearchResult, search
-    from hardneg.distributed import scan_topk
 
     st, X = store
     s = X.sum(axis=1)
@@ -107,7 +106,7 @@ def test_concept_search_array_and_store(store):
     assert res.rows.tolist() == [5, 1, 3, 2, 6]  # ties (3, 3) and (2, 2) by row
     on_store = search(_Sum(), st, k=5)
     _check(on_store, [f"x{i}" for i in range(len(X))], s, higher=True, k=5)
-    assert scan_topk(_Sum(), st.path, k=5, block_rows=2) == on_store  # the distributed name: the same code path
+    assert search(_Sum(), st.path, k=5, chunk_rows=2) == on_store  # by path, in blocks of 2: the same result
     assert on_store.n_scanned == len(X)
 
 

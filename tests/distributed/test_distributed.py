@@ -18,18 +18,13 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from hardneg.cli.main import main  # noqa: E402
-from hardneg.distributed import (  # noqa: E402
-    DaskRunner,
-    Runner,
-    encode_store,
-    get_runner,
-    hamming_index,
-    knn_topk,
-    merge_topk,
-    partitions,
-    scan_topk,
-)
-from hardneg.distributed._topk import topk_of  # noqa: E402
+from hardneg._topk import merge_topk, topk_of  # noqa: E402
+from hardneg.concept import search  # noqa: E402
+from hardneg.concept._search import score_rows  # noqa: E402
+from hardneg.distributed import DaskRunner, Runner, get_runner, partitions  # noqa: E402
+from hardneg.encoding import encode_store  # noqa: E402
+from hardneg.features import extract_to_store  # noqa: E402
+from hardneg.index import HammingIndex, knn_topk  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
 
 N, DIM, CHUNK, PART = 3000, 16, 256, 512  # 6 partitions of 2 chunks
@@ -103,8 +98,8 @@ def test_topk_merge_is_order_free_and_tie_exact():
 def test_concept_scan_on_the_cluster_equals_in_process(data, concept, runner, by_path):
     folder, X = data
     model, path = concept
-    here = scan_topk(model, folder / "s", k=50, partition_rows=PART)
-    there = scan_topk(path if by_path else model, folder / "s", k=50, partition_rows=PART, runner=runner)
+    here = search(model, folder / "s", k=50, partition_rows=PART)
+    there = search(path if by_path else model, folder / "s", k=50, partition_rows=PART, runner=runner)
     assert np.array_equal(here.rows, there.rows) and np.array_equal(here.scores, there.scores) and here.ids == there.ids
     ref = model.decision_function(X).astype(np.float64)
     assert here.rows.tolist() == np.lexsort((np.arange(N), -ref))[:50].tolist()
@@ -116,14 +111,13 @@ def test_concept_scan_of_a_split_and_progress(data, concept, runner):
     st = FeatureStore.open(folder / "s")
     rows = st.select(split="test")
     seen = []
-    res = scan_topk(concept[1], st, k=20, rows=rows, partition_rows=PART, runner=runner, progress=seen.append)
+    res = search(concept[1], st, k=20, rows=rows, partition_rows=PART, runner=runner, progress=seen.append)
     assert sum(seen) == rows.size and len(seen) == 6
     ref = concept[0].decision_function(X[rows]).astype(np.float64)
     assert res.rows.tolist() == rows[np.lexsort((rows, -ref))[:20]].tolist()
 
 
 def test_scores_for_evaluation_on_the_cluster_equal_in_process(data, concept, runner):
-    from hardneg.distributed import score_rows
 
     folder, X = data
     rows = np.arange(1, N, 3)
@@ -151,15 +145,14 @@ def test_knn_scan_on_the_cluster_equals_in_process_and_brute_force(data, runner)
 
 def test_hash_index_on_the_cluster_equals_from_store(data, runner, tmp_path):
     from hardneg.hashing import PCAITQHasher, load_hasher
-    from hardneg.index import HammingIndex
 
     folder, X = data
     hasher = PCAITQHasher(n_bits=16, random_state=0).fit(X[:1000])
     hasher.save(tmp_path / "h.npz")
     st = FeatureStore.open(folder / "s")
     ref = HammingIndex.from_store(st, hasher)
-    here = hamming_index(st, hasher, partition_rows=PART, block_rows=300)
-    there = hamming_index(st, tmp_path / "h.npz", partition_rows=PART, block_rows=300, runner=runner)
+    here = HammingIndex.from_store(st, hasher, partition_rows=PART, chunk_rows=300)
+    there = HammingIndex.from_store(st, tmp_path / "h.npz", partition_rows=PART, chunk_rows=300, runner=runner)
     for idx in (here, there):
         assert np.array_equal(idx.codes(), ref.codes()) and idx.ids.tolist() == ref.ids.tolist()
         assert idx.meta == ref.meta
@@ -212,13 +205,12 @@ def test_concept_search_of_an_array_and_a_store_on_the_cluster_equals_in_process
         here = search(model, source, k=30, rows=rows, chunk_rows=300)
         there = search(model, source, k=30, rows=rows, chunk_rows=300, runner=runner)
         assert here == there and here.n_scanned == rows.size
-    a, b = search(model, X, k=30), scan_topk(model, folder / "s", k=30, runner=runner)  # array vs store: ids differ only
+    a, b = search(model, X, k=30), search(model, folder / "s", k=30, runner=runner)  # array vs store: ids differ only
     assert np.array_equal(a.rows, b.rows) and np.array_equal(a.scores, b.scores) and b.ids[0] == f"{int(b.rows[0])}"
 
 
 def test_hamming_from_store_with_nlist_on_the_cluster_equals_in_process(data, runner, tmp_path):
     from hardneg.hashing import LSHHasher
-    from hardneg.index import HammingIndex
 
     folder, X = data
     hasher = LSHHasher(n_bits=32, random_state=0).fit(X[:500])
@@ -227,7 +219,7 @@ def test_hamming_from_store_with_nlist_on_the_cluster_equals_in_process(data, ru
     here = HammingIndex.from_store(st, hasher, nlist=8, nprobe=2, chunk_rows=300)
     there = HammingIndex.from_store(st, tmp_path / "h.npz", nlist=8, nprobe=2, chunk_rows=300, runner=runner,
                                     partition_rows=PART)
-    alias = hamming_index(st, hasher, nlist=8, nprobe=2, runner=runner)
+    alias = HammingIndex.from_store(st, hasher, nlist=8, nprobe=2, runner=runner)
     for idx in (there, alias):
         assert idx.approximate and idx.nlist == 8 and idx.meta == here.meta
         assert np.array_equal(idx.codes(), here.codes()) and idx.ids.tolist() == here.ids.tolist()
@@ -310,8 +302,8 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(data, concept, runne
     model, _ = concept
     seen = []
     runner.client.wait_for_workers(2, timeout=120)  # the model is scattered to both: one copy survives the kill
-    here = scan_topk(model, folder / "s", k=N, partition_rows=PART)  # k = every row: a lost or doubled row shows
-    there = scan_topk(_KillsItsWorker(model, tmp_path / "killed"), folder / "s", k=N, partition_rows=PART, runner=runner,
+    here = search(model, folder / "s", k=N, partition_rows=PART)  # k = every row: a lost or doubled row shows
+    there = search(_KillsItsWorker(model, tmp_path / "killed"), folder / "s", k=N, partition_rows=PART, runner=runner,
                       progress=seen.append)
     assert (tmp_path / "killed").exists()  # a worker did die
     assert sorted(there.rows.tolist()) == list(range(N)) and sum(seen) == N and len(seen) == 6
@@ -398,8 +390,7 @@ def test_store_urls(data):
 def test_image_extraction_on_the_cluster_equals_in_process(runner, tmp_path):
     from PIL import Image
 
-    from hardneg.distributed import extract_images
-    from hardneg.features import BagOfWords, DenseSift, extract_to_store
+    from hardneg.features import BagOfWords, DenseSift
 
     rng = np.random.default_rng(0)
     paths = []
@@ -416,8 +407,8 @@ def test_image_extraction_on_the_cluster_equals_in_process(runner, tmp_path):
         return BagOfWords(DenseSift(step=8, bin_sizes=(4,)), n_words=8, random_state=0)
 
     ref = extract_to_store(paths, tmp_path / "here", bow(), ids=ids, batch_size=3, tags=[[i] for i in ids])
-    got = extract_images(paths, tmp_path / "there", bow(), ids=ids, batch_size=3, tags=[[i] for i in ids], runner=runner)
+    got = extract_to_store(paths, tmp_path / "there", bow(), ids=ids, batch_size=3, tags=[[i] for i in ids], runner=runner)
     assert (got.n_added, got.n_failed) == (ref.n_added, ref.n_failed) == (11, 1)
     _same_store(tmp_path / "here", tmp_path / "there")
-    again = extract_images(paths, tmp_path / "there", bow(), ids=ids, batch_size=3, runner=runner)  # a rerun skips what is there
+    again = extract_to_store(paths, tmp_path / "there", bow(), ids=ids, batch_size=3, runner=runner)  # a rerun skips what is there
     assert again.n_added == 0 and again.n_already == 11

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from hardneg.distributed._extract import _extractor, extract_partition  # noqa: E402
+from hardneg.features._extract import _extractor, extract_partition  # noqa: E402
 from hardneg.features import _extract as features_extract  # noqa: E402
 
 

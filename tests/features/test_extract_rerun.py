@@ -118,8 +118,8 @@ def test_library_labels_by_name_extend_the_recorded_classes(tree):
     assert len(FeatureStore.open(out)) == 5
 
 
-def test_distributed_twin_uses_the_same_ids_and_labels(tree):
-    from hardneg.distributed import extract_images
+def test_a_list_of_paths_uses_the_same_ids_and_labels_as_a_folder(tree):
+    from hardneg.distributed import Runner
     from hardneg.features import BagOfWords, DenseSift, extract_to_store
     from hardneg.features._extract import images_from_folders
 
@@ -129,13 +129,13 @@ def test_distributed_twin_uses_the_same_ids_and_labels(tree):
     out = tree / "d.store"
     extract_to_store(tree / "photos", out, bow(), labels="folders")
     paths, ids = images_from_folders([tree / "photos", tree / "extra"])
-    s = extract_images(paths, out, bow(), ids=ids, labels=[i.split("/")[0] for i in ids], batch_size=2)
+    s = extract_to_store(paths, out, bow(), ids=ids, labels=[i.split("/")[0] for i in ids], batch_size=2, runner=Runner())
     assert (s.n_added, s.n_already) == (1, 4)
     st = FeatureStore.open(out)
     assert st.ids().tolist() == PHOTO_IDS + ["cats/added-cat.png"] and st.labels().tolist() == [0, 0, 1, 1, 0]
     _png(tree / "dup" / "cats" / "0.png", 40)
     with pytest.raises(ValueError, match="cats/0.png"):
-        extract_images([str(tree / "dup" / "cats" / "0.png")], out, bow(), ids=["cats/0.png"])
+        extract_to_store([str(tree / "dup" / "cats" / "0.png")], out, bow(), ids=["cats/0.png"])
 
 
 def test_tags_from_nested_folders_every_level(tmp_path, capsys):

@@ -13,7 +13,7 @@ import pytest
 
 from _helpers import run_cli
 from hardneg.concept import search
-from hardneg.distributed._topk import topk_of
+from hardneg._topk import topk_of
 from hardneg.store import FeatureStore, StoreDamagedError, StoreError, check_output_not_input
 
 

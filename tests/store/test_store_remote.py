@@ -111,20 +111,21 @@ def http_store(tmp_path):
 def test_cluster_workers_read_a_store_by_url_and_match_in_process(http_store):
     distributed = pytest.importorskip("distributed")
     from hardneg.concept import NegativeBootstrap
-    from hardneg.distributed import DaskRunner, scan_topk
+    from hardneg.concept import search
+    from hardneg.distributed import DaskRunner
 
     local, X, url = http_store
     model = NegativeBootstrap(n_iter=2, random_state=0).fit(X[:50], X[200:1200]).compress(n_bins=20)
-    here = scan_topk(model, local, k=40, partition_rows=512)
+    here = search(model, local, k=40, partition_rows=512)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        there = scan_topk(model, url, k=40, partition_rows=512, runner=DaskRunner(client))
+        there = search(model, url, k=40, partition_rows=512, runner=DaskRunner(client))
         opened = client.run(_stores_opened_here)
     assert np.array_equal(here.rows, there.rows) and np.array_equal(here.scores, there.scores) and here.ids == there.ids
     assert sum(opened.values()) >= 1  # the workers opened the store by its URL themselves
 
 
 def _stores_opened_here() -> int:
-    from hardneg.distributed._partition import _open_store
+    from hardneg._parallel._partition import _open_store
 
     return _open_store.cache_info().currsize
 

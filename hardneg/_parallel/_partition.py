@@ -185,7 +185,7 @@ _MODEL_CLASSES = {
 def _open_model(kind: str, path: str, stamp):
     import importlib
 
-    from .. import load
+    from .._load import load
     from ..exceptions import ModelFileError
 
     if kind not in _MODEL_CLASSES:
