@@ -407,7 +407,7 @@ def item_info(store, rows) -> list[dict]:
 
     Paths are resolved to files that open from any working directory.
     """
-    from ..features._images import resolve_stored_path
+    from ..store._items import resolve_stored_path
 
     rows = [int(r) for r in rows]
     items = store.items

@@ -6,6 +6,7 @@ import typing  # typing.cast: _rank_rows has an argument named cast
 
 import typer
 
+from ..hashing._registry import MAX_BITS, METHODS, hasher_class
 from ._common import (
     CLIError,
     check_index_current,
@@ -37,11 +38,10 @@ from ._options import (
 
 app = typer.Typer(help="Compact binary codes: train hashers, build Hamming indexes, search.", no_args_is_help=True)
 
-_METHODS_HELP = "tsvm (TSVM hashing on hierarchical trees), lsh, pca-itq, pca-rr, sklsh."
-# = hardneg.hashing MAX_BITS, repeated so the parser refuses it before faiss is imported.
-# Hash codes are meant to be compact: 4,096 bits is already 512 bytes per item, and
-# training memory and time grow with dim x bits (100,000 bits took 5.8 GB, then crashed).
-_MAX_BITS = 4096
+# the hashers whose codes go into a Hamming index, from the hashers' own list (it imports no hasher)
+_HAMMING_METHODS = [name for name, m in METHODS.items() if m.hamming]
+_HAMMING_CLASSES = {METHODS[name].cls for name in _HAMMING_METHODS}
+_METHODS_HELP = ", ".join(f"{name} ({METHODS[name].summary})" for name in _HAMMING_METHODS) + "."
 
 
 @app.command("train")
@@ -50,8 +50,8 @@ def train(
     out: str = out_option("Model file to write (.npz)."),
     method: str = method_option("tsvm", _METHODS_HELP),
     bits: int = typer.Option(
-        64, "--bits", "-b", min=1, max=_MAX_BITS,
-        help=f"Code length in bits, 1 to {_MAX_BITS} (codes are meant to be compact; training memory grows with dim x bits).",
+        64, "--bits", "-b", min=1, max=MAX_BITS,
+        help=f"Code length in bits, 1 to {MAX_BITS} (codes are meant to be compact; training memory grows with dim x bits).",
     ),
     split: str = typer.Option(
         None, "--split", help="Train on the rows of this split ('' for all rows). Default: train when the store has one, else all rows."
@@ -74,11 +74,11 @@ def train(
     """Fit a hasher on a store (labels are used by TSVM hashing only)."""
     import numpy as np
 
-    from ..hashing import HASHERS, BaseHasher, TSVMHashing
+    from ..hashing import BaseHasher, TSVMHashing
     from ..store import FeatureStore
 
-    if method not in HASHERS or method == "pq":
-        raise CLIError(f"--method: expected one of {', '.join(m for m in HASHERS if m != 'pq')}, got {method!r}")
+    if method not in _HAMMING_METHODS:
+        raise CLIError(f"--method: expected one of {', '.join(_HAMMING_METHODS)}, got {method!r}")
     if method == "tsvm" and mode not in ("bits", "itq"):
         raise CLIError(f"--embedding: expected bits or itq, got {mode!r}")
     C: str | float = pick_cost(cost, cost_alias)
@@ -91,7 +91,7 @@ def train(
             raise CLIError(f"--cost: must be a positive number or 'auto', got {C}")
     check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
-    if method in ("pca-itq", "pca-rr") and bits > store.dim:
+    if METHODS[method].bits_at_most_dim and bits > store.dim:
         raise CLIError(f"--bits {bits}: {method} makes at most one bit per input dimension ({store.dim} in {store_path})")
     if split is None:
         # Never train on the test split by default: evaluation on it would be optimistic.
@@ -120,7 +120,7 @@ def train(
         with task_progress(what, model.progress_total(n_classes)) as advance:
             model.fit(X, store.labels()[labeled], X_unlabeled=XU, progress=advance)
     else:
-        model = HASHERS[method](n_bits=bits, random_state=seed)
+        model = hasher_class(method)(n_bits=bits, random_state=seed)
         with task_progress(f"reading {rows.size:,} training rows", int(rows.size)) as advance:
             X = _read_rows(store, rows, advance)
         model.fit(X)
@@ -190,7 +190,7 @@ def index(
     check_output_file(out, "--out", sidecars=(".ids.npz",), inputs=(store_path, model_path))
     check_input_file(model_path, "a hasher model file")
     hasher = load_hasher(model_path)
-    if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
+    if not hasattr(hasher, "transform") or type(hasher).__name__ not in _HAMMING_CLASSES:
         raise CLIError(f"{model_path}: product-quantization codes cannot go into a Hamming index")
     # Opened by its absolute path (or URL): the index records it, and `hash search` finds the store from any folder.
     store = FeatureStore.open(store_url(store_path))
@@ -369,7 +369,7 @@ def eval_cmd(
     check_input_file(model_path, "a hasher model file")
     check_result_outputs(as_json, csv_out, html_out, inputs=(model_path, store_path))
     hasher = load_hasher(model_path)
-    if not hasattr(hasher, "transform") or type(hasher).__name__ == "PQHasher":
+    if not hasattr(hasher, "transform") or type(hasher).__name__ not in _HAMMING_CLASSES:
         raise CLIError(f"{model_path}: product-quantization codes have no Hamming ranking")
     store = FeatureStore.open(store_path)
     if store.dim != hasher.n_features_in_:

@@ -4,7 +4,8 @@ compared against (LSH, PCA-ITQ, PCA-RR, SKLSH, product quantization).
 
 All hashers share one API: ``fit(X, y=None, X_unlabeled=None)``,
 ``transform(X)`` -> packed uint8 codes (``np.packbits`` order), ``save(path)``
-and ``Class.load(path)`` (or :func:`load_hasher` for any kind).
+and ``Class.load(path)`` (or :func:`load_hasher` for any kind). ``HASHERS``
+maps each method name (the CLI's ``--method``) to its class.
 
 Examples
 --------
@@ -19,76 +20,26 @@ Examples
 (1, 5)
 """
 
-import os
+from typing import Any
 
-from hardneg._persist import ModelFileError, model_kind
-from hardneg.hashing._base import BaseHasher
-from hardneg.hashing._hierarchy import build_hierarchy, class_similarity, convex_hull_distances, normalized_cut
-from hardneg.hashing._itq import PCAITQHasher
-from hardneg.hashing._lsh import LSHHasher
-from hardneg.hashing._pca_rr import PCARRHasher
-from hardneg.hashing._pq import PQHasher
-from hardneg.hashing._sklsh import SKLSHHasher
-from hardneg.hashing._tsvm_hashing import TSVMHashing
+from .._lazy_exports import attach
+from ._registry import METHODS, hashers
 
-# method name (CLI, benchmarks) -> class
-HASHERS: dict[str, type[BaseHasher]] = {
-    "tsvm": TSVMHashing,
-    "lsh": LSHHasher,
-    "pca-itq": PCAITQHasher,
-    "pca-rr": PCARRHasher,
-    "sklsh": SKLSHHasher,
-    "pq": PQHasher,
+# resolved on first use, from the one list of hashers (``_registry.METHODS``): the CLI reads that list
+# without importing FAISS and scikit-learn
+_exports = {
+    **{m.cls: m.module.removeprefix(__name__) for m in METHODS.values()},
+    "BaseHasher": "._base", "load_hasher": "._registry",
+    **dict.fromkeys(("build_hierarchy", "class_similarity", "convex_hull_distances", "normalized_cut"), "._hierarchy"),
 }
+_attr, __dir__ = attach(__name__, _exports)
 
 
-def load_hasher(path: str | os.PathLike) -> BaseHasher:
-    """Load any hasher model file, whatever its kind.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A model file saved by a hasher's ``save``.
-
-    Returns
-    -------
-    BaseHasher
-        The fitted hasher of the kind the file records.
-
-    Raises
-    ------
-    ModelFileError
-        If the file is not a hasher model (or is damaged).
-
-    Examples
-    --------
-    >>> import numpy as np, tempfile, os
-    >>> from hardneg.hashing import LSHHasher, load_hasher
-    >>> X = np.random.default_rng(0).normal(size=(50, 8))
-    >>> path = os.path.join(tempfile.mkdtemp(), "lsh.npz")
-    >>> _ = LSHHasher(n_bits=16, random_state=0).fit(X).save(path)
-    >>> type(load_hasher(path)).__name__
-    'LSHHasher'
-    """
-    kind = model_kind(path)
-    for cls in HASHERS.values():
-        if cls._kind == kind:
-            return cls.load(path)
-    raise ModelFileError(f"{path}: holds a {kind!r} model, not a hasher")
+def __getattr__(name: str) -> Any:
+    if name == "HASHERS":  # method name -> class (imports every hasher)
+        globals()["HASHERS"] = found = hashers()
+        return found
+    return _attr(name)
 
 
-__all__ = [
-    "HASHERS",
-    "BaseHasher",
-    "LSHHasher",
-    "PCAITQHasher",
-    "PCARRHasher",
-    "PQHasher",
-    "SKLSHHasher",
-    "TSVMHashing",
-    "build_hierarchy",
-    "class_similarity",
-    "convex_hull_distances",
-    "load_hasher",
-    "normalized_cut",
-]
+__all__ = sorted(["HASHERS", *_exports])

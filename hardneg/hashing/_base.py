@@ -30,7 +30,7 @@ _FORMAT_VERSION = 1
 #: few thousand, codes are as large as the features and some trainings cost
 #: O(n_bits^2) memory and O(n_bits^3) time (an LSH rotation of 100,000 bits
 #: needs 40 GB).
-MAX_BITS = 4096
+from ._registry import MAX_BITS
 N_BITS = Interval(numbers.Integral, 1, MAX_BITS, closed="both")
 
 

@@ -24,6 +24,7 @@ from hardneg import exceptions as E
 from hardneg._load import LOADERS
 from hardneg._persist import model_kind, save_model
 from hardneg.exceptions import HardnegError, ModelFileError
+from hardneg.hashing._registry import KIND_PREFIX, METHODS, hasher_class
 
 ROOT = Path(hardneg.__file__).parent
 
@@ -60,12 +61,11 @@ def _labelled(seed=0, n_classes=4, per=40, d=12):
 
 def _hasher(name, **kw):
     def case(tmp_path):
-        from hardneg.hashing import HASHERS
+        from hardneg.hashing._registry import METHODS, hasher_class
 
         X, y = _labelled()
-        cls = HASHERS[name]
-        model = cls(random_state=0, **kw)
-        model.fit(X, y) if name == "tsvm" else model.fit(X)
+        model = hasher_class(name)(random_state=0, **kw)
+        model.fit(X, y) if METHODS[name].labels else model.fit(X)
         return model, model.save(tmp_path / f"{name}.npz"), lambda m: m.transform(X)
 
     return case
@@ -162,15 +162,13 @@ def _codebook(tree_branching):
     return case
 
 
-# kind -> named cases; test_every_kind_has_a_round_trip keeps this in step with LOADERS
+HASHER_SETTINGS = {"tsvm": {"n_bits": 4, "n_epochs": 1, "max_iter": 2}, "pq": {"n_bits": 8, "subquantizer_bits": 4}}
+
+# kind -> named cases; test_every_kind_has_a_round_trip keeps this in step with LOADERS and the hashers' list
 CASES = {
     "hardneg.concept.CompressedConcept": {"bins": _concept(50), "exact": _concept(None)},
-    "hash-tsvm-bht": {"tsvm": _hasher("tsvm", n_bits=4, n_epochs=1, max_iter=2)},
-    "hash-lsh": {"lsh": _hasher("lsh", n_bits=16)},
-    "hash-pca-itq": {"itq": _hasher("pca-itq", n_bits=8)},
-    "hash-pca-rr": {"rr": _hasher("pca-rr", n_bits=8)},
-    "hash-sklsh": {"sklsh": _hasher("sklsh", n_bits=16)},
-    "hash-pq": {"pq": _hasher("pq", n_bits=8, subquantizer_bits=4)},
+    # every hasher in the hashers' own list, with 8 bits unless it needs other settings here
+    **{hasher_class(name)._kind: {name: _hasher(name, **HASHER_SETTINGS.get(name, {"n_bits": 8}))} for name in METHODS},
     "hardneg.Similarity": {name: _similarity(name) for name in (
         "SolisTG", "SolisDA", "SolisAFB", "SolisADA", "OasisDiagonal", "OasisFull", "TfidfCosine")},
     "esvm_encoder": {"batch": _esvm("batch"), "lda": _esvm("lda")},
@@ -183,15 +181,18 @@ CASES = {
 
 
 def test_every_kind_has_a_round_trip():
-    assert set(LOADERS) - set(CASES) == set(), "a kind hardneg.load knows has no round-trip case here"
-    assert set(CASES) - set(LOADERS) == set(), "a round-trip case for a kind hardneg.load does not know"
+    known = set(LOADERS) | {hasher_class(name)._kind for name in METHODS}
+    assert known - set(CASES) == set(), "a kind hardneg.load knows has no round-trip case here"
+    assert set(CASES) - known == set(), "a round-trip case for a kind hardneg.load does not know"
 
 
 def test_every_hasher_and_similarity_class_is_covered():
     from hardneg.hashing import HASHERS
     from hardneg.similarity._base import _REGISTRY
 
-    assert {cls._kind for cls in HASHERS.values()} <= set(LOADERS)
+    # every hasher's kind carries the prefix that hardneg.load hands to load_hasher
+    assert all(cls._kind.startswith(KIND_PREFIX) for cls in HASHERS.values())
+    assert not any(kind.startswith(KIND_PREFIX) for kind in LOADERS)
     assert set(_REGISTRY) == set(CASES["hardneg.Similarity"])
 
 

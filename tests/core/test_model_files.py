@@ -15,7 +15,8 @@ from sklearn.datasets import load_digits
 
 from _helpers import flipped_byte_copies
 from hardneg._persist import ModelFileError, load_model, save_model
-from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing, load_hasher
+from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, SKLSHHasher, load_hasher
+from hardneg.hashing._registry import METHODS, hasher_class
 from hardneg.index import HammingIndex
 
 
@@ -25,16 +26,16 @@ def digits():
     return X[:300].astype(np.float32), y[:300]
 
 
+# every hasher in the hashers' own list (16 bits), plus TSVM hashing's two embeddings with quick settings
+SETTINGS = {"tsvm-bits": ("tsvm", {"n_bits": 9, "n_epochs": 1, "max_iter": 1}),
+            "tsvm-itq": ("tsvm", {"n_bits": 8, "mode": "itq", "n_epochs": 1, "max_iter": 1})}
+HASHERS = [name for name in METHODS if name != "tsvm"] + list(SETTINGS)
+
+
 def _fit(name, X, y):
-    if name == "tsvm-bits":
-        return TSVMHashing(n_bits=9, random_state=0, n_epochs=1, max_iter=1).fit(X, y)
-    if name == "tsvm-itq":
-        return TSVMHashing(n_bits=8, mode="itq", random_state=0, n_epochs=1, max_iter=1).fit(X, y)
-    cls = {"lsh": LSHHasher, "pca-itq": PCAITQHasher, "pca-rr": PCARRHasher, "sklsh": SKLSHHasher, "pq": PQHasher}[name]
-    return cls(n_bits=16, random_state=0).fit(X)
-
-
-HASHERS = ["lsh", "pca-itq", "pca-rr", "sklsh", "pq", "tsvm-bits", "tsvm-itq"]
+    method, settings = SETTINGS.get(name, (name, {"n_bits": 16}))
+    model = hasher_class(method)(random_state=0, **settings)
+    return model.fit(X, y) if METHODS[method].labels else model.fit(X)
 
 
 @pytest.fixture(scope="module")
