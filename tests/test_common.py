@@ -26,11 +26,20 @@ import hardneg._validation as validation
 from hardneg.concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
 from hardneg.encoding import CentringEncoder, ESVMEncoder, WhiteningEncoder
 from hardneg.features import Codebook, VocabularyTree
-from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing
-from hardneg.hashing._base import MAX_BITS
+from hardneg.hashing import LSHHasher, PQHasher, SKLSHHasher, TSVMHashing
+from hardneg.hashing._registry import MAX_BITS, METHODS, hasher_class, hashers
 from hardneg.similarity import OasisDiagonal, OasisFull, SolisADA, SolisAFB, SolisDA, SolisTG, TfidfCosine
 from hardneg.svm import HIKSVC, LinearSVM, RampTSVM
 from hardneg.zeroshot import DAP, ESZSL, ZeroShotClassifier
+
+HASHER_SETTINGS = {
+    "pca-itq": {"n_bits": 2, "max_iter": 5},
+    # the default 8 bits per sub-quantizer: 256 centroids from the checks' 10-100 rows (fewer, with a warning)
+    "pq": {"n_bits": 8},
+    # hull_C=10, not the default near-hard margin (1e6): the same hull code path, but libsvm needs
+    # ~0.2 s per hull on the checks' overlapping blobs at 1e6 (20 s of the suite)
+    "tsvm": {"n_bits": 4, "n_epochs": 1, "max_iter": 1, "max_per_class": 20, "hull_C": 10.0},
+}
 
 ESTIMATORS = [
     # svm/
@@ -38,17 +47,10 @@ ESTIMATORS = [
     # liblinear's tolerance, tight enough that weighting a row by 2 and repeating it give the same solution to 1e-7
     LinearSVM(tol=1e-8, random_state=0),
     RampTSVM(n_epochs=2, max_iter=3, random_state=0),
-    # hashing/
-    LSHHasher(n_bits=8, random_state=0),
-    SKLSHHasher(n_bits=8, random_state=0),
-    # PCA hashers need n_bits <= n_features; the checks' data has 2 or more features
-    PCAITQHasher(n_bits=2, max_iter=5, random_state=0),
-    PCARRHasher(n_bits=2, random_state=0),
-    # the default 8 bits per sub-quantizer: 256 centroids from the checks' 10-100 rows (fewer, with a warning)
-    PQHasher(n_bits=8, random_state=0),
-    # hull_C=10, not the default near-hard margin (1e6): the same hull code path, but libsvm needs
-    # ~0.2 s per hull on the checks' overlapping blobs at 1e6 (20 s of the suite)
-    TSVMHashing(n_bits=4, n_epochs=1, max_iter=1, max_per_class=20, hull_C=10.0, random_state=0),
+    # hashing/: every hasher in the hashers' own list, 8 bits (2 for the PCA-based ones: the checks' data
+    # has 2 or more features) unless HASHER_SETTINGS says otherwise
+    *(hasher_class(name)(random_state=0, **HASHER_SETTINGS.get(name, {"n_bits": 2 if m.bits_at_most_dim else 8}))
+      for name, m in METHODS.items()),
     # features/
     Codebook(n_words=3, n_iter=3, random_state=0),
     VocabularyTree(branching=3, depth=2, n_iter=3, random_state=0),
@@ -215,7 +217,7 @@ def test_codebook_bounds_n_words():
 
 
 # ----------------------------------------------------------------------------- size bounds
-HASHER_CLASSES = [LSHHasher, SKLSHHasher, PCAITQHasher, PCARRHasher, PQHasher, TSVMHashing]
+HASHER_CLASSES = list(hashers().values())
 
 
 @pytest.mark.parametrize("cls", HASHER_CLASSES, ids=lambda c: c.__name__)

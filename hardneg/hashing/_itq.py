@@ -47,7 +47,7 @@ class PCAITQHasher(FaissChainHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits: int = 64, max_iter: int = 50, random_state: int | np.random.Generator | None = None):
+    def __init__(self, n_bits: int = 64, *, max_iter: int = 50, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.max_iter = max_iter
         self.random_state = random_state

@@ -39,7 +39,7 @@ class PCARRHasher(FaissChainHasher):
     _kind = "hash-pca-rr"
     _parameter_constraints = {"n_bits": [N_BITS], "random_state": RANDOM_STATE}
 
-    def __init__(self, n_bits: int = 64, random_state: int | np.random.Generator | None = None):
+    def __init__(self, n_bits: int = 64, *, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.random_state = random_state
 

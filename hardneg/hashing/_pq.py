@@ -70,7 +70,7 @@ class PQHasher(BaseHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits: int = 64, subquantizer_bits: int = 8, random_state: int | np.random.Generator | None = None):
+    def __init__(self, n_bits: int = 64, *, subquantizer_bits: int = 8, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.subquantizer_bits = subquantizer_bits
         self.random_state = random_state

@@ -45,7 +45,7 @@ class SKLSHHasher(BaseHasher):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_bits: int = 64, gamma: float | None = None, random_state: int | np.random.Generator | None = None):
+    def __init__(self, n_bits: int = 64, *, gamma: float | None = None, random_state: int | np.random.Generator | None = None):
         self.n_bits = n_bits
         self.gamma = gamma
         self.random_state = random_state

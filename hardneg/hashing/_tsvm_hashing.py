@@ -90,11 +90,8 @@ class TSVMHashing(BaseHasher):
         own random subset of m = ``round(class_subset * n_classes)`` classes
         (at least 2), as in the paper, and its hierarchy, nodes and labeled
         samples cover those classes only; 1 gives every tree all classes.
-        Default 1, a departure from the paper chosen by measurement
-        (``benchmarks/hashing_retrieval.py``, trees study,
-        ``hashing_trees.json``): with ten classes, subsets of 5 or 7 lost up
-        to 5.7 mAP points at 32 bits on MNIST 5k and gained at most 0.6
-        (Fashion-MNIST, 64 bits, 0.7), while training 1.9-3.4x faster.
+        Default 1, a departure from the paper chosen by measurement (see
+        "Parameter choices" in docs/methods/hashing.md).
     subsample : float in (0, 1]
         Fraction of each class's labeled samples a tree draws (at least one).
     n_unlabeled : int, optional
@@ -108,20 +105,13 @@ class TSVMHashing(BaseHasher):
         every candidate on the rest (the same unlabelled data), and the C with
         the best validation mAP@100 wins (an extra, not in the paper, which
         reports C per data set; it costs two more fits of up to 64 bits).
+        If a float, that C at every node.
     C_star : float, optional
         Cost of each unlabeled copy at every node. Default ``None``:
         ``C_STAR_RATIO * C_`` = C / 4, following the paper, which weights
         the unlabeled samples below the labeled ones (C = 20, C* = 5 for
-        Fisher vectors; C = 10, C* = 2 for CNN features). Until issue 28 the
-        default was :class:`hardneg.svm.RampTSVM`'s ``C * min(1, |L| / |U|)``,
-        which is C itself here (a node draws as many unlabeled samples as
-        labeled ones). ``benchmarks/hashing_retrieval.py --quick --c-star-ratio``
-        measured both (``hashing_retrieval_quick_cstar1.json`` vs
-        ``_cstar0.25.json``): C / 4 vs C gave mAP@500 74.0 vs 73.4 (32 bits)
-        and 79.1 vs 78.5 (64) on MNIST 5k, 72.7 vs 72.7 and 74.7 vs 74.5 on
-        Fashion-MNIST, 77.3 vs 77.0 under 20 % flipped labels (C = 1), and
-        78.8 vs 79.4 in the unlabeled study (MNIST, C = 1): a wash within
-        about half a point, so the paper's setting is the default.
+        Fisher vectors; C = 10, C* = 2 for CNN features). If a float, that C*
+        at every node.
     s, loss, n_epochs, max_iter, sgd_tol
         Passed to :class:`hardneg.svm.RampTSVM` at every node, which solves
         each CCCP iteration's convex problem by dual coordinate descent
@@ -132,10 +122,8 @@ class TSVMHashing(BaseHasher):
         The RTSVM balancing constraint ([Cevikalp17] Eq. (6)) at every node. Off by
         default, a departure from the paper: a node's unlabeled samples are
         drawn from the whole pool, so their mean output need not equal the
-        mean label of the node's two class groups. Forcing it costs 5.5 mAP
-        points on MNIST 5k (76.3 vs 81.8 with it off, 64 bits, C = 1) and 0.9
-        on Fashion-MNIST (73.6 vs 74.5) (``benchmarks/hashing_retrieval.py``,
-        unlabeled study, ``hashing_retrieval.json``).
+        mean label of the node's two class groups (measured in "Parameter
+        choices", docs/methods/hashing.md).
     hull_method : {"svm", "qp"}
         Convex-hull distance for the hierarchy ([Cevikalp17] Eq. (9)).
     hull_C : float
@@ -207,7 +195,7 @@ class TSVMHashing(BaseHasher):
         return tags
 
     def __init__(
-        self, n_bits: int = 64, mode: str = "bits", n_trees: int | None = None, class_subset: float = CLASS_SUBSET,
+        self, n_bits: int = 64, *, mode: str = "bits", n_trees: int | None = None, class_subset: float = CLASS_SUBSET,
         subsample: float = 0.5, n_unlabeled: int | None = None, C: float | str = "auto", C_star: float | None = None,
         s: float = -0.2, loss: str = "ramp", balance: bool = False, n_epochs: int = SGD_MAX_EPOCHS, max_iter: int = 10,
         hull_method: str = "svm", hull_C: float = 1e6, max_per_class: int = 200, normalize: bool = True,

@@ -120,7 +120,7 @@ class HammingIndex:
     ('img0', 0, 2)
     """
 
-    def __init__(self, n_bits: int, meta: dict | None = None, *, nlist: int | None = None, nprobe: int = 16):
+    def __init__(self, n_bits: int, *, meta: dict | None = None, nlist: int | None = None, nprobe: int = 16):
         self.n_bits = check_positive_int(n_bits, "n_bits")
         self.n_bytes = (self.n_bits + 7) // 8
         self.meta = dict(meta or {})
@@ -308,7 +308,7 @@ class HammingIndex:
             The approximate copy (this index is unchanged).
         """
         nlist = check_positive_int(nlist, "nlist")  # as HammingIndex() checks it (n_bits is valid)
-        out = HammingIndex(self.n_bits, self.meta, nlist=nlist, nprobe=nprobe)
+        out = HammingIndex(self.n_bits, meta=self.meta, nlist=nlist, nprobe=nprobe)
         if len(self) < nlist:
             raise ValueError(f"nlist={nlist}: the index holds only {len(self)} codes")
         codes = self.codes()
@@ -389,7 +389,7 @@ class HammingIndex:
             raise ModelFileError(f"{path}: {exc}") from None
         ivf = meta.get("ivf")
         if ivf is None:
-            out = cls(n_bits, meta.get("meta"))
+            out = cls(n_bits, meta=meta.get("meta"))
             expected = (
                 isinstance(index, faiss.IndexBinaryFlat)
                 and index.xb.size() == ntotal * out.n_bytes  # type: ignore[attr-defined]  # missing from faiss 1.15's stub
@@ -398,7 +398,7 @@ class HammingIndex:
             ivf = ivf if isinstance(ivf, dict) else {}
             nlist = _sidecar_int(path, ivf, "nlist", 1, label="ivf nlist")
             nprobe = _sidecar_int(path, ivf, "nprobe", 1, label="ivf nprobe")
-            out = cls(n_bits, meta.get("meta"), nlist=nlist, nprobe=nprobe)
+            out = cls(n_bits, meta=meta.get("meta"), nlist=nlist, nprobe=nprobe)
             expected = (
                 isinstance(index, faiss.IndexBinaryIVF) and index.nlist == nlist and index.is_trained
                 and index.quantizer.ntotal == nlist
@@ -491,7 +491,7 @@ class HammingIndex:
             raise ValueError(f"{st.path} has {st.dim}-d features but the hasher expects {h.n_features_in_}")
         block_rows = check_positive_int(chunk_rows, "chunk_rows")
         n_bits = int(h.n_bits_)
-        index = cls(n_bits, {"hasher": type(h).__name__, "hasher_fingerprint": h.fingerprint(),
+        index = cls(n_bits, meta={"hasher": type(h).__name__, "hasher_fingerprint": h.fingerprint(),
                              "store": str(getattr(st, "path", ""))}, nlist=nlist, nprobe=nprobe)
         ids = st.ids()
         if index.nlist is not None:  # index.approximate

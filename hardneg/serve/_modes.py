@@ -250,7 +250,7 @@ class HammingMode(SearchMode):
                 if self._exact is None:
                     from hardneg.index import HammingIndex
 
-                    flat = HammingIndex(self.index.n_bits, self.index.meta)
+                    flat = HammingIndex(self.index.n_bits, meta=self.index.meta)
                     flat.add(self.index.codes(), self.index.ids)
                     self._exact = flat
         return self._exact

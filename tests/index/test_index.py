@@ -205,7 +205,7 @@ def test_to_approximate_and_cli_nlist(tmp_path):
     from hardneg.store import FeatureStore
 
     db = _clustered_codes(5, 1500)
-    exact = HammingIndex(64, {"note": "x"})
+    exact = HammingIndex(64, meta={"note": "x"})
     exact.add(db, ids=[f"i{j}" for j in range(1500)])
     ivf = exact.to_approximate(8, nprobe=8)
     assert ivf.approximate and ivf.meta == {"note": "x"} and len(ivf) == 1500
