@@ -18,7 +18,7 @@ codes into ``nlist`` lists by binary k-means (trained on the first codes
 added, or on :meth:`HammingIndex.train`'s sample) and a query scans only the
 ``nprobe`` lists nearest to it; distances are still exact Hamming distances,
 but a true neighbour in an unprobed list is missed. Recall@100 against the
-exhaustive scan and the speed-up are measured in ``benchmarks/hamming_ann.py``.
+exhaustive scan and the speed-up: docs/methods/hashing.md.
 """
 
 from __future__ import annotations
