@@ -167,7 +167,7 @@ def check_output_file(path: str, option: str | None = None, *, sidecars: tuple[s
 
 
 def _check_not_an_input(target: Path, option: str | None, inputs) -> None:
-    from hardneg.store._feature_store import writes_into_input
+    from hardneg.store._folder import writes_into_input
 
     for source in inputs:
         if writes_into_input(target, source):
@@ -407,7 +407,7 @@ def item_info(store, rows) -> list[dict]:
 
     Paths are resolved to files that open from any working directory.
     """
-    from ..features._images import resolve_stored_path
+    from ..store._items import resolve_stored_path
 
     rows = [int(r) for r in rows]
     items = store.items

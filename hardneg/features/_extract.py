@@ -423,9 +423,10 @@ def folder_tags(ids: Sequence[str], levels: int | None = None) -> list[list[str]
 
 def _set_attrs(store, **updates) -> None:
     # FeatureStore has no attrs setter; this is the atomic meta.json commit its appends and item edits use.
-    meta = dict(store._meta)
+    writer = store._require_writable()
+    meta = dict(writer.meta)
     meta["attrs"] = {**meta.get("attrs", {}), **updates}
-    store._commit_meta(meta)
+    writer.commit(meta)
 
 
 class _Extraction:
