@@ -508,7 +508,7 @@ class _Extraction:
     def _fit(self, n_fit_images, random_state) -> None:
         rng = check_random_state(random_state)
         n = min(check_positive_int(n_fit_images, "n_fit_images"), len(self.items))
-        # status lines in the CLI (hardneg.cli._common.task_progress shows "hardneg.status" records),
+        # status lines in the CLI (hardneg.cli._console.task_progress shows "hardneg.status" records),
         # from the first second: reading and describing the sample is most of the time
         say = _Every(STATUS_SECONDS, logging.getLogger("hardneg.status").info)
         say("learning the codebook from %s images (before the first batch)", f"{n:,}", force=True)
