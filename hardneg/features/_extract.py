@@ -790,8 +790,8 @@ def extract_to_store(
     decode_threads : int, optional
         Threads that decode (and, for a CNN, resize) the images, the next
         batch while the extractor runs on this one. None: the CPU count (at
-        most 8); 0: one image after the other in this thread, full size
-        (the reference path, for benchmarks).
+        most 8); 0: no decoding threads, one image after the other in this
+        thread, each decoded full size (the least memory, the slowest).
     runner : Runner, optional
         Where to run: this process (default), or a :class:`~hardneg.distributed.DaskRunner`,
         whose workers read and transform the batches after the one that creates the store,
