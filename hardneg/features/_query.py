@@ -106,7 +106,7 @@ class QueryFeatures:
 
     def transform(self, images) -> np.ndarray:
         """Feature rows of ``images`` (RGB ``uint8`` arrays), dense float32 of shape (n, dim)."""
-        if self.kind == "pixels":
+        if self.scale is not None:  # kind "pixels"
             from PIL import Image
 
             side = int(round(np.sqrt(self.store.dim)))
