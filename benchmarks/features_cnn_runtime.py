@@ -133,6 +133,12 @@ def main():
     from hardneg.features._images import ImageItem, ImageReadError, fit_square, read_image, read_image_square
     from hardneg.store import FeatureStore
 
+    class SpinningLite0(EfficientNetLite0):
+        """ONNX Runtime's intra-op threads spin-wait for work: the comparison row (the library never spins)."""
+
+        def _session_config(self):
+            return {**super()._session_config(), "session.intra_op.allow_spinning": "1"}
+
     torch.set_num_threads(args.threads)
     picked = sample(openclipart_files(), args.n)
     huge = [f for f in picked if not f.endswith(BOMB) and pixels(f) > 50e6]  # Pillow's guard refuses > 179 Mpx
@@ -148,9 +154,7 @@ def main():
     images = [np.asarray(fit_square(Image.fromarray(im), 224, "stretch")) for im in full]  # network-ready
 
     def make(runtime, threads=args.threads, spinning=False):
-        ext = EfficientNetLite0(resize="stretch", num_threads=threads, runtime=runtime)
-        ext._ort_spinning = spinning
-        return ext
+        return (SpinningLite0 if spinning else EfficientNetLite0)(resize="stretch", num_threads=threads, runtime=runtime)
 
     torch_ext, onnx_ext = make("torch"), make("onnx")
     t = time.perf_counter()

@@ -49,7 +49,7 @@ def build(folder: Path, n: int, dim: int, batch: int = 50_000) -> tuple[Path, Pa
 
 
 def block_rows(dim: int) -> int:
-    from hardneg.store._feature_store import DEFAULT_CHUNK_BYTES
+    from hardneg.store._writer import DEFAULT_CHUNK_BYTES
 
     return max(1024, DEFAULT_CHUNK_BYTES // (4 * dim))
 
@@ -64,14 +64,14 @@ def scan_store(path) -> np.ndarray:
 
 def scan_store_unchecked(path) -> np.ndarray:
     """The store scan without the per-block NaN/infinity check: what the check costs."""
-    from hardneg.store import _feature_store
+    from hardneg.store import _chunks
 
-    checked = _feature_store.all_finite
-    _feature_store.all_finite = lambda block: True
+    checked = _chunks.all_finite
+    _chunks.all_finite = lambda block: True
     try:
         return scan_store(path)
     finally:
-        _feature_store.all_finite = checked
+        _chunks.all_finite = checked
 
 
 def scan_memmap(path) -> np.ndarray:

@@ -12,13 +12,18 @@ from .concept import _DEFAULT_T  # = hardneg.concept.DEFAULT_N_ITER, shared by C
 _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); required when --host is not loopback."
 
 
-def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, workers: int,
-         max_upload_mb: float, iterations: int, nprobe: int | None = None, batch_window_ms: float = 1.0,
-         max_batch: int = 64, batch_workers: int = 2, allowed_hosts: list[str] | None = None,
+_THREADS, _MAX_UPLOAD_MB = 2, 8.0  # the defaults of --threads and --max-upload-mb (serve-demo uses them too)
+
+
+def _run(store: str, host: str, port: int, token: str | None, models_dir: str | None, *, workers: int = _THREADS,
+         max_upload_mb: float = _MAX_UPLOAD_MB, iterations: int = _DEFAULT_T, nprobe: int | None = None,
+         batch_window_ms: float = 1.0, max_batch: int = 64, batch_workers: int = 2, allowed_hosts: list[str] | None = None,
          mode_files: dict | None = None) -> None:
+    """Check what the service needs, build its settings once (:func:`hardneg.serve.create_app`), run it."""
     import uvicorn
 
     from ..serve import create_app
+    from ..serve._state import default_models_dir
 
     if not Path(store).is_dir():
         raise CLIError(f"{store}: no such FeatureStore folder")
@@ -26,15 +31,15 @@ def _run(store: str, host: str, port: int, token: str | None, models_dir: str | 
     for key, path in mode_files.items():
         if not Path(path).is_file():
             raise CLIError(f"--{key.replace('_', '-')} {path}: no such file")
+    folder = Path(models_dir) if models_dir else default_models_dir(store)  # the one place it is worked out
     if ("hasher" in mode_files) != ("index" in mode_files):
         given, other, name = (("--hasher", "--index", "hamming.index") if "hasher" in mode_files
                               else ("--index", "--hasher", "hasher.npz"))
-        folder = Path(models_dir) if models_dir else Path(store).resolve().with_name(Path(store).resolve().name + ".models")
         if not (folder / name).is_file():
             raise CLIError(f"{given}: Hamming mode needs a hasher and an index; give {other} too (the models folder "
                            f"has no {name})")
     try:
-        app = create_app(store, models_dir=models_dir, token=token or None, host=host, workers=workers,
+        app = create_app(store, models_dir=folder, token=token or None, host=host, workers=workers,
                          max_upload_bytes=int(max_upload_mb * 2**20), concept_iterations=iterations,
                          nprobe=nprobe, batch_window_ms=batch_window_ms, max_batch=max_batch,
                          batch_workers=batch_workers, allowed_hosts=allowed_hosts or None,
@@ -52,8 +57,8 @@ def serve(
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
     token: str | None = typer.Option(None, "--token", envvar="HARDNEG_TOKEN", help=_TOKEN_HELP),
     models_dir: str | None = typer.Option(None, "--models", help="Models folder (default <STORE>.models beside the store)."),
-    threads: int = typer.Option(2, "--threads", min=1, max=32, help="Threads for training jobs."),
-    max_upload_mb: float = typer.Option(8.0, "--max-upload-mb", min=0.01, max=1024, help="Largest accepted image upload."),
+    threads: int = typer.Option(_THREADS, "--threads", min=1, max=32, help="Threads for training jobs."),
+    max_upload_mb: float = typer.Option(_MAX_UPLOAD_MB, "--max-upload-mb", min=0.01, max=1024, help="Largest accepted image upload."),
     iterations: int = typer.Option(_DEFAULT_T, "--iterations", "-T", min=1, max=100,
                                    help="Negative Bootstrap iterations T per concept (as `concept train`)."),
     nprobe: int | None = typer.Option(None, "--nprobe", min=1, help="Approximate Hamming index (hardneg hash index "
@@ -88,9 +93,9 @@ def serve(
                or --similarity-index FILE
     Saved concept models: <models>/concepts/<name>.npz.
     """
-    _run(store, host, port, token, models_dir, threads, max_upload_mb, iterations, nprobe, batch_window_ms, max_batch,
-         batch_workers, allowed_hosts, {"hasher": hasher, "index": index, "similarity_index": similarity_index})
-
+    _run(store, host, port, token, models_dir, workers=threads, max_upload_mb=max_upload_mb, iterations=iterations,
+         nprobe=nprobe, batch_window_ms=batch_window_ms, max_batch=max_batch, batch_workers=batch_workers,
+         allowed_hosts=allowed_hosts, mode_files={"hasher": hasher, "index": index, "similarity_index": similarity_index})
 
 
 def serve_demo(
@@ -108,4 +113,4 @@ def serve_demo(
         raise CLIError(f"--dataset: expected one of {', '.join(DEMO_DATASETS)}, got {dataset!r}")
     with console.status("building the demo store and its TSVM Hamming index"):
         store, _ = build_demo_store(out, dataset=dataset, limit=limit)
-    _run(str(store), host, port, token, None, 2, 8.0, _DEFAULT_T)
+    _run(str(store), host, port, token, None)

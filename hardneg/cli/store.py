@@ -51,7 +51,7 @@ def _fast_info(path: str):
     if protocol is not None:
         if protocol not in LOCAL_PROTOCOLS:
             return None, None, None
-        from ..store._feature_store import local_store_path  # file:// URLs are rare: parse them as the store does
+        from ..store._folder import local_store_path  # file:// URLs are rare: parse them as the store does
 
         folder = local_store_path(path)
     else:

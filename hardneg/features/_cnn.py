@@ -582,7 +582,14 @@ class EfficientNetLite0(TorchExtractor):
                 os.unlink(tmp)
         logger.info("exported EfficientNet-Lite0 to %s", path)
 
-    _ort_spinning = False  # ONNX Runtime's intra-op spin-wait (a benchmark switch, not a setting)
+    def _session_config(self) -> dict[str, str]:
+        """ONNX Runtime session config entries (``SessionOptions.add_session_config_entry``).
+
+        Spinning workers wait for work by burning a core: on a shared machine that slows
+        every other process, and in extraction it takes the cores the decoding threads
+        need, so intra-op threads do not spin.
+        """
+        return {"session.intra_op.allow_spinning": "0"}
 
     def _make_session(self, path):
         ort = _import_onnxruntime()
@@ -593,10 +600,8 @@ class EfficientNetLite0(TorchExtractor):
         so.inter_op_num_threads = 1
         if self.num_threads is not None:
             so.intra_op_num_threads = int(self.num_threads)
-        # Spinning workers wait for work by burning a core: on a shared machine that slows
-        # every other process, and in extraction it takes the cores the decoding threads
-        # need (benchmarks/features_cnn_runtime.py measures both settings).
-        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._ort_spinning else "0")
+        for key, value in self._session_config().items():
+            so.add_session_config_entry(key, value)
         return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
     def _onnx_session(self):

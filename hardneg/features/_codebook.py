@@ -205,7 +205,7 @@ class Codebook(BaseEstimator):
         return self
 
     def _fit_tree(self, X, b: int, seed, sets, n_images) -> Codebook:
-        tree = VocabularyTree(b, tree_depth(int(self.n_words), b), n_iter=int(self.n_iter), random_state=seed).fit(X)
+        tree = VocabularyTree(b, depth=tree_depth(int(self.n_words), b), n_iter=int(self.n_iter), random_state=seed).fit(X)
         self.tree_, self.centroids_, self._index = tree, np.ascontiguousarray(tree.words_), None
         df = np.zeros(int(self.n_words), np.int64)
         for s in sets or ():

@@ -423,9 +423,10 @@ def folder_tags(ids: Sequence[str], levels: int | None = None) -> list[list[str]
 
 def _set_attrs(store, **updates) -> None:
     # FeatureStore has no attrs setter; this is the atomic meta.json commit its appends and item edits use.
-    meta = dict(store._meta)
+    writer = store._require_writable()
+    meta = dict(writer.meta)
     meta["attrs"] = {**meta.get("attrs", {}), **updates}
-    store._commit_meta(meta)
+    writer.commit(meta)
 
 
 class _Extraction:
@@ -507,7 +508,7 @@ class _Extraction:
     def _fit(self, n_fit_images, random_state) -> None:
         rng = check_random_state(random_state)
         n = min(check_positive_int(n_fit_images, "n_fit_images"), len(self.items))
-        # status lines in the CLI (hardneg.cli._common.task_progress shows "hardneg.status" records),
+        # status lines in the CLI (hardneg.cli._console.task_progress shows "hardneg.status" records),
         # from the first second: reading and describing the sample is most of the time
         say = _Every(STATUS_SECONDS, logging.getLogger("hardneg.status").info)
         say("learning the codebook from %s images (before the first batch)", f"{n:,}", force=True)
@@ -789,8 +790,8 @@ def extract_to_store(
     decode_threads : int, optional
         Threads that decode (and, for a CNN, resize) the images, the next
         batch while the extractor runs on this one. None: the CPU count (at
-        most 8); 0: one image after the other in this thread, full size
-        (the reference path, for benchmarks).
+        most 8); 0: no decoding threads, one image after the other in this
+        thread, each decoded full size (the least memory, the slowest).
     runner : Runner, optional
         Where to run: this process (default), or a :class:`~hardneg.distributed.DaskRunner`,
         whose workers read and transform the batches after the one that creates the store,

@@ -119,7 +119,7 @@ class VocabularyTree(BaseEstimator):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, branching: int = 10, depth: int = 3, *, n_iter: int = 10, random_state: RandomState = None):
+    def __init__(self, branching: int = 10, *, depth: int = 3, n_iter: int = 10, random_state: RandomState = None):
         self.branching = branching
         self.depth = depth
         self.n_iter = n_iter

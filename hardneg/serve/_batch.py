@@ -83,8 +83,6 @@ class MicroBatcher:
         self._full: asyncio.Event | None = None  # set when max_batch queries wait: the window ends early
         self._closed = False
         self._lock = threading.Lock()
-        self.batches = 0  # calls of run (for the benchmark and the tests)
-        self.queries = 0
 
     # ------------------------------------------------------------------ public
     async def submit(self, key: Hashable, payload):
@@ -216,7 +214,6 @@ class MicroBatcher:
         for i, (key, *_rest) in enumerate(batch):
             groups.setdefault(key, []).append(i)
         outcomes: list = [None] * len(batch)
-        calls = 0
         start = time.perf_counter()
         for key, idx in groups.items():
             t = time.perf_counter()
@@ -224,7 +221,6 @@ class MicroBatcher:
                 results = self.run(key, [batch[i][1] for i in idx])
                 if len(results) != len(idx):
                     raise RuntimeError(f"{self.name}: {len(results)} results for {len(idx)} queries")
-                calls += 1
             except Exception as exc:  # noqa: BLE001 - retried one by one below, so only the culprit fails
                 if len(idx) == 1:
                     results = [exc]
@@ -232,13 +228,9 @@ class MicroBatcher:
                     logger.warning("%s: a batch of %d failed (%s); retrying its queries one by one", self.name,
                                    len(idx), exc)
                     results = [self._run_one(key, batch[i][1]) for i in idx]
-                calls += len(results)
             elapsed = time.perf_counter() - t
             for i, r in zip(idx, results):
                 outcomes[i] = (r, {"batch_size": float(len(idx)), "queue_s": start - batch[i][3], "batch_s": elapsed})
-        with self._lock:  # the worker threads share the counters
-            self.batches += calls
-            self.queries += len(batch)
         return outcomes
 
     def _run_one(self, key, payload):

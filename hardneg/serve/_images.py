@@ -27,11 +27,12 @@ from hardneg._imaging import (
     open_image,
 )
 from hardneg.features._images import rgb_image
+from hardneg.features._query import QueryFeatures, pixel_scale
 from hardneg.store._items import resolve_stored_path
 
 from ._errors import ServeError
 
-__all__ = ["DECODE_SLOTS", "ImageQuery", "Thumbnails", "decode_slot", "decode_upload", "pixel_scale"]
+__all__ = ["DECODE_SLOTS", "ImageQuery", "Thumbnails", "decode_slot", "decode_upload", "pixel_scale"]  # pixel_scale: from features._query
 
 # Image decodes running at once in this process (uploads and thumbnails): a decode holds
 # up to ~4 bytes per declared pixel, so this bounds the service's decoding memory.
@@ -49,19 +50,6 @@ def decode_slot(what: str = "image"):
         yield
     finally:
         _decode_slots.release()
-
-# Built-in data sets whose store rows are the image's pixels: value range of a pixel.
-PIXEL_DATASETS = {"digits": 16.0, "mnist": 255.0, "mnist5k": 255.0, "fashion-mnist": 255.0, "faces": 1.0}
-
-
-def pixel_scale(store) -> float | None:
-    """Largest pixel value when the store's rows are raw square grey images, else None."""
-    attrs = store.attrs
-    if attrs.get("extractor") is not None or attrs.get("dataset") not in PIXEL_DATASETS:
-        return None
-    side = int(round(np.sqrt(store.dim)))
-    return PIXEL_DATASETS[attrs["dataset"]] if side * side == store.dim and not store.is_sparse else None
-
 
 def decode_upload(data: bytes, max_pixels: int, target_size: int | None = None):
     """Decode image bytes to an RGB uint8 array; ServeError 413/422 when refused.
@@ -94,69 +82,28 @@ def _reason(exc: ImageReadError) -> str:
     return msg[len("cannot decode ("):-1] if msg.startswith("cannot decode (") and msg.endswith(")") else msg
 
 
-class ImageQuery:
-    """Turn an RGB image into a feature vector the way the store's rows were made."""
+class ImageQuery(QueryFeatures):
+    """An uploaded RGB image -> its feature vector, made the way the store's rows were
+    (:class:`hardneg.features._query.QueryFeatures`, shared with the CLI's ``--query-image``),
+    with the service's answers: 422 when the store cannot take image queries, 503 when its
+    extractor cannot be loaded here. One extractor, built once, with one thread."""
 
     def __init__(self, store):
-        self.store = store
-        self.kind, self.reason = None, None
-        self._extractor = None
-        self._lock = threading.Lock()
-        self.scale = pixel_scale(store)
-        cfg = store.attrs.get("extractor")
-        if self.scale is not None:
-            self.kind = "pixels"
-        elif isinstance(cfg, dict) and cfg.get("extractor") in ("cnn", "bow"):
-            self.kind = cfg["extractor"]
-        else:
-            self.reason = ("the store records no extractor settings (attrs['extractor']) and is not a built-in "
-                           "pixel data set, so an uploaded image cannot be turned into its features; "
-                           "query by a stored item instead")
+        super().__init__(store, num_threads=1)
+        self.reason = None if self.available else (
+            "the store records no extractor settings (attrs['extractor']) and is not a built-in "
+            "pixel data set, so an uploaded image cannot be turned into its features; "
+            "query by a stored item instead")
 
-    @property
-    def available(self) -> bool:
-        return self.kind is not None
-
-    @property
-    def target_size(self) -> int | None:
-        """The side the extractor resizes an image to (None: it uses the full image)."""
-        if self.kind == "pixels":
-            return round(self.store.dim ** 0.5)
-        cfg = self.store.attrs.get("extractor")
-        if not isinstance(cfg, dict):
-            return None
-        if self.kind == "cnn":
-            size = cfg.get("input_size")
-        else:
-            d = cfg.get("descriptor")
-            if not isinstance(d, dict):
-                d = {}
-            size = d.get("resize_to") or d.get("max_side")
-        return int(size) if isinstance(size, (int, float)) and size >= 1 else None
-
-    def _build(self):
-        from hardneg.features._extract import extractor_from_store
-
-        return extractor_from_store(self.store, num_threads=1)
-
-    def transform(self, rgb: np.ndarray) -> np.ndarray:
+    def transform(self, rgb: np.ndarray) -> np.ndarray:  # type: ignore[override]
         if not self.available:
             raise ServeError(422, f"upload: {self.reason}")
-        if self.kind == "pixels":
-            from PIL import Image
-
-            side = int(round(np.sqrt(self.store.dim)))
-            grey = Image.fromarray(rgb).convert("L").resize((side, side), Image.Resampling.BILINEAR)
-            return (np.asarray(grey, np.float32) / 255.0 * self.scale).ravel()
-        with self._lock:  # one extractor, built once; torch / OpenCV models are not re-entrant
-            if self._extractor is None:
-                try:
-                    self._extractor = self._build()
-                except Exception as exc:  # noqa: BLE001 - missing weights, missing codebook, ...
-                    raise ServeError(503, f"upload: the store's extractor ({self.kind}) cannot be loaded here: {exc}") from None
-            X = self._extractor.transform([rgb])
-        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-        return np.asarray(X[0], np.float32)
+        if self.kind != "pixels":
+            try:
+                self.load()
+            except Exception as exc:  # noqa: BLE001 - missing weights, missing codebook, ...
+                raise ServeError(503, f"upload: the store's extractor ({self.kind}) cannot be loaded here: {exc}") from None
+        return super().transform([rgb])[0]
 
 
 class Thumbnails:

@@ -151,7 +151,7 @@ class ServeState:
         # the first upload does not wait for it (/api/info says when it is ready).
         self.extractor_error: str | None = None
         self._extractor_ready = threading.Event()
-        if self.image_query.kind in ("cnn", "bow"):
+        if self.image_query.kind not in (None, "pixels"):
             threading.Thread(target=self._load_extractor, name="hardneg-extractor", daemon=True).start()
         else:
             self._extractor_ready.set()

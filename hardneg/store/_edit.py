@@ -3,10 +3,10 @@
 :func:`remove_items` / :func:`rebuild_store` rewrite a whole store beside the
 old one and swap it in (see :func:`rebuild_store`); :func:`relocate_images`
 rewrites the image paths of the item table. Edits of tags, labels and
-splits (:func:`edit_items`, :func:`replace_items`, :func:`store_summary`,
-:func:`next_part_name`) live in ``hardneg.store._item_table``, below
-``FeatureStore``, and are re-exported here; the commit protocol is
-described there.
+splits (:func:`edit_items`, :func:`replace_items`, :func:`store_summary`)
+live in ``hardneg.store._item_table``, below ``FeatureStore``, and
+:func:`next_part_name` in ``hardneg.store._writer``; they are re-exported
+here, and the commit protocol is described there.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import pyarrow as pa
 
 from .._atomic import atomic_path
 from ..exceptions import StoreDamagedError
-from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, clear_stale_builds, local_store_path
-from ._item_table import _row_index, edit_items, next_part_name, replace_items, store_summary
+from ._feature_store import FeatureStore
+from ._folder import check_replaceable, clear_stale_builds, local_store_path, remove_replaced
+from ._item_table import _row_index, edit_items, replace_items, store_summary
+from ._writer import next_part_name
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
         n_removed = int((~keep).sum())
         if n_removed == 0:
             return 0
-        _check_replaceable(path, "rewrite")  # the old copy is deleted after the swap: never with the user's files in it
+        check_replaceable(path, "rewrite")  # the old copy is deleted after the swap: never with the user's files in it
         # Reads check only what is cheap; a rewrite gives every copied chunk a fresh checksum, so damage it
         # copied would pass `store verify` for good. Check every chunk and part first (issue 39).
         report = store.verify()
@@ -147,9 +149,9 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
                         part.write_bytes(codebook.read_bytes())
                 tmp = swap_in(tmp, path)  # the new store's lock held until it is in place
         except BaseException:
-            _remove_replaced(tmp)
+            remove_replaced(tmp)
             raise
-    _remove_replaced(tmp)  # now the old store
+    remove_replaced(tmp)  # now the old store
     logger.info("%s: %d rows removed, %d kept", path, n_removed, table.num_rows)
     return n_removed
 

@@ -64,351 +64,47 @@ append never blesses damage. Stores written before checksums existed open
 and read as before; they gain no checksums, and ``verify`` says so (it still
 checks presence, sizes and values). One difference: Zarr did not write
 chunks that were all zeros for them, and such a chunk now reads as missing.
+
+Where the code lives. This module is the read API (:class:`FeatureStore`);
+the chunk reads and their checks are :mod:`hardneg.store._chunks` (one
+reader interface, local or remote), the writer (create, lock, append,
+commit) is :mod:`hardneg.store._writer`, and what a store folder may hold
+and how one is replaced is :mod:`hardneg.store._folder`.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import numbers
 import os
-import re
-import shutil
-import tempfile
-import uuid
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._atomic import atomic_path
 from .._typing import ArrayLike, RandomState
 from .._validation import check_matrix, check_positive_int, check_random_state, issparse
+from ._chunks import ChunkReader, StoreArray, chunk_reader, csr, finite_block
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
-from ._finite import all_finite
-from ._item_table import edit_items, next_part_name, store_summary, summarize_items
-from ._items import check_label, control_character, per_row, tag_list
-from ._meta import ARRAY_TYPES, CHECKSUM_ALGORITHM, FORMAT_VERSION, META, check_layouts, first_line, load_meta
-from ._remote import LOCAL_PROTOCOLS, RemoteFolder, RemoteReadError, remote_timeout, url_protocol
-from ._summary import SUMMARY, make_summary, merge_summaries
-from ._verify import VerifyReport, extend_checksums, n_chunks, verify_store
+from ._folder import check_output_not_input, local_store_path, store_location, writes_into_input
+from ._item_table import edit_items, store_summary, summarize_items
+from ._items import ITEM_SCHEMA, make_items
+from ._meta import FORMAT_VERSION, META, first_line, load_meta
+from ._remote import RemoteFolder, url_protocol
+from ._summary import SUMMARY, merge_summaries
+from ._verify import VerifyReport, n_chunks, verify_store
+from ._writer import DEFAULT_CHUNK_BYTES, StoreWriter, create_store, take_lock
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
-logger = logging.getLogger(__name__)
-
-DEFAULT_CHUNK_BYTES = 16 * 2**20  # ~16 MiB of float32 per Zarr chunk: large sequential reads
-_SPARSE_NNZ_CHUNK = 4 * 2**20
-_SPARSE_INDPTR_CHUNK = 1 << 20
-# Zarr's LocalStore writes a chunk to "<name>.<uuid4 hex>.partial", then renames it.
-_ZARR_TEMP = re.compile(r"\.[0-9a-f]{32}\.partial$")
-
-ITEM_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("path", pa.string()),
-        ("tags", pa.list_(pa.string())),
-        ("label", pa.int64()),
-        ("labels", pa.list_(pa.int64())),
-        ("split", pa.string()),
-    ]
-)
-
-
-@dataclass(frozen=True)
-class _Array:
-    """One Zarr array of the store, as files: chunk ``c`` is ``vectors/<name>/c/<c>[/0]``."""
-
-    name: str
-    dtype: np.dtype
-    width: int  # values per row along axis 0 (dim for X, 1 for the CSR arrays)
-    chunk_len: int  # rows per chunk
-    length: int  # rows in zarr.json when opened (may exceed the committed rows)
-
-    @property
-    def row_bytes(self) -> int:
-        return self.width * self.dtype.itemsize
-
-    @property
-    def chunk_bytes(self) -> int:
-        return self.chunk_len * self.row_bytes
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.chunk_len, self.width) if self.name == "X" else (self.chunk_len,)
-
-    def key(self, c: int) -> str:
-        return f"vectors/{self.name}/c/{c}/0" if self.name == "X" else f"vectors/{self.name}/c/{c}"
-
-
-def local_store_path(path) -> Path:
-    """The local folder of a store given as a path or a ``file://`` URL (for writing).
-
-    ``file://`` (and ``local://``) URLs name a local or shared-filesystem
-    folder (NFS, a mounted bucket): what every worker of a cluster can open
-    by the same name. Object-store URLs (``s3://``, ``gs://``, ...) are
-    refused here with a clear error: a store is written by atomic renames,
-    which an object store lacks. They can be opened read-only, see
-    :func:`store_location`.
-    """
-    protocol = url_protocol(path)
-    if protocol is not None:
-        if protocol not in LOCAL_PROTOCOLS:
-            raise ValueError(
-                f"{path}: a store is written to a local or shared-filesystem folder (a path or a file:// URL), "
-                f"not to {protocol}:// (no atomic rename there); write it locally and upload it, or mount the bucket"
-            )
-        from fsspec.utils import infer_storage_options
-
-        return Path(infer_storage_options(path)["path"])
-    return Path(path)
-
-
-def store_location(path, timeout: float | None = None) -> Path | RemoteFolder:
-    """Where a store is read from: a local folder, or a :class:`RemoteFolder`
-    for an object-store URL (any fsspec protocol with its backend installed),
-    whose requests time out after ``timeout`` seconds (see :func:`remote_timeout`)."""
-    protocol = url_protocol(path)
-    if protocol is not None and protocol not in LOCAL_PROTOCOLS:
-        return RemoteFolder.from_url(path, timeout=timeout)
-    if timeout is not None:
-        remote_timeout(timeout)  # checked, unused: local reads do not time out
-    return local_store_path(path)
-
-
-def _csr(*args, **kwargs):
-    """``scipy.sparse.csr_matrix``: SciPy is imported for sparse stores only (it costs a start ~0.3 s)."""
-    import scipy.sparse as sp
-
-    return sp.csr_matrix(*args, **kwargs)
-
-
-def _finite_block(block: np.ndarray, where: str) -> np.ndarray:
-    if not all_finite(block):
-        raise StoreDamagedError(where, "vectors/X", "is damaged: a block holds NaN or infinity, which the store never writes")
-    return block
-
-
-def _meta_text(meta: dict) -> str:
-    """``meta.json``'s text: indented for people, but the item summary (up to thousands of
-    ``[value, count]`` pairs) compact on its last line, since json's indenting encoder is pure
-    Python (~20 ms an append for 5,000 tags, benchmarks/store_append_summary.py) and the compact one C."""
-    summary = meta.get(SUMMARY)
-    head = json.dumps({k: v for k, v in meta.items() if k != SUMMARY}, indent=1)
-    if summary is None or head == "{}":
-        return json.dumps(meta, indent=1)
-    return f'{head[:-2]},\n "{SUMMARY}": {json.dumps(summary, separators=(",", ":"))}\n}}'
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-# What a store folder may hold: anything else in it is not ours to delete.
-# codebook.npz: the bag-of-words / VLAD extractor's vocabulary (hardneg.features._codebook.CODEBOOK_FILE).
-_STORE_ENTRIES = frozenset({META, "vectors", "items", ".lock", "codebook.npz"})
-_ATOMIC_TEMP = re.compile(r"(meta\.json|codebook\.npz)\..*\.tmp$")  # left by a write killed before its rename
-
-
-def _is_store_entry(name: str) -> bool:
-    return name in _STORE_ENTRIES or bool(_ATOMIC_TEMP.match(name))
-
-
-# What vectors/ and items/ may hold (paths relative to the store, folders included): Zarr's metadata
-# and chunk files, item parts, and the temporary files of their atomic writes.
-_TREE_ENTRY = re.compile(
-    r"(vectors(/zarr\.json|/(X|indptr|indices|data)(/zarr\.json|/c(/\d+){0,2})?)?(\.[0-9a-f]{32}\.partial)?"
-    r"|items(/part-\d+\.parquet(\..+\.tmp)?)?)"
-)
-
-
-def _foreign_entries(path: Path) -> list[str]:
-    """Entries of a store folder, at any depth, that the store did not write (relative paths;
-    links count as foreign: deleting the store must not follow or drop them)."""
-    foreign = []
-    for entry in sorted(path.iterdir()):
-        if not _is_store_entry(entry.name) or (entry.is_symlink() and entry.name != META):
-            foreign.append(entry.name)
-        elif entry.name in ("vectors", "items") and entry.is_dir():
-            for root, dirs, files in os.walk(entry):
-                for name in sorted(dirs + files):
-                    rel = os.path.relpath(os.path.join(root, name), path).replace(os.sep, "/")
-                    if os.path.islink(os.path.join(root, name)) or not _TREE_ENTRY.fullmatch(rel):
-                        foreign.append(rel)
-                dirs[:] = [d for d in dirs if _TREE_ENTRY.fullmatch(os.path.relpath(os.path.join(root, d), path).replace(os.sep, "/"))]
-    return foreign
-
-
-def _check_replaceable(path: Path, action: str = "overwrite") -> None:
-    """Refuse to overwrite anything but a hardneg store (by its format marker) or an empty folder.
-
-    ``--overwrite`` must never delete what the store did not write: a folder
-    that merely holds a ``meta.json``, a store with the user's own files put
-    inside it, a plain file, or a symbolic link are all refused, naming why.
-    """
-    if path.is_symlink() or not path.is_dir():
-        kind = "a symbolic link" if path.is_symlink() else "a file"
-        raise StoreError(f"refusing to {action} {str(path)!r}: it is {kind}, not a FeatureStore; remove it yourself or choose another output")
-    entries = sorted(p.name for p in path.iterdir())
-    if not entries:
-        return
-    foreign = _foreign_entries(path)
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder with files that are not a FeatureStore's ({shown}); move them out first")
-    try:
-        meta = json.loads((path / META).read_text(encoding="utf-8"))
-        marker = meta.get("format") if isinstance(meta, dict) else None
-    except (OSError, ValueError, RecursionError):
-        marker = None
-    # A store whose meta.json is damaged is still recognisable by its layout, and may be rebuilt.
-    layout = (path / "vectors").is_dir() and (path / "items").is_dir()
-    if marker != "hardneg.FeatureStore" and not layout:
-        raise StoreError(f"refusing to {action} {str(path)!r}: it is a non-empty folder that is not a FeatureStore (no hardneg format marker in {META})")
-
-
-def writes_into_input(output, source) -> bool:
-    """Whether writing ``output`` would overwrite ``source`` or put a file inside it (a store folder).
-
-    Paths are compared after resolving links; URLs (and ``None``) never match:
-    they are read, never written here.
-    """
-    if output is None or source is None or url_protocol(str(output)) not in (None, *LOCAL_PROTOCOLS):
-        return False
-    source_path = getattr(source, "path", source)
-    if isinstance(source_path, RemoteFolder) or url_protocol(str(source_path)) not in (None, *LOCAL_PROTOCOLS):
-        return False
-    target = os.path.realpath(local_store_path(output))
-    src = os.path.realpath(local_store_path(source_path))
-    inside_store = target.startswith(src.rstrip(os.sep) + os.sep) and (Path(src) / META).is_file()
-    return target == src or inside_store
-
-
-def check_output_not_input(output: str | os.PathLike, *inputs: str | os.PathLike | RemoteFolder, what: str = "output") -> None:
-    """Refuse a job whose output is one of its inputs, before anything is touched.
-
-    Writing a store onto the store it reads (``esvm encode S.store -o
-    S.store --overwrite``) would empty the input and then fail; writing inside
-    an input store would put a foreign file in it. See :func:`writes_into_input`.
-
-    Parameters
-    ----------
-    output : str or path-like
-        Where the job writes.
-    *inputs : str, path-like or RemoteFolder
-        What it reads (a remote input never matches).
-    what : str
-        How the error names the output (e.g. ``"--out"``).
-
-    Raises
-    ------
-    StoreError
-        If ``output`` is an input, or lies inside an input store.
-    """
-    for source in inputs:
-        if writes_into_input(output, source):
-            raise StoreError(f"{what} {str(output)!r} is also an input of this run; write it somewhere else")
-
-
-def _remove_tree(store: Path, folder: Path) -> None:
-    """Delete the store's own files under ``folder`` (:data:`_TREE_ENTRY`), then the emptied folders;
-    a foreign file (put there by hand) stays, with the folders that hold it."""
-    for root, dirs, files in os.walk(folder, topdown=False):
-        for name in files + dirs:
-            p = os.path.join(root, name)
-            rel = os.path.relpath(p, store).replace(os.sep, "/")
-            if os.path.islink(p) or not _TREE_ENTRY.fullmatch(rel):
-                continue
-            try:
-                os.rmdir(p) if name in dirs else os.unlink(p)
-            except OSError:
-                pass  # a folder that still holds a foreign file
-    try:
-        folder.rmdir()
-    except OSError:
-        pass
-
-
-def _remove_replaced(trash: Path) -> None:
-    """Delete a replaced store folder: only the store's own entries, then the folder if empty."""
-    if trash.is_symlink() or not trash.is_dir():
-        trash.unlink(missing_ok=True)
-        return
-    for entry in trash.iterdir():
-        if not _is_store_entry(entry.name):
-            continue  # checked before the swap; never delete what is not the store's
-        if entry.name in ("vectors", "items") and entry.is_dir() and not entry.is_symlink():
-            _remove_tree(trash, entry)
-        elif entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-    try:
-        trash.rmdir()
-    except OSError:
-        logger.warning("could not remove all of the replaced store %s", trash)
-
-
-_STALE_AFTER_S = 3600
-
-
-def _build_folders(path: Path) -> list[Path]:
-    """The folders beside ``path`` that a rebuild, an import or ``FeatureStore.create`` of it makes:
-    ``.NAME.<hex>.swap`` (and the ``.creating`` folder built inside that name), ``NAME.<rand>.creating``,
-    ``NAME.<hex>.deleting``."""
-    name = re.escape(path.name)
-    pattern = re.compile(rf"\.{name}\.[0-9a-f]{{32}}\.swap(\.[a-z0-9_]+\.creating)?|{name}\.([a-z0-9_]{{8}}\.creating|[0-9a-f]{{32}}\.deleting)")
-    try:
-        return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return []
-
-
-def clear_stale_builds(path: Path) -> None:
-    """Remove the build folders beside ``path`` that dead processes left (a killed import or rebuild).
-
-    A builder holds the lock file inside its folder from just after the folder is made
-    (:meth:`FeatureStore.create`) until it is renamed into place: a folder whose lock can be
-    taken, and that holds ``meta.json`` (written under the lock) or is over an hour old (its
-    builder died before writing it), has no living owner. A folder with no lock file is left
-    alone (its owner cannot be told), and only the store's own files are deleted
-    (:func:`_remove_replaced`). A ``.swap`` or ``.deleting`` folder may hold the old store
-    itself (a process killed between the two renames of a swap): it is removed only while a
-    store is in place at ``path``; a ``.creating`` folder never holds a committed store.
-    """
-    import time
-
-    from filelock import FileLock, Timeout
-
-    store_in_place = (path / META).is_file()
-    for stale in _build_folders(path):
-        if not (store_in_place or stale.name.endswith(".creating")):
-            continue  # perhaps the only copy of the store: left for the user
-        try:
-            started = (stale / META).is_file() or time.time() - stale.stat().st_mtime > _STALE_AFTER_S
-        except OSError:
-            continue
-        if not (stale / ".lock").is_file() or not started:
-            continue  # no lock file, or made a moment ago: perhaps a builder about to take its lock
-        lock = FileLock(str(stale / ".lock"))
-        try:
-            lock.acquire(timeout=0)
-        except (Timeout, OSError):
-            continue  # a live builder
-        try:
-            logger.info("removing %s, left by an interrupted build of %s", stale, path)
-            _remove_replaced(stale)
-        finally:
-            lock.release()
-
+# re-exported: the public names (hardneg.store) and the places other modules find them
+__all__ = ["DEFAULT_CHUNK_BYTES", "FORMAT_VERSION", "ITEM_SCHEMA", "FeatureStore", "StoreDamagedError", "StoreError", "StoreLockedError",
+           "check_output_not_input", "local_store_path", "store_location", "writes_into_input"]
 
 
 class FeatureStore:
@@ -446,56 +142,54 @@ class FeatureStore:
     """
 
     def __init__(self, path: str | os.PathLike, *, _mode: str, _timeout: float | None = None, _lock: FileLock | None = None):
+        self._writer: StoreWriter | None = None
+        self._items_cache: pa.Table | None = None
         self.path = store_location(path, _timeout)
         self._remote = isinstance(self.path, RemoteFolder)
         if self._remote and _mode != "r":
             raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only (appends need atomic renames); append to a local copy")
-        self._recent: dict = {}  # remote stores: the last chunks fetched, so nearby reads do not fetch again
         self._mode = _mode
-        self._lock: FileLock | None = None
-        self._items_cache = None
-        self._checked: set[tuple[str, int]] = set()  # chunks that passed the first-touch checks
-        self._zarr: dict = {}
-        self._tail_checked = False
-        if _lock is not None:
-            self._lock = _lock  # taken by create() before the store had a name: held since, never let go
-        meta = load_meta(self.path)
-        if _mode == "a" and self._lock is None:
-            self._acquire_lock()
+        lock = _lock  # taken by create() before the store had a name: held since, never let go
         try:
+            meta = load_meta(self.path)
             if _mode == "a":
+                if lock is None:
+                    lock = take_lock(self.path)
                 # Re-read: the previous writer may have committed after our first read.
                 meta = load_meta(self.path)
-            self._meta = meta
-            self._arrays = self._load_arrays()
+            self._reader: ChunkReader = chunk_reader(self.path, meta)
+            self._reader.open_arrays()
             if not (self.path / "items").is_dir():
                 raise StoreError(f"{self.path}: the items/ folder is missing")
             if _mode == "a":
-                import zarr  # only writers (and to_dask) need Zarr: reading a store opens chunk files directly
-
-                try:
-                    for name in self._arrays:
-                        arr = zarr.open_array(str(self.path / "vectors" / name), mode="r+")
-                        # Zarr skips chunks that equal the fill value; a missing chunk must mean damage.
-                        self._zarr[name] = arr.with_config({"write_empty_chunks": True})
-                except Exception as exc:
-                    raise StoreError(f"{self.path}: cannot open the vector arrays for writing ({first_line(exc)})") from None
-                self._trim_uncommitted()
+                # a local folder (a remote store opens read-only, see above), and the lock is held
+                self._writer = StoreWriter(cast(Path, self.path), self._reader, cast("FileLock", lock), on_commit=self._on_commit)
+                lock = None  # the writer holds it now
+                self._writer.trim_uncommitted()
         except BaseException:
+            if lock is not None:
+                lock.release()
             self.close()
             raise
 
-    def _load_arrays(self) -> dict[str, _Array]:
-        n, nnz, dim = len(self), self.nnz, self.dim
-        widths = {"X": dim, "indptr": 1, "indices": 1, "data": 1}
-        arrays = {name: _Array(name, np.dtype(ARRAY_TYPES[name]), widths[name], chunk_len, length)
-                  for name, (chunk_len, length) in check_layouts(self.path, self._meta).items()}
-        self._arrays = arrays
-        if self.is_sparse and n:
-            ends = self._read(arrays["indptr"], 0, 1)[0], self._read(arrays["indptr"], n, n + 1)[0]
-            if ends != (0, nnz):
-                raise StoreError(f"{self.path}: vectors/indptr runs from {ends[0]} to {ends[1]} but {META} says nnz={nnz} (offsets must run from 0)")
-        return arrays
+    @property
+    def _meta(self) -> dict:
+        """The committed ``meta.json`` (its one copy is the reader's: it bounds what the reader checks)."""
+        return self._reader.meta
+
+    @_meta.setter
+    def _meta(self, meta: dict) -> None:
+        self._reader.meta = meta
+
+    @property
+    def _arrays(self) -> dict[str, StoreArray]:
+        return self._reader.arrays
+
+    def _on_commit(self, meta: dict, items: pa.Table | None) -> None:
+        """The writer committed ``meta``; ``items``: the whole new item table, if the writer's caller has it."""
+        self._meta = meta
+        if items is not None:
+            self._items_cache = items
 
     # ------------------------------------------------------------------ create / open
     @classmethod
@@ -536,104 +230,8 @@ class FeatureStore:
         attrs : dict, optional
             JSON-serializable user metadata (e.g. the extractor's settings).
         """
-        dim = check_positive_int(dim, "dim")
-        path = local_store_path(path)
-        if chunk_rows is None:
-            chunk_rows = max(1024, DEFAULT_CHUNK_BYTES // (4 * dim)) if not sparse else 65536
-        chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
-        if attrs is not None and not isinstance(attrs, dict):
-            raise TypeError(f"attrs: expected a dict, got {type(attrs).__name__}")
-        try:
-            json.dumps(attrs or {})
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"attrs: not JSON-serializable ({exc})") from None
-        old_lock = None
-        exists = path.exists() or path.is_symlink()
-        if exists:
-            if not overwrite:
-                raise StoreError(f"{str(path)!r} already exists (overwrite=True / --overwrite replaces it)")
-            _check_replaceable(path)
-            if (path / META).is_file():
-                old_lock = cls._lock_for_overwrite(path)
-        try:
-            # Build beside the target: a temporary folder elsewhere (the system's
-            # temp dir) may be on another filesystem, where the final rename fails.
-            path.parent.mkdir(parents=True, exist_ok=True)
-            clear_stale_builds(path)
-            tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".creating", dir=path.parent))
-            from filelock import FileLock
-
-            # the builder's lock from the first moment: a folder whose lock can be taken was left by a dead process
-            build_lock = FileLock(str(tmp / ".lock"))
-            build_lock.acquire(timeout=0)
-            try:
-                cls._build(tmp, dim, sparse, chunk_rows, attrs)
-                if exists:
-                    trash = path.with_name(f"{path.name}.{uuid.uuid4().hex}.deleting")
-                    os.rename(path, trash)
-                    try:
-                        os.rename(tmp, path)
-                    except BaseException:
-                        os.rename(trash, path)
-                        raise
-                    if old_lock is not None:
-                        old_lock.release()
-                        old_lock = None
-                    _remove_replaced(trash)
-                else:
-                    os.replace(tmp, path)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                build_lock.release()
-                raise
-        finally:
-            if old_lock is not None:
-                old_lock.release()
-        return cls(path, _mode="a", _lock=build_lock)
-
-    @staticmethod
-    def _lock_for_overwrite(path: Path) -> FileLock:
-        from filelock import FileLock, Timeout  # writers only: a reader never locks
-
-        lock = FileLock(str(path / ".lock"))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise StoreLockedError(f"{path}: another process is writing to this store; it cannot be overwritten while it is open") from None
-        except OSError as exc:
-            raise StoreError(f"{path}: cannot take the store's writer lock to overwrite it ({exc})") from None
-        return lock
-
-    @staticmethod
-    def _build(tmp: Path, dim: int, sparse: bool, chunk_rows: int, attrs) -> None:
-        import zarr
-
-        group = zarr.open_group(str(tmp / "vectors"), mode="w")
-        if sparse:
-            group.create_array("indptr", shape=(0,), chunks=(_SPARSE_INDPTR_CHUNK,), dtype="int64", compressors=None, fill_value=0)
-            group.create_array("indices", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="int32", compressors=None, fill_value=0)
-            group.create_array("data", shape=(0,), chunks=(_SPARSE_NNZ_CHUNK,), dtype="float32", compressors=None, fill_value=0)
-            chunks: dict[str, list[int]] = {"indptr": [], "indices": [], "data": []}
-        else:
-            # Uncompressed: features are dense floats that barely compress, and
-            # scans should run at page-cache speed.
-            group.create_array("X", shape=(0, dim), chunks=(chunk_rows, dim), dtype="float32", compressors=None, fill_value=0)
-            chunks = {"X": []}
-        (tmp / "items").mkdir()
-        meta: dict[str, Any] = {
-            "format": "hardneg.FeatureStore",
-            "format_version": FORMAT_VERSION,
-            "dim": dim,
-            "sparse": bool(sparse),
-            "chunk_rows": chunk_rows,
-            "n_rows": 0,
-            "nnz": 0,
-            "parts": [],
-            "attrs": attrs or {},
-            "checksums": {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {}},
-            SUMMARY: make_summary([], 0, [], [], []),
-        }
-        _atomic_write_text(tmp / META, _meta_text(meta))
+        path, lock = create_store(path, dim, sparse=sparse, chunk_rows=chunk_rows, overwrite=overwrite, attrs=attrs)
+        return cls(path, _mode="a", _lock=lock)
 
     @classmethod
     def open(cls, path: str | os.PathLike, mode: str = "r", *, timeout: float | None = None) -> FeatureStore:
@@ -665,23 +263,11 @@ class FeatureStore:
             raise ValueError(f"mode: expected 'r' or 'a', got {mode!r}")
         return cls(path, _mode=mode, _timeout=timeout)
 
-    def _acquire_lock(self) -> None:
-        from filelock import FileLock, Timeout  # writers only: a reader never locks
-
-        lock = FileLock(str(self.path / ".lock"))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise StoreLockedError(f"{self.path}: another process is writing to this store") from None
-        except OSError as exc:
-            raise StoreError(f"{self.path}: cannot take the store's writer lock ({exc})") from None
-        self._lock = lock
-
     def close(self) -> None:
         """Release the writer lock (read-only stores hold nothing)."""
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
     def __enter__(self):
         return self
@@ -734,11 +320,8 @@ class FeatureStore:
         return f"FeatureStore({str(self.path)!r}, rows={len(self)}, dim={self.dim}, {kind}, mode={self._mode!r})"
 
     def _committed(self, name: str) -> int:
-        """Committed rows of array ``name``. A CSR store without rows has no
-        committed offsets yet (its implicit first offset, 0, comes with the
-        first row)."""
-        n = len(self)
-        return {"X": n, "indptr": n + 1 if n else 0}.get(name, self.nnz)
+        """Committed rows of array ``name`` (see :meth:`ChunkReader.committed`)."""
+        return self._reader.committed(name)
 
     # ------------------------------------------------------------------ integrity
     def verify(self) -> VerifyReport:
@@ -765,171 +348,12 @@ class FeatureStore:
                 report.problems.append(f"{META} {SUMMARY} does not match the item table ({', '.join(wrong)} differ)")
         return report
 
-    def _stat_chunk(self, a: _Array, c: int) -> None:
-        key = a.key(c)
-        try:
-            size = (self.path / key).stat().st_size
-        except FileNotFoundError:
-            first = c * a.chunk_len
-            last = min(first + a.chunk_len, self._committed(a.name)) - 1
-            raise StoreDamagedError(str(self.path), key, f"is missing ({'rows' if a.name in ('X', 'indptr') else 'values'} {first}-{last})") from None
-        except OSError as exc:
-            raise StoreDamagedError(str(self.path), key, f"cannot be read ({exc.strerror or exc})") from None
-        if size != a.chunk_bytes:
-            raise StoreDamagedError(str(self.path), key, f"is damaged: {size} bytes, expected {a.chunk_bytes}")
-
-    def _chunk(self, a: _Array, c: int) -> np.ndarray:
-        """Chunk ``c`` of ``a`` as a read-only view of its file, checked the first time."""
-        first = (a.name, c) not in self._checked
-        if first:
-            self._stat_chunk(a, c)
-        folder = self.path
-        try:
-            m = self._fetch(folder, a, c) if isinstance(folder, RemoteFolder) else np.memmap(folder / a.key(c), dtype=a.dtype, mode="r", shape=a.shape)
-        except FileNotFoundError:
-            raise StoreDamagedError(str(self.path), a.key(c), "is missing") from None
-        except RemoteReadError:  # the server or the network, not the store
-            raise
-        except (ValueError, OSError) as exc:  # shrunk since the check
-            raise StoreDamagedError(str(self.path), a.key(c), f"is damaged ({first_line(exc)})") from None
-        if first:
-            if a.name == "X":
-                self._check_finite(a, c, m)
-            self._checked.add((a.name, c))
-        return m
-
-    def _fetch(self, folder: RemoteFolder, a: _Array, c: int) -> np.ndarray:
-        """Chunk ``c`` of a remote store (at ``folder``), read whole (one request), the last few kept."""
-        key = (a.name, c)
-        if key not in self._recent:
-            raw = (folder / a.key(c)).read_bytes(max_bytes=a.chunk_bytes)
-            if len(raw) != a.chunk_bytes:
-                raise ValueError(f"{len(raw)} bytes, expected {a.chunk_bytes}")
-            if len(self._recent) >= 4:  # bounded: 4 chunks of ~16 MiB
-                self._recent.pop(next(iter(self._recent)))
-            m = np.frombuffer(raw, dtype=a.dtype).reshape(a.shape)
-            self._recent[key] = m
-        return self._recent[key]
-
-    def _check_finite(self, a: _Array, c: int, m: np.ndarray) -> None:
-        """Every committed value of dense chunk ``c`` must be finite (the store never writes NaN or infinity).
-
-        Checked in full the first time a store object touches the chunk (a
-        sampled check let one NaN in a 65,536-row chunk through 18 times in
-        20), so a damaged value never reaches a scorer; later reads of the
-        chunk are free. ``benchmarks/store_scan.py`` measures the cost.
-        """
-        rows = min(a.chunk_len, self._committed(a.name) - c * a.chunk_len)
-        if rows > 0 and not all_finite(np.asarray(m)[:rows]):
-            raise StoreDamagedError(str(self.path), a.key(c), "is damaged: it holds NaN or infinity, which the store never writes")
-
-    def _check_values(self, a: _Array, first: int, values: np.ndarray, key: str, *, prev: int | None = None) -> None:
-        """Check values ``first..`` of ``a`` read from ``key``; StoreDamagedError if invalid."""
-        if not values.size:
-            return
-        if a.name in ("X", "data"):
-            if not np.isfinite(values).all():
-                raise StoreDamagedError(str(self.path), key, "is damaged: it holds NaN or infinity, which the store never writes")
-        elif a.name == "indices":
-            if values.min() < 0 or values.max() >= self.dim:
-                raise StoreDamagedError(str(self.path), key, f"is damaged: column indices outside 0..{self.dim - 1}")
-        else:  # indptr
-            if (
-                values.min() < 0
-                or values.max() > self.nnz
-                or (first == 0 and values[0] != 0)
-                or (prev is not None and values[0] < prev)
-                or (values.size > 1 and (np.diff(values) < 0).any())
-            ):
-                raise StoreDamagedError(str(self.path), key, f"is damaged: row offsets out of order or outside 0..{self.nnz}")
-
-    def _keys(self, a: _Array, lo: int, hi: int) -> str:
-        first, last = lo // a.chunk_len, max(hi - 1, lo) // a.chunk_len
-        return a.key(first) if first == last else f"{a.key(first)}..{last}"
-
-    def _read(self, a: _Array, lo: int, hi: int) -> np.ndarray:
-        """Rows ``lo..hi`` of ``a``: a read-only view when they lie in one chunk."""
-        if hi <= lo:
-            return np.empty((0,) + a.shape[1:], a.dtype)
-        L = a.chunk_len
-        pieces = [self._chunk(a, c)[max(lo - c * L, 0) : min(hi - c * L, L)] for c in range(lo // L, (hi - 1) // L + 1)]
-        return np.asarray(pieces[0]) if len(pieces) == 1 else np.concatenate(pieces)
-
-    def _read_csr_values(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """Column indices and values ``lo..hi`` of a CSR store, checked in full (they are copied anyway)."""
-        ind, dat = self._arrays["indices"], self._arrays["data"]
-        indices, data = np.array(self._read(ind, lo, hi)), np.array(self._read(dat, lo, hi))
-        self._check_values(ind, lo, indices, self._keys(ind, lo, hi))
-        self._check_values(dat, lo, data, self._keys(dat, lo, hi))
-        return indices, data
-
-    def _check_offsets(self, starts: np.ndarray, ends: np.ndarray, first_row: int, last_row: int) -> None:
-        if starts.size and (starts.min() < 0 or ends.max() > self.nnz or (ends < starts).any()):
-            ip = self._arrays["indptr"]
-            raise StoreDamagedError(str(self.path), self._keys(ip, first_row, last_row + 1), f"is damaged: row offsets out of order or outside 0..{self.nnz}")
-
     # ------------------------------------------------------------------ writing
-    def _require_writable(self) -> None:
-        if self._mode != "a" or self._lock is None:
+    def _require_writable(self) -> StoreWriter:
+        """The store's writer; StoreError if it was opened read-only (or closed)."""
+        if self._mode != "a" or self._writer is None:
             raise StoreError(f"{self.path}: opened read-only; use FeatureStore.open(path, mode='a') to append")
-
-    def _local_folder(self) -> Path:
-        """The folder of a store opened to write: always local (__init__ opens a remote store read-only only)."""
-        if isinstance(self.path, RemoteFolder):
-            raise StoreError(f"{self.path}: stores on {url_protocol(str(self.path))}:// open read-only; append to a local copy")
-        return self.path
-
-    def _trim_uncommitted(self) -> None:
-        """Drop what a killed writer left past the last commit."""
-        n = len(self)
-        base = self._local_folder()
-        for name, a in self._arrays.items():
-            arr = self._zarr[name]
-            committed = n if name == "X" else self._committed(name)
-            if arr.shape[0] != committed:
-                arr.resize((committed, self.dim) if name == "X" else (committed,))
-            # Zarr keeps chunk files past a shrink; a later partial write would merge with them.
-            keep = n_chunks(committed, a.chunk_len)
-            folder = base / "vectors" / name / "c"
-            if folder.is_dir():
-                for f in folder.iterdir():
-                    if f.name.isdigit() and int(f.name) >= keep and not f.is_symlink():  # other names are not Zarr's
-                        logger.info("removing uncommitted chunk %s", f)
-                        shutil.rmtree(f) if f.is_dir() else f.unlink()
-        for root, _, files in os.walk(base / "vectors"):
-            for file in files:
-                if _ZARR_TEMP.search(file):
-                    logger.info("removing a temporary chunk file left by a killed writer: %s", file)
-                    os.unlink(os.path.join(root, file))
-        for f in base.glob(f"{META}.*.tmp"):
-            f.unlink()
-        committed_parts = set(self._meta["parts"])
-        for f in (base / "items").iterdir():
-            own = _TREE_ENTRY.fullmatch(f"items/{f.name}") and not f.is_symlink()
-            if own and f.name not in committed_parts:  # a file of the user's put here is not ours to delete
-                logger.info("removing uncommitted item part %s", f)
-                shutil.rmtree(f) if f.is_dir() else f.unlink()
-
-    def _check_tail(self) -> None:
-        """Before extending a partly filled last chunk, check it: an append
-        rewrites the chunk, and must not carry damage into a fresh checksum.
-        The item parts are read (and checked against their CRC) too: an append
-        must not build on a damaged item table (a table this object already
-        loaded was checked then, and is not read again)."""
-        _ = self.items
-        sums = self._meta.get("checksums")
-        for name, a in self._arrays.items():
-            committed = self._committed(name)
-            if committed % a.chunk_len == 0:
-                continue
-            c = committed // a.chunk_len
-            self._stat_chunk(a, c)
-            if sums is not None:
-                with open(self._local_folder() / a.key(c), "rb") as fh:
-                    raw = fh.read((committed - c * a.chunk_len) * a.row_bytes)
-                if zlib.crc32(raw) != sums["chunks"][name][c]:
-                    raise StoreDamagedError(str(self.path), a.key(c), "does not match its checksum; refusing to append to it")
-        self._tail_checked = True
+        return self._writer
 
     def append(
         self,
@@ -964,76 +388,39 @@ class FeatureStore:
         split : str or sequence of str, optional
             ``"train"``, ``"test"``, ... for every row or per row.
         """
-        self._require_writable()
+        writer = self._require_writable()
         X = check_matrix(X, "X", accept_sparse=self.is_sparse, n_features=self.dim, min_rows=1)
         if self.is_sparse and not issparse(X):
-            X = _csr(X)
+            X = csr(X)
         n_new = X.shape[0]
         start = len(self)
-        table = self._make_items(n_new, start, ids, paths, tags, labels, split)
-        if not self._tail_checked:
-            self._check_tail()
-
-        nnz = self.nnz
-        sums = self._meta.get("checksums")
-        chunks = dict(sums["chunks"]) if sums is not None else None
-        if self.is_sparse:
-            new_nnz = nnz + X.nnz
-            indices = X.indices.astype("<i4", copy=False)
-            data = X.data.astype("<f4", copy=False)
-            offsets = X.indptr.astype("<i8") + nnz  # offsets of rows start..start+n_new
-            zi, zd, zp = self._zarr["indices"], self._zarr["data"], self._zarr["indptr"]
-            zi.resize((new_nnz,))
-            zd.resize((new_nnz,))
-            zi[nnz:new_nnz] = indices
-            zd[nnz:new_nnz] = data
-            # A store without rows has no committed offsets: write the leading 0 too.
-            new_offsets = offsets if start == 0 else offsets[1:]
-            lo = self._committed("indptr")
-            zp.resize((start + n_new + 1,))
-            zp[lo : start + n_new + 1] = new_offsets
-            if chunks is not None:
-                chunks["indices"] = extend_checksums(chunks["indices"], nnz, indices, self._arrays["indices"].chunk_len)
-                chunks["data"] = extend_checksums(chunks["data"], nnz, data, self._arrays["data"].chunk_len)
-                chunks["indptr"] = extend_checksums(chunks["indptr"], lo, new_offsets, self._arrays["indptr"].chunk_len)
-            nnz = new_nnz
-        else:
-            zx = self._zarr["X"]
-            zx.resize((start + n_new, self.dim))
-            zx[start : start + n_new] = X
-            if chunks is not None:
-                chunks["X"] = extend_checksums(chunks["X"], start, X.astype("<f4", copy=False), self.chunk_rows)
-
-        # Uncommitted parts were removed on open, so this name is free (and never used before).
-        part_name = next_part_name(self._meta["parts"])
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        part = sink.getvalue()
-        with atomic_path(self.path / "items" / part_name) as tmp_part:
-            tmp_part.write_bytes(memoryview(part))
-
+        table = make_items(n_new, start, ids, paths, tags, labels, split, existing=self._existing_ids)
+        if not writer.tail_checked:
+            # an append must not build on a damaged item table (read, and checked against its CRC, once)
+            _ = self.items
+            writer.check_tail()
+        nnz, chunks = writer.write_vectors(X)
+        part_name, crc = writer.write_part(table)
         meta = dict(self._meta)
+        sums = meta.get("checksums")
         meta.update(n_rows=start + n_new, nnz=nnz, parts=self._meta["parts"] + [part_name])
         meta[SUMMARY] = self._appended_summary(table, meta["parts"])
         if sums is not None:
-            meta["checksums"] = {"algorithm": CHECKSUM_ALGORITHM, "chunks": chunks, "parts": {**sums["parts"], part_name: zlib.crc32(memoryview(part))}}
-        self._commit_meta(meta)  # the commit point
-        if self._items_cache is not None:
-            self._items_cache = pa.concat_tables([self._items_cache, table])
+            meta["checksums"] = {"algorithm": sums["algorithm"], "chunks": chunks, "parts": {**sums["parts"], part_name: crc}}
+        writer.commit(meta, None if self._items_cache is None else pa.concat_tables([self._items_cache, table]))  # the commit point
+
+    def _existing_ids(self, ids: list[str]) -> bool:
+        """Whether any of ``ids`` is already an item of the store."""
+        return bool(len(self)) and pc.any(pc.is_in(self.items.column("id"), value_set=pa.array(ids))).as_py()
 
     def _appended_summary(self, table: pa.Table, parts: list) -> dict:
         """The item summary after appending ``table`` (see :mod:`hardneg.store._summary`): the new
         part's counts merged in, or, where none is recorded (an older store) or it is stale, the
-        whole table counted once (it is in memory: :meth:`_check_tail` read it)."""
+        whole table counted once (it is in memory: the writer's first append read it)."""
         old = self._meta.get(SUMMARY)
         if old is not None and old["parts"] == self._meta["parts"]:
             return merge_summaries(old, summarize_items(table, []), parts)
         return summarize_items(pa.concat_tables([self.items, table]), parts)
-
-    def _commit_meta(self, meta: dict) -> None:
-        """Replace ``meta.json`` atomically: the commit point of appends and item edits."""
-        _atomic_write_text(self._local_folder() / META, _meta_text(meta))
-        self._meta = meta
 
     # ------------------------------------------------------------------ editing items (see _item_table.py)
     def edit_items(
@@ -1090,64 +477,6 @@ class FeatureStore:
             The line (see :func:`hardneg.store._edit.store_summary`).
         """
         return store_summary(self)
-
-    def _make_items(self, n, start, ids, paths, tags, labels, split) -> pa.Table:
-        if ids is None:
-            ids = [str(start + i) for i in range(n)]
-        else:
-            ids = per_row(ids, n, "ids")
-            for i, v in enumerate(ids):
-                if v is None or isinstance(v, bytes):
-                    raise TypeError(f"ids: row {i} holds {v!r}; ids are strings")
-            ids = [str(i) for i in ids]
-            for i, v in enumerate(ids):
-                bad = control_character(v)
-                if bad is not None:
-                    raise ValueError(f"ids: row {i} holds the id {v[:80]!r}, which contains the control character {bad!r}")
-            if len(set(ids)) != n:
-                raise ValueError("ids: contains duplicates within the batch")
-            if len(self) and pc.any(pc.is_in(self.items.column("id"), value_set=pa.array(ids))).as_py():
-                raise ValueError("ids: some ids already exist in the store")
-        if paths is not None:
-            paths = [None if p is None else str(p) for p in per_row(paths, n, "paths")]
-        if tags is not None:
-            if isinstance(tags, (str, bytes)):
-                raise TypeError(
-                    f"tags: expected one entry per row (a tag or a list of tags), got the string {tags!r}"[:160]
-                    + "; to give every row one tag, pass [[tag]] * n_rows"
-                )
-            tags = [tag_list(v, i) for i, v in enumerate(per_row(tags, n, "tags"))]
-        label: list[int | None] | None = None
-        multi: list[list[int]] | None = None
-        if labels is not None:
-            labels = per_row(labels, n, "labels")
-            if any(isinstance(v, (list, tuple, np.ndarray)) for v in labels):
-                multi = []
-                for i, v in enumerate(labels):
-                    if v is None:
-                        multi.append([])
-                    elif isinstance(v, (list, tuple, np.ndarray)):
-                        multi.append([check_label(t, "labels", i, multi=True) for t in v])
-                    else:
-                        value = check_label(v, "labels", i, multi=False)
-                        multi.append([] if value < 0 else [value])
-                label = [v[0] if v else None for v in multi]
-            else:
-                label = [None if v is None else check_label(v, "labels", i, multi=False) for i, v in enumerate(labels)]
-                label = [None if v is None or v < 0 else v for v in label]
-        if isinstance(split, str):
-            split = [split] * n
-        elif split is not None:
-            split = [None if s is None else str(s) for s in per_row(split, n, "split")]
-        cols = {
-            "id": ids,
-            "path": paths if paths is not None else [None] * n,
-            "tags": tags if tags is not None else [[] for _ in range(n)],
-            "label": label if label is not None else [None] * n,
-            "labels": multi if multi is not None else [None] * n,
-            "split": split if split is not None else [None] * n,
-        }
-        return pa.table(cols, schema=ITEM_SCHEMA)
 
     # ------------------------------------------------------------------ item table
     def _read_part(self, name: str) -> pa.Table:
@@ -1354,16 +683,7 @@ class FeatureStore:
 
     # ------------------------------------------------------------------ reading vectors
     def _rows(self, start: int, stop: int):
-        if not self.is_sparse:
-            return self._read(self._arrays["X"], start, stop)
-        ip = self._arrays["indptr"]
-        if stop <= start:
-            return _csr((0, self.dim), dtype=np.float32)
-        indptr = np.array(self._read(ip, start, stop + 1))
-        self._check_offsets(indptr[:-1], indptr[1:], start, stop)
-        lo, hi = int(indptr[0]), int(indptr[-1])
-        indices, data = self._read_csr_values(lo, hi)
-        return _csr((data, indices, indptr - lo), shape=(stop - start, self.dim))
+        return self._reader.rows(start, stop)
 
     def _row_arg(self, value, name: str) -> int:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
@@ -1428,28 +748,9 @@ class FeatureStore:
         if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
             raise IndexError(f"indices: out of range for a store of {len(self)} rows")
         if idx.size == 0:
-            return _csr((0, self.dim), dtype=np.float32) if self.is_sparse else np.empty((0, self.dim), np.float32)
+            return csr((0, self.dim), dtype=np.float32) if self.is_sparse else np.empty((0, self.dim), np.float32)
         order = np.argsort(idx, kind="stable")
-        sorted_idx = idx[order]
-        if self.is_sparse:
-            indptr = self._read(self._arrays["indptr"], 0, len(self) + 1)
-            starts, ends = indptr[sorted_idx], indptr[sorted_idx + 1]
-            self._check_offsets(starts, ends, int(sorted_idx[0]), int(sorted_idx[-1]) + 1)
-            # Read the covering span once, then gather: far fewer reads than per-row ones.
-            lo, hi = int(starts.min()), int(ends.max())
-            indices, data = self._read_csr_values(lo, hi)
-            lengths = ends - starts
-            gather = np.concatenate([np.arange(s - lo, e - lo) for s, e in zip(starts, ends)]) if lengths.sum() else np.empty(0, np.int64)
-            out_indptr = np.concatenate([[0], np.cumsum(lengths)])
-            block = _csr((data[gather], indices[gather], out_indptr), shape=(idx.size, self.dim))
-        else:
-            a = self._arrays["X"]
-            block = np.empty((idx.size, self.dim), np.float32)
-            chunk_of = sorted_idx // a.chunk_len
-            bounds = np.flatnonzero(np.diff(chunk_of)) + 1
-            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, idx.size]):
-                c = int(chunk_of[lo])
-                block[lo:hi] = self._chunk(a, c)[sorted_idx[lo:hi] - c * a.chunk_len]
+        block = self._reader.gather(idx[order])
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return block[inverse]
@@ -1489,19 +790,19 @@ class FeatureStore:
         if not self.is_sparse and not self._remote:
             a = self._arrays["X"]
             for c in range(n_chunks(n, a.chunk_len)):
-                self._stat_chunk(a, c)  # presence and size here; values per block, on the workers
+                self._reader.stat(a, c)  # presence and size here; values per block, on the workers
             import zarr
 
             arr = zarr.open_array(str(self.path / "vectors" / "X"), mode="r")
             view = da.from_zarr(arr, chunks=(chunk_rows or self.chunk_rows, self.dim))[:n]
-            return view.map_blocks(_finite_block, str(self.path), dtype=np.float32)
+            return view.map_blocks(finite_block, str(self.path), dtype=np.float32)
         import dask
 
         for a in self._arrays.values():
             for c in range(n_chunks(self._committed(a.name), a.chunk_len)):
-                self._stat_chunk(a, c)
+                self._reader.stat(a, c)
         rows = chunk_rows or self.chunk_rows
-        empty = _csr((0, self.dim), dtype=np.float32) if self.is_sparse else np.empty((0, self.dim), np.float32)
+        empty = csr((0, self.dim), dtype=np.float32) if self.is_sparse else np.empty((0, self.dim), np.float32)
         blocks = [
             da.from_delayed(dask.delayed(self._rows)(lo, min(lo + rows, n)), shape=(min(lo + rows, n) - lo, self.dim), dtype=np.float32, meta=empty)
             for lo in range(0, n, rows)

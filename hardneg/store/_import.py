@@ -397,7 +397,9 @@ def import_embeddings(
     """
     from .._validation import check_positive_int
     from ._edit import _fsync_dir, _swap_dir, clear_stale_builds, swap_in
-    from ._feature_store import FeatureStore, _check_replaceable, _remove_replaced, local_store_path
+    from ._feature_store import FeatureStore
+    from ._folder import check_replaceable, local_store_path, remove_replaced
+    from ._writer import lock_for_overwrite
 
     block_rows = check_positive_int(block_rows, "block_rows")
     source = Path(source)
@@ -459,8 +461,8 @@ def import_embeddings(
     # of it runs meanwhile (a `store remove` would have deleted this build as a leftover).
     old = None
     if out.exists() or out.is_symlink():
-        _check_replaceable(out)
-        old = FeatureStore._lock_for_overwrite(out) if (out / "meta.json").is_file() else None
+        check_replaceable(out)
+        old = lock_for_overwrite(out) if (out / "meta.json").is_file() else None
     tmp = _swap_dir(out)
     leftover: Path | None = tmp  # the folder to remove at the end: the new one until it is in place
     try:
@@ -493,7 +495,7 @@ def import_embeddings(
             _fsync_dir(tmp)
             # still inside the with: the build's own lock is held until it is in place (clear_stale_builds)
             if out.exists() or out.is_symlink():
-                _check_replaceable(out)
+                check_replaceable(out)
                 leftover = swap_in(tmp, out)
             else:
                 out.parent.mkdir(parents=True, exist_ok=True)
@@ -503,6 +505,6 @@ def import_embeddings(
         if old is not None:
             old.release()
         if leftover is not None:
-            _remove_replaced(leftover)
+            remove_replaced(leftover)
     logger.info("%s: %d rows x %d imported from %s", out, n, dim, source)
     return FeatureStore.open(out)

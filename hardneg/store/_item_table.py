@@ -16,45 +16,33 @@ and reads the new table (see ``FeatureStore.items``).
 The edit holds the store's writer lock (open it with ``mode="a"``), so
 it cannot interleave with an append or another edit.
 
-These functions take an open store and never open one, so
-``_feature_store`` imports this module and this module imports no
-``FeatureStore``; :mod:`hardneg.store._edit` (which opens stores by path:
-removing items, relocating images) re-exports them.
+These functions take an open store and never open one: they read its item
+table and write through its :class:`~hardneg.store._writer.StoreWriter` (the
+new part, the commit), so ``_feature_store`` imports this module and this
+module imports no ``FeatureStore``; :mod:`hardneg.store._edit` (which opens
+stores by path: removing items, relocating images) re-exports them.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from .._atomic import atomic_path
 from ._items import check_label, tag_list
 from ._summary import SUMMARY, current_summary, make_summary, top_counts
+from ._writer import next_part_name
 
 if TYPE_CHECKING:
     from ._feature_store import FeatureStore
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["edit_items", "next_part_name", "replace_items", "store_summary", "summarize_items"]
-
-_PART_NUMBER = re.compile(r"^part-(\d+)")
-
-
-def next_part_name(parts: Sequence[str]) -> str:
-    """A part name after every numbered one in ``parts`` (names are never reused:
-    a reader holding an older ``meta.json`` must not find other bytes under a name it knows)."""
-    numbers = [int(m.group(1)) for p in parts if (m := _PART_NUMBER.match(p))]
-    return f"part-{max([len(parts) - 1, *numbers]) + 1:08d}.parquet"
-
+__all__ = ["edit_items", "next_part_name", "replace_items", "store_summary", "summarize_items"]  # next_part_name: from _writer
 
 def summarize_items(table: pa.Table, parts: Sequence[str], *, cap: bool = True) -> dict:
     """Count the items of ``table`` per split, label and tag: the ``meta.json`` item summary.
@@ -188,35 +176,22 @@ def edit_items(
 
 def replace_items(store, table: pa.Table) -> None:
     """Commit ``table`` as the store's whole item table (same ids, same order)."""
-    store._require_writable()
+    writer = store._require_writable()
     old = store.items
     if table.schema != old.schema:
         raise ValueError(f"table: expected the item schema {old.schema.names}, got {table.schema.names}")
     if table.num_rows != old.num_rows or not table.column("id").equals(old.column("id")):
         raise ValueError("table: an edit keeps every item, with the same ids in the same order")
-    meta = dict(store._meta)
-    part_name = next_part_name(meta["parts"])
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    part = sink.getvalue()
-    with atomic_path(store.path / "items" / part_name) as tmp:
-        tmp.write_bytes(memoryview(part))
+    meta = dict(writer.meta)
+    part_name, crc = writer.write_part(table)
     old_parts = list(meta["parts"])
     meta["parts"] = [part_name] if table.num_rows else []
     meta[SUMMARY] = summarize_items(table, meta["parts"])
     sums = meta.get("checksums")
     if sums is not None:
-        meta["checksums"] = {**sums, "parts": {part_name: zlib.crc32(memoryview(part))} if table.num_rows else {}}
-    store._commit_meta(meta)  # the commit point: before it the old table, after it the new one
-    store._items_cache = table.combine_chunks()
-    for name in old_parts:
-        if name not in meta["parts"]:
-            try:
-                (store.path / "items" / name).unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:  # left for the next writer to trim
-                logger.warning("could not remove the replaced item part %s: %s", name, exc)
+        meta["checksums"] = {**sums, "parts": {part_name: crc} if table.num_rows else {}}
+    writer.commit(meta, table.combine_chunks())  # the commit point: before it the old table, after it the new one
+    writer.remove_parts([name for name in old_parts if name not in meta["parts"]])
     logger.info("%s: item table rewritten as %s (%d rows)", store.path, part_name, table.num_rows)
 
 

@@ -1,4 +1,4 @@
-"""Checks for the per-row item columns given to :meth:`FeatureStore.append`.
+"""The item table's schema, and the checks for the per-row item columns given to :meth:`FeatureStore.append`.
 
 A value that would be stored as something else than what was meant is
 refused: a string where one entry per row is expected (it would be read as
@@ -13,10 +13,23 @@ import math
 import os
 import numbers
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+
+ITEM_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("path", pa.string()),
+        ("tags", pa.list_(pa.string())),
+        ("label", pa.int64()),
+        ("labels", pa.list_(pa.int64())),
+        ("split", pa.string()),
+    ]
+)
 
 
 def per_row(values, n: int, name: str) -> list:
@@ -145,3 +158,64 @@ def resolve_stored_path(store, path: str | None) -> str | None:
         return str(p)
     guess = Path(store.path).parent / p
     return str(guess) if guess.exists() else str(p)
+
+
+def make_items(n: int, start: int, ids, paths, tags, labels, split, *, existing: Callable[[list[str]], bool]) -> pa.Table:
+    """The item table of ``n`` rows appended at row ``start`` (see :meth:`FeatureStore.append`), checked;
+    ``existing(ids)`` says whether any of ``ids`` is already in the store."""
+    if ids is None:
+        ids = [str(start + i) for i in range(n)]
+    else:
+        ids = per_row(ids, n, "ids")
+        for i, v in enumerate(ids):
+            if v is None or isinstance(v, bytes):
+                raise TypeError(f"ids: row {i} holds {v!r}; ids are strings")
+        ids = [str(i) for i in ids]
+        for i, v in enumerate(ids):
+            bad = control_character(v)
+            if bad is not None:
+                raise ValueError(f"ids: row {i} holds the id {v[:80]!r}, which contains the control character {bad!r}")
+        if len(set(ids)) != n:
+            raise ValueError("ids: contains duplicates within the batch")
+        if existing(ids):
+            raise ValueError("ids: some ids already exist in the store")
+    if paths is not None:
+        paths = [None if p is None else str(p) for p in per_row(paths, n, "paths")]
+    if tags is not None:
+        if isinstance(tags, (str, bytes)):
+            raise TypeError(
+                f"tags: expected one entry per row (a tag or a list of tags), got the string {tags!r}"[:160]
+                + "; to give every row one tag, pass [[tag]] * n_rows"
+            )
+        tags = [tag_list(v, i) for i, v in enumerate(per_row(tags, n, "tags"))]
+    label: list[int | None] | None = None
+    multi: list[list[int]] | None = None
+    if labels is not None:
+        labels = per_row(labels, n, "labels")
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in labels):
+            multi = []
+            for i, v in enumerate(labels):
+                if v is None:
+                    multi.append([])
+                elif isinstance(v, (list, tuple, np.ndarray)):
+                    multi.append([check_label(t, "labels", i, multi=True) for t in v])
+                else:
+                    value = check_label(v, "labels", i, multi=False)
+                    multi.append([] if value < 0 else [value])
+            label = [v[0] if v else None for v in multi]
+        else:
+            label = [None if v is None else check_label(v, "labels", i, multi=False) for i, v in enumerate(labels)]
+            label = [None if v is None or v < 0 else v for v in label]
+    if isinstance(split, str):
+        split = [split] * n
+    elif split is not None:
+        split = [None if s is None else str(s) for s in per_row(split, n, "split")]
+    cols = {
+        "id": ids,
+        "path": paths if paths is not None else [None] * n,
+        "tags": tags if tags is not None else [[] for _ in range(n)],
+        "label": label if label is not None else [None] * n,
+        "labels": multi if multi is not None else [None] * n,
+        "split": split if split is not None else [None] * n,
+    }
+    return pa.table(cols, schema=ITEM_SCHEMA)

@@ -104,10 +104,11 @@ def verify_store(store) -> VerifyReport:
     indices in range, row offsets in order). Parts: present, matching their
     checksum, readable Parquet with the item schema; their rows add up.
     """
-    sums = store._meta.get("checksums")
+    reader = store._reader  # hardneg.store._chunks.ChunkReader
+    sums = reader.meta.get("checksums")
     report = VerifyReport(store.path, checksums=sums is not None)
-    for a in store._arrays.values():
-        length = store._committed(a.name)
+    for a in reader.arrays.values():
+        length = reader.committed(a.name)
         recorded = sums["chunks"][a.name] if sums is not None else None
         prev = None  # the last row offset of the previous indptr chunk: offsets never decrease
         for c in range(n_chunks(length, a.chunk_len)):
@@ -115,13 +116,13 @@ def verify_store(store) -> VerifyReport:
             key = a.key(c)
             rows = min(a.chunk_len, length - c * a.chunk_len)
             try:
-                store._stat_chunk(a, c)
+                reader.stat(a, c)
                 with (store.path / key).open("rb") as fh:
                     raw = fh.read(rows * a.row_bytes)
                 if recorded is not None and zlib.crc32(raw) != recorded[c]:
                     raise StoreDamagedError(store.path, key, "does not match its checksum")
                 values = np.frombuffer(raw, a.dtype)
-                store._check_values(a, c * a.chunk_len, values, key, prev=prev)
+                reader.check_values(a, c * a.chunk_len, values, key, prev=prev)
                 prev = int(values[-1]) if a.name == "indptr" and values.size else None
             except StoreDamagedError as exc:
                 report.problems.append(f"{exc.key} {exc.problem}")
@@ -130,7 +131,7 @@ def verify_store(store) -> VerifyReport:
                 report.problems.append(f"{key} cannot be read ({exc.strerror or exc})")
                 prev = None
     total, parts_ok = 0, True
-    for name in store._meta["parts"]:
+    for name in reader.meta["parts"]:
         report.n_parts += 1
         try:
             total += store._read_part(name).num_rows

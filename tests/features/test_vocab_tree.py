@@ -32,7 +32,7 @@ def _brute_greedy(tree, X):
 @pytest.mark.parametrize("b,L", [(2, 1), (3, 2), (2, 4), (4, 3)])
 def test_leaves_at_most_b_to_the_L_and_greedy_descent(b, L):
     X = _blobs()
-    tree = VocabularyTree(b, L, random_state=0).fit(X)
+    tree = VocabularyTree(b, depth=L, random_state=0).fit(X)
     words = tree.predict(X)
     assert tree.n_words_ == b**L and tree.words_.shape == (b**L, X.shape[1])
     assert tree.centers_.shape[0] == sum(b ** (i + 1) for i in range(L))
@@ -43,15 +43,15 @@ def test_leaves_at_most_b_to_the_L_and_greedy_descent(b, L):
 
 def test_deterministic_given_random_state():
     X = _blobs(1)
-    a = VocabularyTree(3, 2, random_state=5).fit(X)
-    b = VocabularyTree(3, 2, random_state=5).fit(X)
+    a = VocabularyTree(3, depth=2, random_state=5).fit(X)
+    b = VocabularyTree(3, depth=2, random_state=5).fit(X)
     np.testing.assert_array_equal(a.centers_, b.centers_)
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
 
 def test_tiny_nodes_get_empty_words_not_crashes():
     X = _blobs(2, n_centers=3, per=2)  # 6 descriptors for 27 words
-    tree = VocabularyTree(3, 3, random_state=0).fit(X)
+    tree = VocabularyTree(3, depth=3, random_state=0).fit(X)
     words = tree.predict(X)
     assert np.isfinite(tree.centers_).all() and np.unique(words).size <= 6
     assert tree.quantization_error(X) < 1e-8  # every descriptor has a leaf of its own
@@ -65,7 +65,7 @@ def test_recovers_nested_clusters_and_error_vs_flat():
     rng = np.random.default_rng(3)
     tops = rng.normal(0, 100, (2, 4))
     X = np.vstack([rng.normal(t + rng.normal(0, 5, 4), 0.01, (30, 4)) for t in tops for _ in range(2)]).astype(np.float32)
-    tree = VocabularyTree(2, 2, random_state=0).fit(X)
+    tree = VocabularyTree(2, depth=2, random_state=0).fit(X)
     words = tree.predict(X)
     assert all(np.unique(words[i : i + 30]).size == 1 for i in range(0, 120, 30)) and np.unique(words).size == 4
     flat = Codebook(n_words=4, n_iter=20, random_state=0).fit(X)
@@ -73,7 +73,7 @@ def test_recovers_nested_clusters_and_error_vs_flat():
     assert tree.quantization_error(X) < 1e-3  # the blobs' own spread (4 x 0.01²)
     assert tree.quantization_error(X) <= flat_err + 1e-6  # flat k-means can only match it (or merge two blobs)
     U = rng.random((2000, 4)).astype(np.float32)
-    tree_u = VocabularyTree(4, 2, random_state=0).fit(U)
+    tree_u = VocabularyTree(4, depth=2, random_state=0).fit(U)
     flat_u = Codebook(n_words=16, n_iter=20, random_state=0).fit(U)
     assert tree_u.quantization_error(U) >= 0.95 * float(np.mean(np.sum((U - flat_u.centroids_[flat_u.predict(U)]) ** 2, axis=1)))
 
@@ -83,11 +83,11 @@ def test_bad_input():
         tree_depth(1000, 3)
     assert tree_depth(10_000, 10) == 4
     with pytest.raises(ValueError):
-        VocabularyTree(1, 2).fit(_blobs())
+        VocabularyTree(1, depth=2).fit(_blobs())
     with pytest.raises(ValueError, match="sample"):
-        VocabularyTree(8, 1).fit(_blobs()[:5])
+        VocabularyTree(8, depth=1).fit(_blobs()[:5])
     with pytest.raises(ValueError):
-        VocabularyTree(3, 1, random_state=0).fit(_blobs()).predict(np.zeros((2, 3), np.float32))
+        VocabularyTree(3, depth=1, random_state=0).fit(_blobs()).predict(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="power"):
         Codebook(n_words=100, tree_branching=3).fit(_blobs())
 

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 from hardneg.store import FeatureStore, StoreError, StoreLockedError
-from hardneg.store import _feature_store as fs_mod
+from hardneg.store import _writer as writer_mod
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_failure_inside_append_keeps_committed_batches(tmp_path, monkeypatch, fa
         def boom(*a, **k):
             raise OSError("disk gone")
 
-        target = {"parquet": (fs_mod.pq, "write_table"), "rename": (fs_mod.os, "replace"), "commit": (fs_mod, "_atomic_write_text")}[fail_at]
+        target = {"parquet": (writer_mod.pq, "write_table"), "rename": (writer_mod.os, "replace"), "commit": (writer_mod, "atomic_write_text")}[fail_at]
         monkeypatch.setattr(*target, boom)
         with pytest.raises(OSError):
             store.append(np.full((4, 4), 2.0))

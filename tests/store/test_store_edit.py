@@ -73,9 +73,9 @@ def test_failure_before_commit_keeps_old_table(tmp_path, monkeypatch):
     p = make(tmp_path / "s")
     before = table(p)
     with FeatureStore.open(p, mode="a") as store:
-        def boom(meta):
+        def boom(meta, items=None):
             raise OSError("disk gone")
-        monkeypatch.setattr(store, "_commit_meta", boom)
+        monkeypatch.setattr(store._writer, "commit", boom)
         with pytest.raises(OSError):
             store.edit_items(add_tags={i: ["x"] for i in store.ids()})
     monkeypatch.undo()
@@ -103,14 +103,14 @@ KILLER = textwrap.dedent(
     from hardneg.store import _edit
     where = sys.argv[2]
     store = FeatureStore.open(sys.argv[1], mode="a")
-    real_commit = store._commit_meta
-    def commit(meta):
+    real_commit = store._writer.commit
+    def commit(meta, items=None):
         if where == "before-commit":
             os.kill(os.getpid(), signal.SIGKILL)
-        real_commit(meta)
+        real_commit(meta, items)
         if where == "after-commit":
             os.kill(os.getpid(), signal.SIGKILL)
-    store._commit_meta = commit
+    store._writer.commit = commit
     store.edit_items(add_tags={i: ["killed"] for i in store.ids()}, split={i: "train" for i in store.ids()})
     """
 )

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from _helpers import run_cli
 from hardneg.store import FeatureStore, StoreError, StoreLockedError
-from hardneg.store import _feature_store as fs_mod
+from hardneg.store import _writer as writer_mod
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd()}
 
@@ -120,13 +120,13 @@ def test_cli_import_overwrite_refused_while_store_is_open(tmp_path, capsys):
 
 def test_create_with_missing_parent_builds_beside_the_target(tmp_path, monkeypatch):
     seen = []
-    real = fs_mod.tempfile.mkdtemp
+    real = writer_mod.tempfile.mkdtemp
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("dir"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(fs_mod.tempfile, "mkdtemp", spy)
+    monkeypatch.setattr(writer_mod.tempfile, "mkdtemp", spy)
     target = tmp_path / "new" / "deeper" / "s"
     FeatureStore.create(target, dim=2).close()
     assert seen and all(d is not None and os.path.samefile(d, target.parent) for d in seen)
