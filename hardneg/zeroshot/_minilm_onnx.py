@@ -39,6 +39,8 @@ _EXPORT: dict[str, Any] = {"format": 1, "opset": 17, "exporter": "torchscript", 
 _PROBES = ["a striped animal with four legs", "hot air balloon", "tabby, tabby cat: a cat with a grey or tawny coat"]
 _MIN_COSINE = 0.9999
 _lock = threading.Lock()
+#: texts embedded per run of the graph
+_BATCH = 64
 
 
 def _onnx_path(model_dir: Path) -> Path:
@@ -52,14 +54,39 @@ def _onnx_path(model_dir: Path) -> Path:
     return models_cache_dir() / f"all-minilm-l6-v2-{digest}.onnx"
 
 
-def _session(path: str | Path):
-    import onnxruntime as ort
-
+def _options(ort, level):
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    so.graph_optimization_level = level
+    return so
+
+
+def _session(path: str | Path, *, optimized: bool = False):
+    """An ONNX Runtime session of the graph at ``path``.
+
+    ``optimized``: ONNX Runtime's graph optimisations run once and their result is kept beside
+    the graph (``*.ort<version>.onnx``, this machine's cache: the "extended" level, portable
+    across CPUs); later processes load it with the optimisations off, which saves their time.
+    """
+    import onnxruntime as ort
+
+    levels = ort.GraphOptimizationLevel
+    if not optimized:
+        return ort.InferenceSession(str(path), _options(ort, levels.ORT_ENABLE_ALL), providers=["CPUExecutionProvider"])
+    path = Path(path)
+    opt = path.with_name(f"{path.stem}.ort{ort.__version__}.onnx")
+    if opt.is_file():
+        try:
+            return ort.InferenceSession(str(opt), _options(ort, levels.ORT_DISABLE_ALL), providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - a damaged file is written again below
+            logger.info("optimised MiniLM graph %s unreadable (%s); optimising again", opt, exc)
+    so = _options(ort, levels.ORT_ENABLE_EXTENDED)
+    with atomic_path(opt) as tmp:
+        so.optimized_model_filepath = str(tmp)
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return session
 
 
 def _tokenizer(model_dir: Path):
@@ -127,7 +154,7 @@ def _runtime(model_dir: Path, reference):
         with _lock:
             if not path.is_file():
                 _export(model_dir, path, tok, reference)
-        return _session(path), tok
+        return _session(path, optimized=True), tok
     except Exception as exc:  # noqa: BLE001 - any failure leaves the reference path
         logger.info("MiniLM runs in sentence-transformers: the ONNX model is unavailable (%s: %s)", type(exc).__name__, exc)
         return None
@@ -147,4 +174,11 @@ def embed_onnx(texts, model_dir, reference) -> np.ndarray | None:
     rt = _runtime(Path(model_dir), reference)
     if rt is None:
         return None
-    return _run(rt[0], rt[1], texts)
+    texts = list(texts)
+    # batches of similar length: padding to the longest of 10,000 captions would hold gigabytes
+    order = np.argsort([len(str(t)) for t in texts], kind="stable")
+    out = np.empty((len(texts), 384), np.float32)
+    for lo in range(0, len(texts), _BATCH):
+        idx = order[lo:lo + _BATCH]
+        out[idx] = _run(rt[0], rt[1], [texts[i] for i in idx])
+    return out

@@ -154,8 +154,8 @@ def test_tagged_store_combines_conse_and_eszsl(tmp_path, toy_conse):
     y = np.repeat(np.arange(4), 10)
     make_conse_store(tmp_path / "s", tags=[[names[c]] for c in y])
     store = FeatureStore.open(tmp_path / "s")
-    assert resolve_method(store) == "conse+eszsl"
-    index, _ = open_text_index(store)
+    assert resolve_method(store, "auto") == _text_index.AUTO_WITH_TAGS
+    index, _ = open_text_index(store, method="conse+eszsl")
     assert index.info["n_classes"] == 4
     assert (y[index.search("a feline with whiskers", k=10).rows] == 0).all()
 
