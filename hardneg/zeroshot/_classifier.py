@@ -25,7 +25,7 @@ from hardneg._progress import check_progress
 from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random_state, validate_params, validate_X
 
 from ._attributes import as_attribute_table
-from ._common import candidate_table, training_targets
+from ._common import ZeroShotPredictMixin, candidate_table, training_targets
 from ._tune import class_holdout_split
 from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
 from hardneg.negatives import BasePairSampler as NegativeSampler
@@ -119,7 +119,7 @@ def _torch():
     return torch
 
 
-class ZeroShotClassifier(BaseEstimator):
+class ZeroShotClassifier(ZeroShotPredictMixin, BaseEstimator):
     """Metric-learning zero-shot classifier with hard negative pair mining ([Bucher16]).
 
     An image ``X`` is embedded into attribute space, ``Â_X(X) = max(0, XᵀW_X + b_X)``
@@ -284,6 +284,8 @@ class ZeroShotClassifier(BaseEstimator):
     ((60, 2), True)
     """
 
+    _smaller_is_closer = True  # decision_function is S of [Bucher16] Eq. (1); predict is Eq. (7)
+
     _parameter_constraints = {
         "sampler": [StrOptions(set(SAMPLERS)), NegativeSampler],
         "n_negatives": [Interval(Integral, 1, 100_000, closed="both")],
@@ -306,7 +308,7 @@ class ZeroShotClassifier(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, sampler: Any = "random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
+    def __init__(self, sampler: Any = "random", *, n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
                  m: int = 16, lam: float = 0.1, mu: float = 1e-2, balanced: bool = True, n_epochs: int = 200,
                  tol: float | None = 1e-3, n_iter_no_change: int = 5, early_stopping: bool = False,
                  validation_fraction: float = 0.2, lr: float | str = "auto", momentum: float = 0.9,
@@ -597,27 +599,6 @@ class ZeroShotClassifier(BaseEstimator):
         check_is_fitted(self)
         _, vectors = candidate_table(self, class_attributes)
         return self.distances(X, vectors)
-
-    def predict(self, X, class_attributes=None) -> np.ndarray:
-        """[Bucher16] Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Images' features.
-        class_attributes : dict, 2-D array or (labels, matrix), optional
-            The candidate classes' attribute vectors (e.g. the unseen ones);
-            default the seen classes. Columns follow its order (its keys, or row numbers).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The predicted class label of each image.
-        """
-        check_is_fitted(self)
-        labels, vectors = candidate_table(self, class_attributes)
-        S = self.distances(X, vectors)
-        return labels[np.argmin(S, axis=1)] if S.shape[0] else labels[:0]
 
     def record_descriptions(self, labels, names, vectors) -> "ZeroShotClassifier":
         """Keep the descriptions of every class (seen and unseen) the model was trained with, saved with it.
