@@ -11,7 +11,7 @@ nearest captioned images (cosine of the centred image features):
 and a text query ``q`` scores ``cos(f(x), q)``, as ConSE's [Norouzi14] Eq. (3). A captioned
 image is placed by its neighbours, never by its own caption (leave-one-out): every image of
 the collection is then mapped the same way, and the words of a caption reach images that have
-none. ``k`` and ``τ`` were chosen on held-out seen categories (docs/methods/zeroshot.md).
+none. How the defaults of ``k`` and ``τ`` were set: docs/methods/zeroshot.md.
 
 Examples
 --------

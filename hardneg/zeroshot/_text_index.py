@@ -1,7 +1,6 @@
 """One search by description for users: a text index built once per store state, then queried in milliseconds.
 
-What ranks the store for a text query depends on what the store has
-(``method="auto"``, the measured choice of ``benchmarks/text_search.py``):
+What ranks the store for a text query (``method``):
 
 - ``"conse"``: no training ([Norouzi14], :class:`~hardneg.zeroshot.ConSE`): every item's
   semantic vector ``f(x)`` ([Norouzi14] Eq. (2)) from EfficientNet-Lite0's ImageNet head; a query scores
@@ -11,13 +10,16 @@ What ranks the store for a text query depends on what the store has
   CSV) embedded by MiniLM; an item's vector is ``Vᵀ x`` (its image in the description
   space), normalised, so that a query scores the cosine ``cos(Vᵀx, s(text))``. (ESZSL's own
   score is ``xᵀ V s``; the cosine is a departure that puts it on ConSE's scale.)
-- ``"conse+eszsl"``: the sum of the two cosines (an extra, not from either paper).
-- ``"bucher16"``: the [Bucher16] model trained on the tags (``-S(x, s(text))``); kept for
-  comparison; the default ``auto`` does not choose it (``benchmarks/text_search.py``).
+- ``"captions"``: :class:`~hardneg.zeroshot._captions.CaptionKNN` (an extra, in neither paper):
+  every tagged item's tags, in words, are its caption, embedded by MiniLM; an item's vector is
+  the similarity-weighted mean caption of its nearest tagged items (never its own).
+- ``"conse+eszsl"``, ``"conse+captions"``, ``"conse+eszsl+captions"``: the sum of the cosines (extras).
+- ``"bucher16"``: the [Bucher16] model trained on the tags (``-S(x, s(text))``).
 
-``auto``: ``conse+eszsl`` when the store has ConSE's features and at least two described
-tags with two items each, ``conse`` when it has the features but no usable tags, ``eszsl``
-when it has usable tags but other features; otherwise a one-line error saying what to add.
+If ``"auto"``: :data:`AUTO_WITH_TAGS` (``"conse+captions"``) when the store has ConSE's
+features and at least two tagged items, ``"conse"`` when it has the features but no tags,
+``"eszsl"`` when it has usable tags but other features; otherwise a one-line error saying what
+to add. Why this choice: docs/methods/zeroshot.md.
 
 The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached beside a
 local store in ``<store>.models/text-index/`` (where the service keeps its models), else under
