@@ -740,6 +740,9 @@ def table_text_search(w: Writer) -> str:
             if key in nt.get("name", {}):
                 lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} | {nt['title'][key]:.3f} |")
     tm = data.get("timing") or {}
+    if not tm and (RESULTS / "text_search_timing.json").exists():  # written by --only-timing
+        data = _load("text_search_timing")
+        tm = data.get("timing") or {}
     if tm and "error" not in tm:
         lines += ["", f"First vs second query on a {tm['n_items']:,}-item store (in process, the sentence model loaded; "
                   "the first builds and caches the text index, the second reads it):", "",
