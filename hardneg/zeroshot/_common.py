@@ -92,6 +92,9 @@ class ZeroShotPredictMixin:
 
     _smaller_is_closer = False
 
+    def decision_function(self, X, class_attributes=None) -> np.ndarray:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
     def predict(self, X, class_attributes=None) -> np.ndarray:
         """The candidate class of best :meth:`decision_function` for every image.
 
