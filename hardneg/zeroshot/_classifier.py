@@ -26,7 +26,6 @@ from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random
 
 from ._attributes import as_attribute_table
 from ._common import ZeroShotPredictMixin, candidate_table, training_targets
-from ._tune import class_holdout_split
 from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
 from hardneg.negatives import BasePairSampler as NegativeSampler
 from hardneg.negatives import make_pair_sampler as make_sampler
@@ -382,6 +381,8 @@ class ZeroShotClassifier(ZeroShotPredictMixin, BaseEstimator):
         val = None
         self.validation_classes_ = all_classes[:0]
         if self.early_stopping:
+            from ._tune import class_holdout_split  # as tune(): model selection's module loads when it is used
+
             # held-out seen classes: their images and vectors leave training, as unseen classes would
             codes = t.codes
             _, val_codes = class_holdout_split(np.arange(all_classes.size), self.validation_fraction, rng)
