@@ -15,7 +15,17 @@ Every query ranks the whole collection; AP against the category's tag; mean over
 categories of a split, then mean and sd over splits. Random: the prevalence (expected AP of a
 random ranking).
 
-Methods on the same queries:
+The text index (what ``hardneg concept search auto`` ranks), by default: per split, two stores
+are written and every method of ``INDEX_METHODS`` (and ``auto``) is built on them with
+:func:`hardneg.zeroshot._text_index.build_text_index`: ``tags`` (every item keeps its folder tags
+less the held-out ones) and ``captions`` (an item of a held-out category has no tag at all; every
+other item its folder tags plus its SVG title and ``<dc:subject>`` keywords, its caption). Test:
+the held-out categories queried. Validation: a fifth (``--val``) of the seen categories held out
+as well and queried instead; the method of best mean validation AP over both stores and both query
+kinds is the validated choice (``auto`` must be it), and ConSE's variants are compared on the same
+validation categories of the no-tags store. The unseen categories are never used to choose.
+
+With ``--learned``, the array-level comparison below as well (ESZSL's raw score, [Bucher16]):
 
 - ``conse``: [Norouzi14] Eq. (2)-(3), T = 10, class text "lemmas: definition" (the library default);
   ``conse_lemma`` (class text: lemmas only, the paper's label-name embedding), ``conse_T1`` / ``conse_T5``.
@@ -27,11 +37,12 @@ Methods on the same queries:
 - No tags at all (``notags``): ConSE alone on every category (nothing held out; a learned model has
   nothing to train on).
 
-Timing (``timing``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
+Timing (``timing``; ``--only-timing`` writes it alone to ``NAME_timing.json``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
 (10,000: the openclipart vectors repeated) with an empty cache: the first query (builds the index)
 vs the second (reads it), in process, each including the query's embedding; reported as a ratio.
 Then ``hardneg concept search auto STORE --text ...`` three times in fresh processes (``cli``): the
-first builds the ``auto`` index, the next read it (wall time of the whole command, start-up included).
+first builds the ``auto`` index, the next read it (wall time of the whole command, start-up included,
+and its CPU time, user + system, which a shared machine does not inflate).
 
     taskset -c 1 env OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/text_search.py
 """
