@@ -107,3 +107,17 @@ def test_a_store_with_one_tagged_item_falls_back_to_conse(tmp_path, monkeypatch,
     assert resolve_method(store) == "conse"
     with pytest.raises(ValueError, match="tag at least two items"):
         build_text_index(store, method="captions")
+
+
+def test_cli_on_a_tagged_store_says_which_index_ranked(tmp_path, toy_conse, capsys):  # noqa: F811 - the fixture
+    import json
+
+    from hardneg.cli.main import main
+
+    names = ["cat", "car", "bird", "fish"]
+    y = make_conse_store(tmp_path / "s", tags=[[names[c]] if i % 2 else [] for i, c in enumerate(np.repeat(np.arange(4), 10))])
+    assert main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "fins and water", "-k", "5", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "built text index: ConSE [Norouzi14] + captions of the tagged items' neighbours" in out.err
+    rows = [int(r["id"].removeprefix("img").removesuffix(".png")) for r in json.loads(out.out)]
+    assert (y[rows] == 3).all()
