@@ -689,6 +689,8 @@ TEXT_SEARCH_METHODS = {
     "conse_T1": "ConSE, T = 1",
     "conse_T5": "ConSE, T = 5",
     "conse_T20": "ConSE, T = 20",
+    "conse_both": "ConSE, both class texts (sum of the two unit vectors)",
+    "conse_centered": "ConSE, the store's mean semantic vector removed",
     "eszsl": "ESZSL on the seen tags, cosine of Vᵀx (the text index's form)",
     "eszsl_raw": "ESZSL on the seen tags, its own score xᵀVq",
     "bucher16": "[Bucher16] on the seen tags (fit_text_search defaults)",
@@ -707,6 +709,25 @@ def table_text_search(w: Writer) -> str:
              f"{', '.join(prot['title_source'])}). Mean AP of the held-out category over the whole collection, "
              "mean ± sd over splits:", "",
              "| method | query: category name | query: one item's title |", "|---|---|---|"]
+    idx = data.get("index") or {}
+    if idx:
+        lines = lines[:-2]
+        labels = {"conse": "ConSE [Norouzi14] (no training)", "conse+eszsl": "ConSE + ESZSL on the tags (sum of cosines)",
+                  "captions": "captions of the 30 nearest tagged items (CaptionKNN, an extra)",
+                  "conse+captions": "ConSE + captions (sum of cosines)", "conse+eszsl+captions": "ConSE + ESZSL + captions",
+                  "auto": f"auto (= {idx['validated_choice']}, the best on validation)", "random": "random ranking (the prevalence)"}
+        for key, title in (("tags/val", "Validation: a fifth of the seen categories held out as well and queried (the only figures "
+                             "used to choose)"), ("tags/test", "Test: the held-out categories, store tagged by folder"),
+                            ("captions/val", "Validation, store captioned (seen items tagged with their SVG title and keywords)"),
+                            ("captions/test", "Test, store captioned")):
+            sm = idx["summary"][key]
+            r = sm["name"]["random"]
+            lines += ["", f"{title}:", "", "| method | by name | × random | by title | × random |", "|---|---|---|---|---|"]
+            for m in ("random", *idx["methods"], "auto"):
+                lines.append(f"| {labels.get(m, m)} | {sm['name'][m]:.3f} | {sm['name'][m] / r:.1f} | {sm['title'][m]:.3f} | "
+                             f"{sm['title'][m] / sm['title']['random']:.1f} |")
+        lines += ["", "Mean validation AP (both stores, name and title): " + ", ".join(
+            f"{m} {v:.3f}" for m, v in idx["validation_score"].items()) + f" → `auto` = {idx['validated_choice']}."]
     for key, label in TEXT_SEARCH_METHODS.items():
         if key in summ["name"] and key in summ["title"]:
             n, t = summ["name"][key], summ["title"][key]
@@ -715,21 +736,27 @@ def table_text_search(w: Writer) -> str:
     if nt:
         lines += ["", f"A store with no tags at all (every one of the {prot['n_categories']} categories queried; only ConSE "
                   "can rank it):", "", "| method | by name | by title |", "|---|---|---|"]
-        for key in ("conse", "conse_lemma", "conse_T1", "conse_T5", "conse_T20", "random"):
+        for key in ("conse", "conse_lemma", "conse_T1", "conse_T5", "conse_T20", "conse_both", "conse_centered", "random"):
             if key in nt.get("name", {}):
                 lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} | {nt['title'][key]:.3f} |")
     tm = data.get("timing") or {}
+    if not tm and (RESULTS / "text_search_timing.json").exists():  # written by --only-timing
+        data = _load("text_search_timing")
+        tm = data.get("timing") or {}
     if tm and "error" not in tm:
         lines += ["", f"First vs second query on a {tm['n_items']:,}-item store (in process, the sentence model loaded; "
                   "the first builds and caches the text index, the second reads it):", "",
                   "| index | first query (s) | second query (s) | first / second |", "|---|---|---|---|"]
-        for key in ("conse", "conse+eszsl"):
+        for key in ("conse", "conse+eszsl", "conse+captions"):
             if key in tm:
                 lines.append(f"| {key} | {tm[key]['first_s']:.2f} | {tm[key]['second_s']:.3f} | {tm[key]['ratio']:.0f}× |")
         if "cli" in tm:
             c = tm["cli"]
             lines.append(f"| CLI, fresh processes, {c['method']} | {c['first_s']:.2f} | {c['second_s']:.2f} "
                          f"(third {c['third_s']:.2f}) | {c['ratio']:.0f}× |")
+            if "second_cpu_s" in c:
+                lines.append(f"| CLI, CPU time of the process (user + system) | {c['first_cpu_s']:.2f} | {c['second_cpu_s']:.2f} "
+                             f"(third {c['third_cpu_s']:.2f}) | {c['first_cpu_s'] / c['second_cpu_s']:.0f}× |")
             if tm.get("load_average_after"):
                 lines += ["", f"(Machine load average {tm['load_average_after'][0]:.1f} after the run, on "
                           f"{data.get('machine', {}).get('cpu_count', '?')} cores: wall times are those of a shared machine.)"]

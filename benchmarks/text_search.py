@@ -15,7 +15,17 @@ Every query ranks the whole collection; AP against the category's tag; mean over
 categories of a split, then mean and sd over splits. Random: the prevalence (expected AP of a
 random ranking).
 
-Methods on the same queries:
+The text index (what ``hardneg concept search auto`` ranks), by default: per split, two stores
+are written and every method of ``INDEX_METHODS`` (and ``auto``) is built on them with
+:func:`hardneg.zeroshot._text_index.build_text_index`: ``tags`` (every item keeps its folder tags
+less the held-out ones) and ``captions`` (an item of a held-out category has no tag at all; every
+other item its folder tags plus its SVG title and ``<dc:subject>`` keywords, its caption). Test:
+the held-out categories queried. Validation: a fifth (``--val``) of the seen categories held out
+as well and queried instead; the method of best mean validation AP over both stores and both query
+kinds is the validated choice (``auto`` must be it), and ConSE's variants are compared on the same
+validation categories of the no-tags store. The unseen categories are never used to choose.
+
+With ``--learned``, the array-level comparison below as well (ESZSL's raw score, [Bucher16]):
 
 - ``conse``: [Norouzi14] Eq. (2)-(3), T = 10, class text "lemmas: definition" (the library default);
   ``conse_lemma`` (class text: lemmas only, the paper's label-name embedding), ``conse_T1`` / ``conse_T5``.
@@ -27,11 +37,12 @@ Methods on the same queries:
 - No tags at all (``notags``): ConSE alone on every category (nothing held out; a learned model has
   nothing to train on).
 
-Timing (``timing``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
+Timing (``timing``; ``--only-timing`` writes it alone to ``NAME_timing.json``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
 (10,000: the openclipart vectors repeated) with an empty cache: the first query (builds the index)
 vs the second (reads it), in process, each including the query's embedding; reported as a ratio.
 Then ``hardneg concept search auto STORE --text ...`` three times in fresh processes (``cli``): the
-first builds the ``auto`` index, the next read it (wall time of the whole command, start-up included).
+first builds the ``auto`` index, the next read it (wall time of the whole command, start-up included,
+and its CPU time, user + system, which a shared machine does not inflate).
 
     taskset -c 1 env OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/text_search.py
 """
@@ -54,6 +65,37 @@ from benchmarks.concept_openclipart import cache_dir, categories, load  # noqa: 
 
 SVG_ROOT = Path("/usr/share/openclipart/svg")
 _TITLE = re.compile(r"<dc:title>([^<]*)</dc:title>")
+_LI = re.compile(r"<rdf:li>([^<]*)</rdf:li>")
+_SUBJECT = re.compile(r"<dc:subject>(.*?)</dc:subject>", re.S)
+#: keywords that say nothing about the picture (tool names, licence words, authors)
+NOISE = {"hash", "magick", "unsorted", "clip", "art", "clipart", "openclipart", "image", "png", "svg", "media", "public",
+         "domain", "untitled", "remix", "architetto francesco rollandin", "lumen design studio"}
+#: the text index's methods that the validation compares (auto picks one of them)
+INDEX_METHODS = ("conse", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions")
+
+
+def item_keywords(item_id: str) -> list[str]:
+    """The SVG's title (one keyword, lower case) and its <dc:subject> keywords, less :data:`NOISE`."""
+    svg = SVG_ROOT / Path(item_id).with_suffix(".svg")
+    if not svg.is_file():
+        return []
+    text = svg.read_text(encoding="utf-8", errors="replace")
+    out = []
+    m = _TITLE.search(text)
+    if m and m.group(1).strip():
+        out.append(m.group(1).strip().lower())
+    sub = _SUBJECT.search(text)
+    if sub:
+        out.extend(w.strip().lower() for w in _LI.findall(sub.group(1)) if w.strip())
+    import html
+    import unicodedata
+
+    def tag_text(w):  # a keyword that is a valid store tag: no ';', no control character
+        w = html.unescape(html.unescape(w))
+        return " ".join("".join(" " if c == ";" or unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in w).split())
+
+    clean = [tag_text(w) for w in out]
+    return [w for w in dict.fromkeys(clean) if w and w not in NOISE]
 
 
 def item_title(item_id: str) -> tuple[str, str]:
@@ -115,6 +157,57 @@ def run_split(X, tags, cats, unseen, queries, conse_vecs, args, seed):
     return rows, {"eszsl_fit_s": eszsl_s, "bucher16_fit_s": bucher_s, "bucher16_diverged": diverged}
 
 
+def scenario_tags(tags, keywords, held, scenario):
+    """The store's tags for one scenario, ``held`` categories untagged.
+
+    ``"tags"``: every item keeps its folder tags less the held-out ones (the protocol of
+    ``run_split``); ``"captions"``: an item of a held-out category has no tag at all, every
+    other item its folder tags plus its SVG title and keywords (its caption).
+    """
+    out = []
+    for ts, kw in zip(tags, keywords):
+        if scenario == "tags":
+            out.append([t for t in ts if t not in held])
+        elif any(t in held for t in ts):
+            out.append([])
+        else:
+            out.append(list(dict.fromkeys([*ts, *kw])))
+    return out
+
+
+def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, tmp):
+    """AP of every text-index method (and ``auto``) on a store whose ``held`` categories are untagged,
+    for the ``queried`` categories by name and by title: what ``hardneg concept search auto`` ranks."""
+    from hardneg.eval import average_precision
+    from hardneg.store import FeatureStore
+    from hardneg.zeroshot._text_index import build_text_index, resolve_method
+
+    path = Path(tmp) / f"store-{scenario}-{len(held)}"
+    st = FeatureStore.create(path, dim=X.shape[1], attrs=dict(attrs))
+    st.append(X, ids=ids, tags=scenario_tags(tags, keywords, held, scenario))
+    st.close()
+    st = FeatureStore.open(path)
+    auto = resolve_method(st, "auto")
+    vecs, secs = {}, {}
+    for m in INDEX_METHODS:
+        t = time.perf_counter()
+        vecs[m] = build_text_index(st, method=m).vectors
+        secs[m] = time.perf_counter() - t
+    rows = []
+    for c in queried:
+        rel = np.array([c in ts for ts in tags], dtype=int)
+        for kind in ("name", "title"):
+            q = queries[c][kind]
+            row = {"category": c, "query": kind, "random": float(rel.mean())}
+            row.update({m: float(average_precision(rel, V @ q)) for m, V in vecs.items()})
+            row["auto"] = row[auto]
+            rows.append(row)
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+    return rows, {"auto": auto, "build_s": secs}
+
+
 def summarize(rows, methods):
     out = {}
     for kind in ("name", "title"):
@@ -141,7 +234,7 @@ def timing(store_path, n_items, threads):
         st.append(Xn, ids=[f"i{r}" for r in range(n_items)], tags=tags[:n_items])
         st.close()
         st = FeatureStore.open(Path(tmp) / "store")
-        for method in ("conse", "conse+eszsl"):
+        for method in ("conse", "conse+eszsl", "conse+captions"):
             times = []
             for text in ("a red car", "a cat sleeping on a sofa"):
                 t = time.perf_counter()
@@ -155,14 +248,20 @@ def timing(store_path, n_items, threads):
 
         exe = str(Path(sys.executable).parent / "hardneg")
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        cli = []
+        import resource
+
+        cli, cpu = [], []
         for text in ("a red car", "a cat sleeping on a sofa", "hot air balloon"):
             t = time.perf_counter()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run([exe, "concept", "search", "auto", str(Path(tmp) / "store"), "--text", text, "-k", "24", "--json"],
                            check=True, capture_output=True, env=env)
             cli.append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # CPU time of the command: on a shared machine its wall time also counts the other processes' turns
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         out["cli"] = {"first_s": cli[0], "second_s": cli[1], "third_s": cli[2], "ratio": cli[0] / cli[1],
-                      "method": "auto (conse+eszsl)"}
+                      "first_cpu_s": cpu[0], "second_cpu_s": cpu[1], "third_cpu_s": cpu[2], "method": "auto"}
         out["load_average_after"] = os.getloadavg()
     return {"n_items": n_items, **out}
 
@@ -173,9 +272,12 @@ def main():
     ap.add_argument("--unseen", type=float, default=0.4)
     ap.add_argument("--min-images", type=int, default=40)
     ap.add_argument("--no-bucher", action="store_true")
+    ap.add_argument("--learned", action="store_true", help="also the array-level comparison with ESZSL's raw score and [Bucher16]")
+    ap.add_argument("--val", type=float, default=0.2, help="fraction of the seen categories held out for validation")
     ap.add_argument("--timing-items", type=int, default=10_000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--name", default="text_search")
+    ap.add_argument("--only-timing", action="store_true", help="only the timing (written to NAME_timing.json)")
     args = ap.parse_args()
 
     from hardneg.eval import average_precision
@@ -184,6 +286,11 @@ def main():
 
     t0 = time.perf_counter()
     store_path = cache_dir() / "store"
+    if args.only_timing:
+        res = timing(store_path, args.timing_items, args.threads)
+        print("timing:", res)
+        print(f"wrote {write_results(args.name + '_timing', {'timing': res, 'wall_s': time.perf_counter() - t0})}")
+        return
     X, ids, tags = load(store_path)
     cats = categories(ids, args.min_images)
     cats = [c for c in cats if sum(c in ts for ts in tags) >= 2]
@@ -201,6 +308,9 @@ def main():
     for label, kw in {"conse": {}, "conse_lemma": {"class_text": "lemma"}, "conse_T1": {"n_top": 1},
                       "conse_T5": {"n_top": 5}, "conse_T20": {"n_top": 20}}.items():
         conse_vecs[label] = unit(ConSE(**kw).fit().transform(X))
+    # label-free variants: both class texts summed; the store's mean semantic vector removed (hubness)
+    conse_vecs["conse_both"] = unit(conse_vecs["conse"] + conse_vecs["conse_lemma"])
+    conse_vecs["conse_centered"] = unit(conse_vecs["conse"] - conse_vecs["conse"].mean(axis=0))
 
     # no tags at all: ConSE alone over every category
     notags = []
@@ -211,8 +321,44 @@ def main():
             row.update({m: float(average_precision(rel, V @ queries[c][kind])) for m, V in conse_vecs.items()})
             notags.append(row)
 
+    keywords = [item_keywords(i) for i in ids]
+    from hardneg.store import FeatureStore
+
+    attrs = dict(FeatureStore.open(store_path).attrs)
+    index_rows, index_info, val_lists = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(args.splits):
+            r = np.random.default_rng(seed)
+            unseen = sorted(r.choice(cats, size=int(round(args.unseen * len(cats))), replace=False).tolist())
+            seen = [c for c in cats if c not in unseen]
+            # validation: a fifth of the seen categories held out as well, queried instead of the unseen ones
+            val = sorted(np.random.default_rng(100 + seed).choice(seen, size=int(round(args.val * len(seen))),
+                                                                 replace=False).tolist())
+            val_lists.append(val)
+            for scenario in ("tags", "captions"):
+                for part, held, queried in (("val", set(unseen) | set(val), val), ("test", set(unseen), unseen)):
+                    rows, info = run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, tmp)
+                    for row in rows:
+                        row.update(split=seed, scenario=scenario, part=part)
+                    index_rows.extend(rows)
+                    index_info.append({"split": seed, "scenario": scenario, "part": part, **info})
+                    print(f"split {seed} {scenario} {part}: "
+                          f"{summarize(rows, ['random', *INDEX_METHODS])}", flush=True)
+    index_summary = {}
+    for scenario in ("tags", "captions"):
+        for part in ("val", "test"):
+            sel = [r for r in index_rows if r["scenario"] == scenario and r["part"] == part]
+            per = [summarize([r for r in sel if r["split"] == s], ["random", *INDEX_METHODS, "auto"]) for s in range(args.splits)]
+            index_summary[f"{scenario}/{part}"] = {kind: {m: float(np.mean([p[kind][m] for p in per]))
+                                                          for m in per[0][kind]} for kind in ("name", "title")}
+    # the validated choice: best mean validation AP over both scenarios and both query kinds
+    val_score = {m: float(np.mean([index_summary[f"{sc}/val"][k][m] for sc in ("tags", "captions") for k in ("name", "title")]))
+                 for m in INDEX_METHODS}
+    chosen = max(val_score, key=val_score.get)
+    print("validation (mean AP, both scenarios, name and title):", val_score, "->", chosen)
+
     all_rows, fits = [], []
-    for seed in range(args.splits):
+    for seed in range(args.splits if args.learned else 0):
         r = np.random.default_rng(seed)
         unseen = sorted(r.choice(cats, size=int(round(args.unseen * len(cats))), replace=False).tolist())
         rows, fit = run_split(X, tags, cats, unseen, queries, conse_vecs, args, seed)
@@ -222,13 +368,19 @@ def main():
         fits.append(fit)
         print(f"split {seed}: {summarize(rows, [m for m in rows[0] if m not in ('category', 'query', 'split')])}", flush=True)
 
-    methods = [m for m in all_rows[0] if m not in ("category", "query", "split")]
-    per_split = [summarize([r for r in all_rows if r["split"] == s], methods) for s in range(args.splits)]
+    methods = [m for m in all_rows[0] if m not in ("category", "query", "split")] if all_rows else []
+    per_split = [summarize([r for r in all_rows if r["split"] == s], methods) for s in range(args.splits)] if all_rows else []
     summary = {kind: {m: {"mean": float(np.mean([p[kind][m] for p in per_split if m in p[kind]])),
                           "sd": float(np.std([p[kind][m] for p in per_split if m in p[kind]]))}
                       for m in methods if all(m in p[kind] for p in per_split)}
                for kind in ("name", "title")}
     notags_summary = summarize(notags, ["random", *conse_vecs])
+    # ConSE's settings chosen on the seen validation categories only (each split's), never on the unseen ones
+    val_sets = [set(v) for v in val_lists]
+    notags_val = [summarize([r for r in notags if r["category"] in v], ["random", *conse_vecs]) for v in val_sets]
+    notags_val_summary = {k: {m: float(np.mean([p[k][m] for p in notags_val])) for m in notags_val[0][k]} for k in ("name", "title")}
+    conse_val = {m: (notags_val_summary["name"][m] + notags_val_summary["title"][m]) / 2 for m in conse_vecs}
+    print("ConSE on validation categories:", conse_val, "->", max(conse_val, key=conse_val.get))
     time_res = None
     if args.timing_items:
         try:
@@ -236,6 +388,12 @@ def main():
         except Exception as exc:  # noqa: BLE001 - the accuracy figures are written all the same
             time_res = {"error": f"{type(exc).__name__}: {exc}"}
 
+    for key, summ in index_summary.items():
+        print(f"\n{key}")
+        print(markdown_table([{"method": m, "AP by name": summ["name"][m], "AP by title": summ["title"][m],
+                               "x random (name)": summ["name"][m] / summ["name"]["random"],
+                               "x random (title)": summ["title"][m] / summ["title"]["random"]} for m in summ["name"]],
+                             ["method", "AP by name", "AP by title", "x random (name)", "x random (title)"]))
     table = []
     for m in summary["name"]:
         table.append({"method": m, "AP by name": summary["name"][m]["mean"], "AP by title": summary["title"][m]["mean"]})
@@ -247,7 +405,10 @@ def main():
                      "unseen_fraction": args.unseen, "title_source": sorted(set(sources.values())),
                      "title_sources": {s: sum(v == s for v in sources.values()) for s in set(sources.values())}},
         "queries": {c: {"name": names[c], "title": titles[c]} for c in cats},
-        "summary": summary, "per_split": per_split, "notags": notags_summary, "fits": fits, "timing": time_res,
+        "index": {"methods": list(INDEX_METHODS), "summary": index_summary, "validation_score": val_score,
+                  "validated_choice": chosen, "builds": index_info, "rows": index_rows},
+        "summary": summary, "per_split": per_split, "notags": notags_summary,
+        "notags_validation": notags_val_summary, "conse_validation_score": conse_val, "validation_categories": val_lists, "fits": fits, "timing": time_res,
         "rows": all_rows, "notags_rows": notags, "wall_s": time.perf_counter() - t0,
     })
     print(f"wrote {path}")

@@ -33,6 +33,11 @@ Methods, all on the same split (issue 38: "the paper's training"):
 - ``old text search`` (only with ``--only``, for ``--pca 0``): the estimator ``fit_text_search``
   built before issue 38 (uncertainty, n 2, 10 epochs fixed, lr 0.01, mu 1e-4, max_negatives 100), and
   ``text search as constructed now``: the same call (``n_epochs=10``, now a cap) with the new defaults;
+- ``random (grow), early stopping``, ``uncertainty (grow), early stopping`` (and with
+  ``n_iter_no_change`` 10): the same with ``early_stopping=True`` (issue 38 item 3): 20 % of the
+  seen classes held out, training stops when their zero-shot accuracy has not risen for
+  ``n_iter_no_change`` epochs, and the model keeps its best epoch; compared with the loss plateau
+  on the same splits (``--only`` these and their loss-plateau rows, ``--name`` ..._early_stopping);
 - ``random (grow), tuned`` and ``uncertainty (grow), tuned`` -- [Bucher16]'s model selection
   (``ZeroShotClassifier.tune``): lambda and mu chosen on 20 % of the split's seen classes held
   out, then refitted on all seen classes. Grid reduced to fit 2 shared cores (declared in the
@@ -208,6 +213,12 @@ def methods(args):
         # what it constructs after issue 38 while it still passes n_epochs=10 (now a cap) with the new defaults
         NOW_TEXT: lambda s: ZeroShotClassifier(sampler="uncertainty", n_negatives=2, n_epochs=10, random_state=s),
     }
+    # issue 38 item 3: stop on held-out seen classes (20 %) and keep the best epoch, instead of the loss plateau
+    for sampler in ("random", "uncertainty"):
+        out[f"{sampler} (grow), early stopping"] = (lambda smp: lambda s: ZeroShotClassifier(
+            sampler=smp, early_stopping=True, random_state=s, **hard))(sampler)
+    out["uncertainty (grow), early stopping, patience 10"] = lambda s: ZeroShotClassifier(
+        sampler="uncertainty", early_stopping=True, n_iter_no_change=10, random_state=s, **hard)
     for sampler in ("random", "uncertainty"):
         out[f"{sampler} (grow), tuned"] = (lambda smp: lambda s: ("tune", dict(sampler=smp, **hard)))(sampler)
     return out

@@ -11,7 +11,7 @@ AUTO = "auto"
 
 
 #: --method of MODEL 'auto' (the store's text index, :mod:`hardneg.zeroshot._text_index`)
-METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "bucher16")
+METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions", "bucher16")
 
 
 def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, method: str = "auto", split, chunk_rows: int, as_json: bool,
@@ -74,7 +74,10 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
 
 #: what each method of the text index is, for the line that says which one ranked
 METHOD_NAMES = {"conse": "ConSE [Norouzi14], no training", "eszsl": "ESZSL on the store's tags",
-                "conse+eszsl": "ConSE [Norouzi14] + ESZSL on the store's tags", "bucher16": "[Bucher16] on the store's tags"}
+                "conse+eszsl": "ConSE [Norouzi14] + ESZSL on the store's tags", "bucher16": "[Bucher16] on the store's tags",
+                "captions": "captions of the tagged items' neighbours",
+                "conse+captions": "ConSE [Norouzi14] + captions of the tagged items' neighbours",
+                "conse+eszsl+captions": "ConSE [Norouzi14] + ESZSL + captions of the tagged items' neighbours"}
 
 
 def _auto_search(store, store_path, *, text, descriptions, method, k, rows, as_json, csv_out, html_out, relevant_tag, relevant_label):

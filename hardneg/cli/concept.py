@@ -201,9 +201,10 @@ def search_cmd(
                              "text, embedded by all-MiniLM-L6-v2 (the 'text' extra; with MODEL 'auto', the 'conse' extra)."),
     descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': a 'class,text' "
                                      "CSV describing the store's tags in words; default the WordNet gloss of each tag."),
-    method: str = method_option("auto", "With --text and MODEL 'auto': auto (conse+eszsl on a tagged store of "
+    method: str = method_option("auto", "With --text and MODEL 'auto': auto (conse+captions on a tagged store of "
                                 "EfficientNet-Lite0 features, conse with no tags, eszsl on other features) | conse "
-                                "(no training, [Norouzi14]) | eszsl | conse+eszsl | bucher16 ([Bucher16]); "
+                                "(no training, [Norouzi14]) | eszsl | conse+eszsl | captions | conse+captions | "
+                                "conse+eszsl+captions | bucher16 ([Bucher16]); "
                                 "measured in results/text_search.json."),
     chunk_rows: int = typer.Option(16384, "--chunk-rows", min=1, help="Rows scored per block."),
     as_json: bool = json_option(),

@@ -25,7 +25,7 @@ from hardneg._progress import check_progress
 from hardneg._validation import RANDOM_STATE, Interval, StrOptions, check_random_state, validate_params, validate_X
 
 from ._attributes import as_attribute_table
-from ._common import candidate_table, training_targets
+from ._common import ZeroShotPredictMixin, candidate_table, training_targets
 from hardneg.negatives import PAIR_SAMPLERS as SAMPLERS
 from hardneg.negatives import BasePairSampler as NegativeSampler
 from hardneg.negatives import make_pair_sampler as make_sampler
@@ -49,10 +49,12 @@ _SCHEMA = {
     "descriptions": ArraySpec("f", 2, optional=True),
 }
 _PARAMS = ("sampler", "n_negatives", "negative_set", "max_negatives", "m", "lam", "mu", "balanced", "n_epochs", "tol",
-           "n_iter_no_change", "lr", "momentum", "batch_size", "standardize", "random_state")
+           "n_iter_no_change", "early_stopping", "validation_fraction", "lr", "momentum", "batch_size", "standardize",
+           "random_state")
 # parameters added after version 1 files were first written, with the value those files were trained with
 # (tol=None: they ran exactly n_epochs epochs)
-_PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100, "tol": None, "n_iter_no_change": 5}
+_PARAMS_ADDED = {"negative_set": "redraw", "max_negatives": 100, "tol": None, "n_iter_no_change": 5, "early_stopping": False,
+                 "validation_fraction": 0.2}
 # lr="auto": the step of W_X is AUTO_LR_SCALE / L, L the largest eigenvalue of the inputs' second moment XᵀX/n
 # (the inputs of [Bucher16] Eq. (2), after standardize); why this bound and this scale: docs/methods/zeroshot.md
 AUTO_LR_SCALE = 0.02
@@ -116,7 +118,7 @@ def _torch():
     return torch
 
 
-class ZeroShotClassifier(BaseEstimator):
+class ZeroShotClassifier(ZeroShotPredictMixin, BaseEstimator):
     """Metric-learning zero-shot classifier with hard negative pair mining ([Bucher16]).
 
     An image ``X`` is embedded into attribute space, ``Â_X(X) = max(0, XᵀW_X + b_X)``
@@ -194,6 +196,16 @@ class ZeroShotClassifier(BaseEstimator):
         issue 38, and that of model files written before it).
     n_iter_no_change : int
         Epochs without that improvement before training stops.
+    early_stopping : bool
+        If True, the stopping rule watches held-out seen classes instead of the training loss
+        (as scikit-learn's ``early_stopping``): ``validation_fraction`` of the seen classes
+        (at least 2, their images and attribute vectors) are set aside, training stops when
+        the zero-shot accuracy among them ([Bucher16] Eq. (7), mean per class) has not risen
+        by more than ``tol`` (0 when None) for ``n_iter_no_change`` epochs, and the model keeps
+        the parameters of its best epoch. The held-out classes stay in ``classes_``. Needs at
+        least 4 seen classes. If False, the loss plateau above.
+    validation_fraction : float
+        Fraction of the seen classes held out when ``early_stopping`` is True.
     lr : float or "auto"
         SGD step size. A float: the step of every parameter. ``"auto"``: the step of
         ``W_X`` is ``0.02 / L``, ``L`` the largest eigenvalue of ``XᵀX / n`` for the
@@ -231,6 +243,11 @@ class ZeroShotClassifier(BaseEstimator):
         The learned parameters of [Bucher16] Eq. (1)-(2); ``tau_`` the threshold of [Bucher16] Eq. (3).
     n_epochs_ : int
         Epochs run (at most ``n_epochs``; fewer when the stopping rule ended training).
+    best_epoch_ : int
+        The epoch whose parameters the model holds: ``n_epochs_``, or with ``early_stopping``
+        the one of best validation accuracy (``history_["val_accuracy"]``).
+    validation_classes_ : ndarray
+        With ``early_stopping``: the seen classes held out (empty otherwise).
     lr_ : dict
         The SGD step of each parameter, ``{"W_X": ..., "b_X": ..., "W_A": ..., "tau": ...}``.
     negatives_ : ndarray (n_samples, k) int32
@@ -266,6 +283,8 @@ class ZeroShotClassifier(BaseEstimator):
     ((60, 2), True)
     """
 
+    _smaller_is_closer = True  # decision_function is S of [Bucher16] Eq. (1); predict is Eq. (7)
+
     _parameter_constraints = {
         "sampler": [StrOptions(set(SAMPLERS)), NegativeSampler],
         "n_negatives": [Interval(Integral, 1, 100_000, closed="both")],
@@ -278,6 +297,8 @@ class ZeroShotClassifier(BaseEstimator):
         "n_epochs": [Interval(Integral, 1, 1_000_000, closed="both")],
         "tol": [None, Interval(Real, 0, 1, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, 1_000_000, closed="both")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "lr": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="left")],
         "batch_size": [Interval(Integral, 1, 10_000_000, closed="both")],
@@ -286,9 +307,10 @@ class ZeroShotClassifier(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, sampler: Any = "random", n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
+    def __init__(self, sampler: Any = "random", *, n_negatives: int = 1, negative_set: str = "grow", max_negatives: int = 100,
                  m: int = 16, lam: float = 0.1, mu: float = 1e-2, balanced: bool = True, n_epochs: int = 200,
-                 tol: float | None = 1e-3, n_iter_no_change: int = 5, lr: float | str = "auto", momentum: float = 0.9,
+                 tol: float | None = 1e-3, n_iter_no_change: int = 5, early_stopping: bool = False,
+                 validation_fraction: float = 0.2, lr: float | str = "auto", momentum: float = 0.9,
                  batch_size: int = 64, standardize: bool = True,
                  random_state: int | np.random.Generator | None = None, class_attributes: Any = None):
         self.sampler = sampler
@@ -302,6 +324,8 @@ class ZeroShotClassifier(BaseEstimator):
         self.n_epochs = n_epochs
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.lr = lr
         self.momentum = momentum
         self.batch_size = batch_size
@@ -352,8 +376,27 @@ class ZeroShotClassifier(BaseEstimator):
                              f"got {self.max_negatives}")
         X = validate_X(self, X, reset=True)
         t = training_targets(y, X.shape[0], class_attributes, sample_attributes, default=self.class_attributes)
-        sampler = make_sampler(self.sampler).prepare(t.candidates, t.candidate_codes)
         rng = check_random_state(self.random_state)
+        all_classes, all_prototypes = t.classes, t.prototypes
+        val = None
+        self.validation_classes_ = all_classes[:0]
+        if self.early_stopping:
+            from ._tune import class_holdout_split  # as tune(): model selection's module loads when it is used
+
+            # held-out seen classes: their images and vectors leave training, as unseen classes would
+            codes = t.codes
+            _, val_codes = class_holdout_split(np.arange(all_classes.size), self.validation_fraction, rng)
+            held = np.isin(codes, val_codes)
+            val = (X[held], codes[held], {int(c): all_prototypes[c] for c in val_codes})
+            self.validation_classes_ = all_classes[val_codes]
+            keep = np.nonzero(~held)[0]
+            X = X[keep]
+            if t.per_image:
+                t = training_targets(codes[keep], keep.size, sample_attributes=np.asarray(t.candidates)[keep])
+            else:
+                train_codes = np.setdiff1d(np.arange(all_classes.size), val_codes)
+                t = training_targets(codes[keep], keep.size, (train_codes, all_prototypes[train_codes]))
+        sampler = make_sampler(self.sampler).prepare(t.candidates, t.candidate_codes)
         torch = _torch()
 
         if self.standardize:
@@ -389,6 +432,10 @@ class ZeroShotClassifier(BaseEstimator):
 
         self.classes_, self.prototypes_ = t.classes, t.prototypes
         self.history_ = {"loss": [], "pairs": [], "negatives": [], "seconds": [], "sampler_seconds": []}
+        if val is not None:
+            self.history_["val_accuracy"] = []
+            best: tuple = (-np.inf, 0, None)  # (accuracy, epoch, parameters)
+            since_best = 0
         self.training_info_: dict = {}
         if eval_set is not None:
             self.history_["eval_accuracy"] = []
@@ -446,17 +493,32 @@ class ZeroShotClassifier(BaseEstimator):
                 h["eval_accuracy"].append(mean_per_class_accuracy(yv, self.predict(Xv, class_attributes=cav)))
             logger.debug("epoch %d: loss %.4f (%.2fs, sampler %.2fs)", epoch, h["loss"][-1], h["seconds"][-1], t_sampler)
             self.n_epochs_ = epoch
-            stop = (self.tol is not None and epoch < self.n_epochs
-                    and loss_plateau(h["loss"], self.tol, self.n_iter_no_change))
+            if val is not None:
+                from hardneg.eval import mean_per_class_accuracy
+
+                acc = mean_per_class_accuracy(val[1], self.predict(val[0], class_attributes=val[2]))
+                h["val_accuracy"].append(acc)
+                since_best = 0 if acc > best[0] + (self.tol or 0.0) else since_best + 1
+                if acc > best[0]:
+                    best = (acc, epoch, (self.W_X_, self.b_X_, self.W_A_, self.tau_))
+                stop = epoch < self.n_epochs and since_best >= self.n_iter_no_change
+            else:
+                stop = (self.tol is not None and epoch < self.n_epochs
+                        and loss_plateau(h["loss"], self.tol, self.n_iter_no_change))
             if progress is not None:
                 # the units add up to n_epochs: a stop counts the epochs it saves as done
                 progress(1 + (self.n_epochs - epoch if stop else 0))
             if callback is not None:
                 callback(epoch, self)
             if stop:
-                logger.debug("stopped after epoch %d: the loss has not fallen by %g for %d epochs", epoch, self.tol,
+                logger.debug("stopped after epoch %d: no improvement by %g for %d epochs", epoch, self.tol or 0.0,
                              self.n_iter_no_change)
                 break
+        self.best_epoch_ = self.n_epochs_
+        if val is not None:
+            self.best_epoch_ = best[1]
+            self.W_X_, self.b_X_, self.W_A_, self.tau_ = best[2]
+            self.classes_, self.prototypes_ = all_classes, all_prototypes
         return self
 
     def _step_sizes(self, Xs) -> dict[str, float]:
@@ -538,27 +600,6 @@ class ZeroShotClassifier(BaseEstimator):
         check_is_fitted(self)
         _, vectors = candidate_table(self, class_attributes)
         return self.distances(X, vectors)
-
-    def predict(self, X, class_attributes=None) -> np.ndarray:
-        """[Bucher16] Eq. (7): the candidate class of smallest ``S(X, Y_k)`` for every image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Images' features.
-        class_attributes : dict, 2-D array or (labels, matrix), optional
-            The candidate classes' attribute vectors (e.g. the unseen ones);
-            default the seen classes. Columns follow its order (its keys, or row numbers).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The predicted class label of each image.
-        """
-        check_is_fitted(self)
-        labels, vectors = candidate_table(self, class_attributes)
-        S = self.distances(X, vectors)
-        return labels[np.argmin(S, axis=1)] if S.shape[0] else labels[:0]
 
     def record_descriptions(self, labels, names, vectors) -> "ZeroShotClassifier":
         """Keep the descriptions of every class (seen and unseen) the model was trained with, saved with it.

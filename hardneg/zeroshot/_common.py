@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from hardneg._validation import check_labels
 
 from ._attributes import as_attribute_table, check_sample_attributes, class_means, lookup
 
-__all__ = ["TrainingTargets", "training_targets", "candidate_table"]
+__all__ = ["TrainingTargets", "training_targets", "candidate_table", "ZeroShotPredictMixin"]
 
 
 class TrainingTargets:
@@ -80,3 +81,39 @@ def candidate_table(estimator, class_attributes):
     if class_attributes is None:
         return estimator.classes_, estimator.prototypes_
     return as_attribute_table(class_attributes, n_attributes=estimator.prototypes_.shape[1])
+
+
+class ZeroShotPredictMixin:
+    """``predict`` for the zero-shot estimators: the candidate class of best ``decision_function``.
+
+    A subclass whose ``decision_function`` is a distance (smaller is closer) sets
+    ``_smaller_is_closer = True``.
+    """
+
+    _smaller_is_closer = False
+
+    def decision_function(self, X, class_attributes=None) -> np.ndarray:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def predict(self, X, class_attributes=None) -> np.ndarray:
+        """The candidate class of best :meth:`decision_function` for every image.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Images' features.
+        class_attributes : dict, 2-D array or (labels, matrix), optional
+            The candidate classes' attribute vectors (e.g. the unseen ones);
+            default the seen classes. Columns follow its order (its keys, or row numbers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted class label of each image.
+        """
+        check_is_fitted(self)
+        labels, _ = candidate_table(self, class_attributes)
+        S = np.asarray(self.decision_function(X, class_attributes))
+        if not S.shape[0]:
+            return labels[:0]
+        return labels[np.argmin(S, axis=1) if self._smaller_is_closer else np.argmax(S, axis=1)]

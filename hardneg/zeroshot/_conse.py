@@ -23,7 +23,7 @@ embedding of the query text.
 
 Departures from [Norouzi14], declared: the label embedding is a sentence embedding of
 ``"lemmas: definition"`` (``class_text="lemma_definition"``; the paper's word vector of the
-label name corresponds to ``class_text="lemma"``; ``benchmarks/text_search.py`` measures both);
+label name corresponds to ``class_text="lemma"``; docs/methods/zeroshot.md compares the two);
 the classifier is EfficientNet-Lite0's ImageNet head, not the paper's ImageNet CNN.
 
 Examples

@@ -13,14 +13,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from hardneg._validation import Interval, validate_params, validate_X
 
-from ._common import candidate_table, training_targets
+from ._common import ZeroShotPredictMixin, candidate_table, training_targets
 
 __all__ = ["DAP"]
 
 _EPS = 1e-4
 
 
-class DAP(BaseEstimator):
+class DAP(ZeroShotPredictMixin, BaseEstimator):
     """One probabilistic classifier per attribute, combined by Bayes' rule (a baseline of Table 1).
 
     Attributes are binarized at a threshold per attribute (the mean over the
@@ -63,7 +63,7 @@ class DAP(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, C: float = 1.0, standardize: bool = True, class_attributes: Any = None):
+    def __init__(self, C: float = 1.0, *, standardize: bool = True, class_attributes: Any = None):
         self.C = C
         self.standardize = standardize
         self.class_attributes = class_attributes
@@ -155,22 +155,3 @@ class DAP(BaseEstimator):
         log_prior = np.log(self.prior_) @ B.T + np.log1p(-self.prior_) @ (1 - B).T
         return log_like - log_prior
 
-    def predict(self, X, class_attributes=None) -> np.ndarray:
-        """The candidate class of largest :meth:`decision_function` for every image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Images' features.
-        class_attributes : dict, 2-D array or (labels, matrix), optional
-            The candidate classes' attribute vectors (e.g. the unseen ones);
-            default the seen classes. Columns follow its order (its keys, or row numbers).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The predicted class label of each image.
-        """
-        check_is_fitted(self)
-        labels, _ = candidate_table(self, class_attributes)
-        return labels[np.argmax(self.decision_function(X, class_attributes), axis=1)]

@@ -11,12 +11,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from hardneg._validation import Interval, validate_params, validate_X
 
-from ._common import candidate_table, training_targets
+from ._common import ZeroShotPredictMixin, candidate_table, training_targets
 
 __all__ = ["ESZSL"]
 
 
-class ESZSL(BaseEstimator):
+class ESZSL(ZeroShotPredictMixin, BaseEstimator):
     """Bilinear compatibility ``xᵀ V s`` in closed form (the baseline of Table 1).
 
     [RomeraParedes15] Eq. (8) (Romera-Paredes & Torr): with ``X`` the (standardized) training
@@ -62,7 +62,7 @@ class ESZSL(BaseEstimator):
         "class_attributes": [None, dict, "array-like"],  # the table's contents: checked by fit, with the other attribute inputs
     }
 
-    def __init__(self, gamma: float = 1.0, lam: float = 1.0, standardize: bool = True, class_attributes: Any = None):
+    def __init__(self, gamma: float = 1.0, *, lam: float = 1.0, standardize: bool = True, class_attributes: Any = None):
         self.gamma = gamma
         self.lam = lam
         self.standardize = standardize
@@ -126,22 +126,3 @@ class ESZSL(BaseEstimator):
         X = validate_X(self, X, reset=False, min_rows=0).astype(np.float64)
         return ((X - self.mean_) / self.scale_) @ self.V_ @ vectors.T.astype(np.float64)
 
-    def predict(self, X, class_attributes=None) -> np.ndarray:
-        """The candidate class of largest compatibility ``xᵀ V s_k`` for every image.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Images' features.
-        class_attributes : dict, 2-D array or (labels, matrix), optional
-            The candidate classes' attribute vectors (e.g. the unseen ones);
-            default the seen classes. Columns follow its order (its keys, or row numbers).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The predicted class label of each image.
-        """
-        check_is_fitted(self)
-        labels, _ = candidate_table(self, class_attributes)
-        return labels[np.argmax(self.decision_function(X, class_attributes), axis=1)]

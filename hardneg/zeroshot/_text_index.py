@@ -1,7 +1,6 @@
 """One search by description for users: a text index built once per store state, then queried in milliseconds.
 
-What ranks the store for a text query depends on what the store has
-(``method="auto"``, the measured choice of ``benchmarks/text_search.py``):
+What ranks the store for a text query (``method``):
 
 - ``"conse"``: no training ([Norouzi14], :class:`~hardneg.zeroshot.ConSE`): every item's
   semantic vector ``f(x)`` ([Norouzi14] Eq. (2)) from EfficientNet-Lite0's ImageNet head; a query scores
@@ -11,13 +10,16 @@ What ranks the store for a text query depends on what the store has
   CSV) embedded by MiniLM; an item's vector is ``Vᵀ x`` (its image in the description
   space), normalised, so that a query scores the cosine ``cos(Vᵀx, s(text))``. (ESZSL's own
   score is ``xᵀ V s``; the cosine is a departure that puts it on ConSE's scale.)
-- ``"conse+eszsl"``: the sum of the two cosines (an extra, not from either paper).
-- ``"bucher16"``: the [Bucher16] model trained on the tags (``-S(x, s(text))``); kept for
-  comparison; the default ``auto`` does not choose it (``benchmarks/text_search.py``).
+- ``"captions"``: :class:`~hardneg.zeroshot._captions.CaptionKNN` (an extra, in neither paper):
+  every tagged item's tags, in words, are its caption, embedded by MiniLM; an item's vector is
+  the similarity-weighted mean caption of its nearest tagged items (never its own).
+- ``"conse+eszsl"``, ``"conse+captions"``, ``"conse+eszsl+captions"``: the sum of the cosines (extras).
+- ``"bucher16"``: the [Bucher16] model trained on the tags (``-S(x, s(text))``).
 
-``auto``: ``conse+eszsl`` when the store has ConSE's features and at least two described
-tags with two items each, ``conse`` when it has the features but no usable tags, ``eszsl``
-when it has usable tags but other features; otherwise a one-line error saying what to add.
+If ``"auto"``: :data:`AUTO_WITH_TAGS` (``"conse+captions"``) when the store has ConSE's
+features and at least two tagged items, ``"conse"`` when it has the features but no tags,
+``"eszsl"`` when it has usable tags but other features; otherwise a one-line error saying what
+to add. Why this choice: docs/methods/zeroshot.md.
 
 The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached beside a
 local store in ``<store>.models/text-index/`` (where the service keeps its models), else under
@@ -47,11 +49,13 @@ __all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "cached_text_index",
 
 logger = logging.getLogger(__name__)
 
-TEXT_METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "bucher16")
+TEXT_METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions", "bucher16")
+#: what ``auto`` stands for on a store with ConSE's features and usable tags (the validated choice, see the module docstring)
+AUTO_WITH_TAGS = "conse+captions"
 _KIND = "hardneg.zeroshot.TextIndex"
 _VERSION = 1
 #: bumped when what an index holds for the same inputs changes (old cache files are then ignored)
-_ALGORITHM = 1
+_ALGORITHM = 2
 
 #: count of indexes built in this process (tests check that a second query does not rebuild)
 BUILDS = {"n": 0}
@@ -166,7 +170,7 @@ def check_text_request(store, method: str = "auto", descriptions=None) -> None:
         raise ValueError(f"{store.path}: search by description needs a dense feature store (CNN features), not bag-of-words")
     if descriptions is not None:
         check_text_descriptions(descriptions, store)
-    if method in ("conse", "conse+eszsl"):
+    if "conse" in method.split("+"):
         no_conse = _conse_ready(store)
         if no_conse:
             raise ValueError(no_conse)
@@ -178,9 +182,12 @@ def resolve_method(store, method: str = "auto", descriptions=None) -> str:
     if method != "auto":
         return method
     no_conse = _conse_ready(store)
+    if no_conse is None and "eszsl" not in AUTO_WITH_TAGS.split("+"):
+        n_tagged = sum(1 for ts in store.items.column("tags").to_pylist() if ts)
+        return AUTO_WITH_TAGS if n_tagged >= 2 else "conse"
     no_tags = _usable_tags(store, descriptions)
     if no_conse is None:
-        return "conse" if no_tags else "conse+eszsl"
+        return "conse" if no_tags else AUTO_WITH_TAGS
     if no_tags is None:
         return "eszsl"
     raise ValueError(f"{no_conse}; or {no_tags}")
@@ -331,10 +338,10 @@ class TextIndex:
 
 
 def _scan(store, fn, progress, rows_per_step: int = 1024) -> np.ndarray:
-    """``fn`` over the store's rows, chunk by chunk, stacked; ``progress(n_rows)`` after each."""
+    """``fn(block, first_row)`` over the store's rows, chunk by chunk, stacked; ``progress(n_rows)`` after each."""
     outs = []
-    for _, block in store.iter_chunks(rows_per_step):
-        outs.append(fn(np.asarray(block, dtype=np.float32)))
+    for first, block in store.iter_chunks(rows_per_step):
+        outs.append(fn(np.asarray(block, dtype=np.float32), int(first)))
         if progress is not None:
             progress(int(block.shape[0]))
     return np.concatenate(outs) if outs else np.zeros((0, 384), np.float32)
@@ -347,7 +354,7 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     Parameters
     ----------
     store : FeatureStore (dense)
-    method : {"auto", "conse", "eszsl", "conse+eszsl", "bucher16"}
+    method : {"auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions", "bucher16"}
         See the module docstring.
     descriptions : str or Path, optional
         A ``class,text`` CSV describing the tags (learned methods); default each tag's WordNet gloss.
@@ -376,22 +383,52 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
         return TextIndex(None, ids, method, model=model, info={"n_classes": int(model.classes_.size)})
     parts = []
     info: dict = {}
-    if method in ("conse", "conse+eszsl"):
+    if "conse" in method.split("+"):
         conse = ConSE(n_top=n_top, class_text=class_text).fit()
-        parts.append(conse.transform)
-    if method in ("eszsl", "conse+eszsl"):
+        parts.append(lambda X, first: conse.transform(X))
+    if "eszsl" in method.split("+"):
         eszsl = fit_text_search(store, None, descriptions=descriptions, estimator=ESZSL(), random_state=random_state)
         info["n_classes"] = int(eszsl.classes_.size)
 
-        def eszsl_vectors(X, m=eszsl):
+        def eszsl_vectors(X, first, m=eszsl):
             return (((X - m.mean_) / m.scale_) @ m.V_).astype(np.float32)
 
         parts.append(eszsl_vectors)
+    if "captions" in method.split("+"):
+        captioned, model = fit_captions(store)
+        info["n_captioned"] = int(captioned.size)
+        where = np.full(len(store), -1, np.int64)
+        where[captioned] = np.arange(captioned.size)
 
-    def fn(X):
-        return np.sum([_unit(f(X)) for f in parts], axis=0).astype(np.float32)
+        def caption_vectors(X, first, m=model):
+            return m.transform(X, self_rows=where[first:first + X.shape[0]])
+
+        parts.append(caption_vectors)
+
+    def fn(X, first):
+        return np.sum([_unit(f(X, first)) for f in parts], axis=0).astype(np.float32)
 
     return TextIndex(_scan(store, fn, progress), ids, method, info=info)
+
+
+def item_captions(tag_lists) -> list[str | None]:
+    """Each item's caption for :class:`~hardneg.zeroshot._captions.CaptionKNN`: its tags, in words, joined
+    by commas (``"birds, eagle, flying"``); None for an item with no tag."""
+    return [", ".join(str(t).replace("_", " ").strip() for t in dict.fromkeys(ts)) if ts else None for ts in tag_lists]
+
+
+def fit_captions(store) -> tuple[np.ndarray, Any]:
+    """``(rows, model)``: the store's tagged rows and a :class:`~hardneg.zeroshot._captions.CaptionKNN`
+    fitted on them, each row's caption its tags (:func:`item_captions`) embedded by MiniLM."""
+    from ._captions import CaptionKNN
+    from ._descriptions import embed_texts
+
+    caps = item_captions(store.items.column("tags").to_pylist())
+    rows = np.asarray([r for r, c in enumerate(caps) if c], dtype=np.int64)
+    if rows.size < 2:
+        raise ValueError("captions: tag at least two items (hardneg store tag) to learn search by description from them")
+    C = embed_texts([caps[r] for r in rows.tolist()])
+    return rows, CaptionKNN().fit(np.asarray(store.take(rows), dtype=np.float32), C)
 
 
 def default_cache_dir(store) -> Path:
@@ -421,7 +458,7 @@ def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: in
     # keyed by the method asked for: resolving "auto" reads WordNet, which a cached query must not wait for
     spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": method,
             "descriptions": None if descriptions is None else _file_digest(descriptions), "seed": int(random_state)}
-    if method in ("auto", "conse", "conse+eszsl"):
+    if method == "auto" or "conse" in method.split("+"):
         spec.update(n_top=int(n_top), class_text=class_text)
     key = hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir(store)

@@ -154,8 +154,8 @@ def test_tagged_store_combines_conse_and_eszsl(tmp_path, toy_conse):
     y = np.repeat(np.arange(4), 10)
     make_conse_store(tmp_path / "s", tags=[[names[c]] for c in y])
     store = FeatureStore.open(tmp_path / "s")
-    assert resolve_method(store) == "conse+eszsl"
-    index, _ = open_text_index(store)
+    assert resolve_method(store, "auto") == _text_index.AUTO_WITH_TAGS
+    index, _ = open_text_index(store, method="conse+eszsl")
     assert index.info["n_classes"] == 4
     assert (y[index.search("a feline with whiskers", k=10).rows] == 0).all()
 
@@ -226,3 +226,23 @@ def test_onnx_query_embedding_matches_sentence_transformers():
     assert got is not None, "the ONNX graph could not be exported or loaded"
     want = _sentence_model().encode(texts, normalize_embeddings=True, show_progress_bar=False)
     np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_the_exported_graph_is_remembered_so_a_query_reads_no_package_versions(tmp_path, monkeypatch):
+    from hardneg.zeroshot import _minilm_onnx
+
+    monkeypatch.setenv("HARDNEG_CACHE", str(tmp_path / "cache"))
+    model_dir = tmp_path / "minilm"
+    model_dir.mkdir()
+    (model_dir / "model.safetensors").write_bytes(b"weights")
+    first = _minilm_onnx._onnx_path(model_dir)  # nothing remembered: the key reads the versions
+    first.parent.mkdir(parents=True)
+    first.write_bytes(b"graph")
+    _minilm_onnx._remember(first, model_dir)
+    monkeypatch.setattr("hardneg.features._cnn._package_version", lambda name: pytest.fail("read a version"))
+    assert _minilm_onnx._onnx_path(model_dir) == first
+    # other weights: the note does not apply
+    (model_dir / "model.safetensors").write_bytes(b"other weights")
+    monkeypatch.undo()
+    monkeypatch.setenv("HARDNEG_CACHE", str(tmp_path / "cache"))
+    assert _minilm_onnx._onnx_path(model_dir) != first

@@ -387,3 +387,32 @@ def test_class_attributes_at_construction_or_fit_or_one_hot(est):
     assert clone(est).fit(X, labels).classes_.tolist() == list("abcdefgh")
     with pytest.raises(ValueError, match="at least 2 seen classes, got 1 class"):
         clone(est).fit(X[y == 0], y[y == 0])
+
+
+# ----------------------------------------------------------------------------- issue 40: one predict, keyword-only, no old paths
+
+
+def test_one_predict_for_the_zero_shot_estimators():
+    from hardneg.zeroshot import DAP, ESZSL, ZeroShotClassifier
+    from hardneg.zeroshot._common import ZeroShotPredictMixin
+
+    assert DAP.predict is ESZSL.predict is ZeroShotClassifier.predict is ZeroShotPredictMixin.predict
+
+
+@pytest.mark.parametrize("name, args", [("ZeroShotClassifier", ("random", 2)), ("ESZSL", (1.0, 1.0)), ("DAP", (1.0, True))])
+def test_parameters_after_the_first_are_keyword_only(name, args):
+    import hardneg.zeroshot
+
+    cls = getattr(hardneg.zeroshot, name)
+    cls(args[0])  # the first may be positional
+    with pytest.raises(TypeError):
+        cls(*args)
+
+
+@pytest.mark.parametrize("module", ["_samplers", "_sampler_base", "_sampler_random", "_sampler_uncertainty",
+                                    "_sampler_correlation"])
+def test_old_private_sampler_modules_are_gone(module):
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"hardneg.zeroshot.{module}")

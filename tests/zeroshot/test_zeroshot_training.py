@@ -167,3 +167,57 @@ def test_a_model_file_from_before_issue_38_loads_with_fixed_epochs(tmp_path):
     old = ZeroShotClassifier.load(tmp_path / "old.npz")
     assert old.tol is None and old.n_epochs_ == 3
     assert old.lr_ == dict.fromkeys(("W_X", "b_X", "W_A", "tau"), 0.01)
+
+
+# ----------------------------------------------------------------------------- early stopping on held-out seen classes
+
+
+def test_early_stopping_keeps_the_best_epoch_on_held_out_seen_classes():
+    X, y, attrs = _toy(n_classes=10, per_class=20)
+    seen = y < 8
+    clf = ZeroShotClassifier(sampler="uncertainty", n_negatives=2, n_epochs=30, n_iter_no_change=10, lr=0.01,
+                             early_stopping=True, m=8, random_state=0).fit(X[seen], y[seen], attrs[:8])
+    val = clf.validation_classes_
+    assert val.size == 2 and set(val) <= set(range(8))
+    acc = clf.history_["val_accuracy"]
+    assert len(acc) == clf.n_epochs_ <= 30 and clf.best_epoch_ == int(np.argmax(acc)) + 1
+    # the model holds the best epoch's parameters: the held-out classes score as they did then
+    rows = np.isin(y, val)
+    pred = clf.predict(X[rows], class_attributes={int(c): attrs[c] for c in val})
+    assert mean_per_class_accuracy(y[rows], pred) == pytest.approx(max(acc))
+    assert max(acc) > 0.5  # above chance between the two held-out classes
+    # every seen class stays a class of the model
+    assert clf.classes_.tolist() == list(range(8))
+
+
+def test_early_stopping_stops_when_validation_stalls():
+    X, y, attrs = _toy(n_classes=6)
+    clf = ZeroShotClassifier(n_epochs=200, n_iter_no_change=2, tol=0.5, early_stopping=True, random_state=0)
+    clf.fit(X, y, attrs)
+    # no epoch can beat the best by half the accuracy: training stops n_iter_no_change epochs after the first
+    assert clf.n_epochs_ == 3 and clf.best_epoch_ == 1
+
+
+def test_early_stopping_needs_four_classes_and_is_off_by_default():
+    X, y, attrs = _toy(n_classes=3)
+    with pytest.raises(ValueError, match="at least 4 classes"):
+        ZeroShotClassifier(early_stopping=True, random_state=0).fit(X, y, attrs)
+    clf = ZeroShotClassifier(n_epochs=3, random_state=0).fit(X, y, attrs)
+    assert "val_accuracy" not in clf.history_ and clf.validation_classes_.size == 0 and clf.best_epoch_ == clf.n_epochs_
+
+
+def test_early_stopping_with_per_image_attributes():
+    X, y, attrs = _toy(n_classes=6)
+    A = attrs[y] + 0.01 * np.random.default_rng(1).normal(size=(y.size, attrs.shape[1]))
+    clf = ZeroShotClassifier(sampler="correlation", n_epochs=5, early_stopping=True, random_state=0)
+    clf.fit(X, y, sample_attributes=A)
+    assert clf.classes_.tolist() == list(range(6)) and len(clf.history_["val_accuracy"]) == clf.n_epochs_
+
+
+def test_save_load_keeps_early_stopping(tmp_path):
+    X, y, attrs = _toy(n_classes=6)
+    clf = ZeroShotClassifier(n_epochs=3, early_stopping=True, validation_fraction=0.4, random_state=0).fit(X, y, attrs)
+    clf.save(tmp_path / "m.npz")
+    back = ZeroShotClassifier.load(tmp_path / "m.npz")
+    assert back.early_stopping and back.validation_fraction == 0.4
+    np.testing.assert_allclose(back.decision_function(X), clf.decision_function(X), rtol=1e-5)
