@@ -2,7 +2,7 @@
 
 The first text query of a store state builds its text index
 (:func:`hardneg.zeroshot.open_text_index`, ``method="auto"``: ConSE [Norouzi14] with no
-training on a store without tags, ConSE + ESZSL on the store's tags otherwise), cached in the
+training on a store without tags, ConSE + the caption model on the store's tags otherwise), cached in the
 service's models folder under ``text-index/`` and keyed by the store's content, so a restarted
 service, or the CLI on the same store, reads it instead of building it. While it is built,
 ``GET /api/search/text/status`` reports the rows done (the page shows it); concurrent first
@@ -45,7 +45,7 @@ class TextIndexStatus(BaseModel):
     state: str = Field(description="'none' (no text query yet), 'building', 'ready' or 'failed'.")
     done: int = Field(0, description="Rows of the store mapped so far (while building).")
     total: int = Field(0, description="Rows of the store.")
-    method: str | None = Field(None, description="conse, eszsl, conse+eszsl or bucher16 (see hardneg.zeroshot._text_index).")
+    method: str | None = Field(None, description="auto (the default) or another of hardneg.zeroshot._text_index.TEXT_METHODS.")
     error: str | None = None
 
 
