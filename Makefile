@@ -59,7 +59,7 @@ serve-demo: $(VENV)/.installed-serve
 	$(VENV)/bin/hardneg serve-demo --out serve-demo
 
 # The documentation site into site/ (MkDocs + Material + mkdocstrings; warnings are errors).
-# docs/hooks.py runs benchmarks/report.py first: every results table and figure is rebuilt
+# docs/hooks.py runs docs/generate.py first: every results table and figure is rebuilt
 # from benchmarks/results/*.json. tests/docs/test_docs_site.py (part of `make test`) builds it too.
 docs: $(VENV)/.installed-demo
 	$(PIP) install --quiet -e ".[docs]"

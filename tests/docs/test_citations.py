@@ -1,7 +1,7 @@
 """Every equation the code cites names its paper: ``[Li13] Eq. (9)``, never a bare ``Eq. (9)``.
 
 hardneg implements five papers (and compares with a few baselines), so "Eq. (9)" alone is
-ambiguous. ``benchmarks/report.py`` builds the docs' paper -> equation -> file:line table
+ambiguous. ``docs/generate.py`` builds the docs' paper -> equation -> file:line table
 from these citations; this test keeps them all in the one form it reads.
 """
 
@@ -38,7 +38,7 @@ EXEMPT = {
     ("benchmarks/zeroshot_openclipart.py", "Bucher [1] (random, n=1, Eq. 6, redraw)"),
     ("benchmarks/zeroshot_openclipart_keywords.py", "Bucher [1] (random, n=1, Eq. 6, redraw)"),
 }
-#: what benchmarks/report.py reads (kept in step with its regex)
+#: what docs/generate.py reads (kept in step with its regex)
 REPORT_REGEX = re.compile(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)")
 
 
@@ -91,9 +91,9 @@ def test_checker_catches_each_bad_form(text, n_problems):
 
 
 def test_report_reads_every_tagged_citation_with_its_paper():
-    """The docs' table regex (benchmarks/report.py) sees each tagged citation, paper included."""
-    report = (ROOT / "benchmarks" / "report.py").read_text(encoding="utf-8")
-    assert REPORT_REGEX.pattern in report, "benchmarks/report.py's citation regex changed: update REPORT_REGEX here"
+    """The docs' table regex (docs/generate.py) sees each tagged citation, paper included."""
+    report = (ROOT / "docs" / "generate.py").read_text(encoding="utf-8")
+    assert REPORT_REGEX.pattern in report, "docs/generate.py's citation regex changed: update REPORT_REGEX here"
     n = 0
     for path in _python_files("hardneg"):
         for line in path.read_text(encoding="utf-8").splitlines():
