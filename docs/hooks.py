@@ -98,6 +98,7 @@ def _candidates(target: str, context: str | None) -> list[str]:
 def replace_roles(page_html: str, resolves) -> str:
     """``page_html`` with every Sphinx role replaced by an autorefs reference (when ``resolves(identifier)``)
     or by the target's text as code; ``Sphinx ````literal```` `` markers inside inline code are dropped."""
+    page_html = INLINE_CODE.sub(lambda m: "<code>" + re.sub(r"``(.+?)``", r"\1", m.group(1)) + "</code>", page_html)
     contexts = [(m.start(), m.group(1)) for m in OBJECT_ID.finditer(page_html)]
 
     def context_at(pos: int) -> str | None:
@@ -118,8 +119,7 @@ def replace_roles(page_html: str, resolves) -> str:
                 return f'<autoref identifier="{html.escape(ident)}" optional>{inner}</autoref>'
         return inner
 
-    page_html = ROLE.sub(repl, page_html)
-    return INLINE_CODE.sub(lambda m: "<code>" + re.sub(r"``(.+?)``", r"\1", m.group(1)) + "</code>", page_html)
+    return ROLE.sub(repl, page_html)
 
 
 def on_env(env, config, files, **kwargs):
@@ -152,7 +152,7 @@ _BASE = rf"(?:[A-Za-zα-ωΑ-Ω][\u0300-\u036f]?|{'|'.join(sorted(GREEK | FUNCS,
 #: a subscripted or superscripted symbol, which makes its token a formula: ``g_{T+1}``, ``G_T``,
 #: ``lambda_t``, ``N^{k-1}``, ``||z||^2`` (an identifier such as ``fit_s`` or ``ap_at_k`` is not one)
 STRICT_CORE = re.compile(rf"(?<![\w.\\/]){_BASE}(?:{_SUB}{_SUP}?|{_SUP}{_SUB}?)(?![\w])")
-OPERATORS = {"=", "+", "-", "−", "*", "/", "·", "≤", "≥", "<", ">", "×", "&lt;", "&gt;", "≈", "~", "∝", "|"}
+OPERATORS = {"=", "+", "-", "−", "*", "/", "·", ".", "≤", "≥", "<", ">", "×", "&lt;", "&gt;", "≈", "~", "∝", "|"}
 #: a token that may continue a formula next to a certain one: an operator, a number, a bracketed term
 GLUE = re.compile(r"^[\w(){}\[\]/+\-*^.|√−·′'²ᵀ,]*[(){}\[\]/+\-*^|=√−·0-9][\w(){}\[\]/+\-*^.|√−·′'²ᵀ,]*$")
 #: tags whose text is never maths
@@ -199,7 +199,12 @@ def math_spans(text: str) -> str:
     kinds = []
     for w in words:
         core = w.rstrip(TRAIL)
-        kinds.append("core" if core and _is_core(core) else "glue" if core and _is_glue(core) else None)
+        kinds.append("glue" if w in OPERATORS else "core" if core and _is_core(core)
+                     else "glue" if core and _is_glue(core) else None)
+    for k, w in enumerate(words):  # a lone symbol between operators: the x of "w_k . x + b_k"
+        if kinds[k] is None and re.fullmatch(r"[A-Za-z]", w) and any(
+                0 <= j < len(words) and words[j] in OPERATORS for j in (k - 1, k + 1)):
+            kinds[k] = "glue"
     out, i = [], 0
     n = len(words)
     while i < n:
@@ -207,9 +212,9 @@ def math_spans(text: str) -> str:
             i += 1
             continue
         lo = hi = i
-        while lo > 0 and kinds[lo - 1] and not words[lo - 1].endswith(tuple(TRAIL)):
+        while lo > 0 and kinds[lo - 1] and (words[lo - 1] in OPERATORS or not words[lo - 1].endswith(tuple(TRAIL))):
             lo -= 1
-        while hi + 1 < n and kinds[hi + 1] and (not words[hi].endswith(tuple(TRAIL)) or (
+        while hi + 1 < n and kinds[hi + 1] and (words[hi] in OPERATORS or not words[hi].endswith(tuple(TRAIL)) or (
                 words[hi].endswith(",") and not _balanced("".join(words[lo:hi + 1])))):
             hi += 1
         while lo < i and words[lo].rstrip(TRAIL) in OPERATORS:
@@ -236,9 +241,9 @@ def _formula_span(parts: list[str], lo: int, hi: int, core: int) -> tuple[int, i
         tail = formula[len(formula.rstrip(TRAIL)):]
         formula = formula[:len(formula) - len(tail)]
         lead = ""
-        while formula and formula[0] in "([" and not _balanced(formula):
+        while formula and formula[0] in "([{" and not _balanced(formula):
             lead, formula = lead + formula[0], formula[1:]
-        while formula and formula[-1] in ")]" and not _balanced(formula):
+        while formula and formula[-1] in ")]}" and not _balanced(formula):
             tail, formula = formula[-1] + tail, formula[:-1]
         if parts[2 * hi].rstrip(TRAIL) in OPERATORS and hi > core:
             hi -= 1
