@@ -812,7 +812,7 @@ def _cited_line(line: str) -> str:
     """The table cell for a line that cites an equation: as text when it is whole (its formula then renders as
     maths on the site, see docs/hooks.py), as code when it is cut (a formula broken over lines, or longer than
     110 characters) so that half a formula is never typeset."""
-    what = line.strip().lstrip("#*\"' ").replace("``", "")
+    what = line.strip().lstrip("#*\"' ").replace("``", "").removesuffix('"""').removesuffix("'''").rstrip()
     whole = len(what) <= 110 and all(what.count(a) == what.count(b) for a, b in ("()", "{}", "[]"))
     if whole:
         return what.replace("|", "\\|")

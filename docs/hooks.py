@@ -145,34 +145,44 @@ def on_env(env, config, files, **kwargs):
 #: greek letters and operators written out in docstrings and code comments
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "eta", "theta", "lambda", "mu", "nu", "xi", "pi", "rho",
          "sigma", "tau", "phi", "psi", "omega", "Delta", "Gamma", "Lambda", "Sigma", "Omega"}
-FUNCS = {"sum", "max", "min", "exp", "log", "sign", "argmax", "argmin"}
+FUNCS = {"sum", "max", "min", "exp", "log", "sign", "argmax", "argmin", "mean"}
 _SUB = r"(?:_\{[^{}\s]*(?:\{[^{}]*\}[^{}\s]*)*\}|_[A-Za-z0-9]{1,3}|_\{[^}]*\})"
 _SUP = r"(?:\^\{[^}]*\}|\^-?[A-Za-z0-9]{1,3}|[²³ᵀ])"
 _BASE = rf"(?:[A-Za-zα-ωΑ-Ω][\u0300-\u036f]?|{'|'.join(sorted(GREEK | FUNCS, key=len, reverse=True))}|\|\|[^|\s]+\|\|)"
 #: a subscripted or superscripted symbol, which makes its token a formula: ``g_{T+1}``, ``G_T``,
 #: ``lambda_t``, ``N^{k-1}``, ``||z||^2`` (an identifier such as ``fit_s`` or ``ap_at_k`` is not one)
 STRICT_CORE = re.compile(rf"(?<![\w.\\/]){_BASE}(?:{_SUB}{_SUP}?|{_SUP}{_SUB}?)(?![\w])")
-OPERATORS = {"=", "+", "-", "−", "*", "/", "·", ".", "≤", "≥", "<", ">", "×", "&lt;", "&gt;", "≈", "~", "∝", "|"}
+OPERATORS = {"=", "+", "-", "−", "*", "/", "·", ".", "≤", "≥", "<", ">", "×", "&lt;", "&gt;", "≈", "~", "∝", "|", "∈"}
 #: a token that may continue a formula next to a certain one: an operator, a number, a bracketed term
 GLUE = re.compile(r"^[\w(){}\[\]/+\-*^.|√−·′'²ᵀ,]*[(){}\[\]/+\-*^|=√−·0-9][\w(){}\[\]/+\-*^.|√−·′'²ᵀ,]*$")
 #: tags whose text is never maths
 SKIP_TAGS = {"code", "pre", "script", "style", "a", "h1", "h2", "h3", "h4", "h5", "h6", "kbd", "autoref"}
 TAG = re.compile(r"(<[^>]*>)")
-#: text that already writes its formula in Unicode (‖x‖₂, Xᵀ, Â) reads well as it is: left alone
-UNICODE_MATHS = re.compile(r"[‖ᵀ₀-₉Â`∈]")
-TRAIL = ".,;:"
+#: Unicode maths symbols and their TeX, so that ``‖W_X‖²_F`` or ``Âᵀ`` typeset like the ASCII formulas
+UNICODE_TEX = {"‖": r"\|", "ᵀ": "^T", "²": "^2", "³": "^3", "₂": "_2", "∈": r"\in ", "𝒴": r"\mathcal{Y}",
+               "′": "'", "Â": r"\hat{A}", "−": "-", "≤": r"\le ", "≥": r"\ge ", "∝": r"\propto ", "≈": r"\approx "}
+_UNICODE = re.compile("|".join(map(re.escape, UNICODE_TEX)))
+#: a quoted piece of code (a backtick) is never maths
+NOT_MATHS = re.compile(r"`")
+
+
+def _ascii(token: str) -> str:
+    return _UNICODE.sub(lambda m: UNICODE_TEX[m.group(0)], token)
+TRAIL = ".,;:\""
 
 
 def _is_core(token: str) -> bool:
-    return (bool(STRICT_CORE.search(token) or "||^" in token) and not re.search(r"\.(json|py|md|png|html)\b|://", token)
-            and not UNICODE_MATHS.search(token))
+    token = _ascii(token)
+    return (bool(STRICT_CORE.search(token) or "||^" in token or "_{" in token or "^{" in token) and not re.search(r"\.(json|py|md|png|html)\b|://", token)
+            and not NOT_MATHS.search(token))
 
 
 def _is_glue(token: str) -> bool:
     if token in OPERATORS:
         return True
-    words = re.sub(rf"{'|'.join(sorted(GREEK | FUNCS, key=len, reverse=True))}", "", token)
-    return bool(GLUE.match(token)) and not re.search(r"[^\W\d_]{2,}", words) and not UNICODE_MATHS.search(token)
+    token = _ascii(token).replace("\\|", "|")
+    words = re.sub(rf"{'|'.join(sorted(GREEK | FUNCS | {'hat', 'mathcal', 'in', 'le', 'ge', 'propto', 'approx'}, key=len, reverse=True))}", "", token)
+    return bool(GLUE.match(token.replace("\\", ""))) and not re.search(r"[^\W\d_]{2,}", words) and not NOT_MATHS.search(token)
 
 
 def _balanced(text: str) -> bool:
@@ -184,11 +194,11 @@ def _balanced(text: str) -> bool:
 
 def _tex(text: str) -> str:
     """A formula as written in plain text, as TeX (the text stays HTML-escaped)."""
-    t = text.replace("−", "-").replace("·", r"\cdot ").replace("||", r"\|").replace("×", r"\times ")
+    t = _ascii(text).replace("·", r"\cdot ").replace("||", r"\|").replace("×", r"\times ")
     t = re.sub(r"_([A-Za-z0-9]{2,})(?![A-Za-z0-9{])", r"_{\1}", t)  # alpha_neg: the whole word is the subscript
     t = re.sub(rf"(?<![A-Za-z\\])({'|'.join(sorted(GREEK, key=len, reverse=True))})(?![A-Za-z])", r"\\\1", t)
     t = re.sub(r"(?<![A-Za-z\\])(sum|max|min|exp|log)(?![A-Za-z])", r"\\\1", t)
-    t = re.sub(r"(?<![A-Za-z\\])(sign|argmax|argmin)(?![A-Za-z])", r"\\operatorname{\1}", t)
+    t = re.sub(r"(?<![A-Za-z\\])(sign|argmax|argmin|mean)(?![A-Za-z])", r"\\operatorname{\1}", t)
     return t
 
 
@@ -212,7 +222,8 @@ def math_spans(text: str) -> str:
             i += 1
             continue
         lo = hi = i
-        while lo > 0 and kinds[lo - 1] and (words[lo - 1] in OPERATORS or not words[lo - 1].endswith(tuple(TRAIL))):
+        while lo > 0 and kinds[lo - 1] and (words[lo - 1] in OPERATORS or not words[lo - 1].endswith(tuple(TRAIL)) or (
+                words[lo - 1].endswith(",") and not _balanced("".join(words[lo:hi + 1])))):
             lo -= 1
         while hi + 1 < n and kinds[hi + 1] and (words[hi] in OPERATORS or not words[hi].endswith(tuple(TRAIL)) or (
                 words[hi].endswith(",") and not _balanced("".join(words[lo:hi + 1])))):

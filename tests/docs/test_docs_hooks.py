@@ -59,9 +59,12 @@ def test_a_relative_role_resolves_against_the_object_whose_docstring_holds_it():
     ("+ alpha_neg sum_i max(0, 1 + z_i.w)", [r"\alpha_{neg} \sum_i \max(0, 1 + z_i.w)"]),
     ("encoded against N^{k-1} without itself", ["N^{k-1}"]),
     ("bit k of a code is sign(w_k . x + b_k), so", [r"\operatorname{sign}(w_k . x + b_k)"]),
-    # identifiers, file names and Unicode maths are not marked up
-    ("fit_s ap_at_k best_at_recall_0.99 concept_openclipart_m.json", []),
-    ("S(X, Y) = ‖(Â_X(X) − Y)ᵀW_A‖₂", []),
+    # Unicode symbols become their TeX
+    ("a metric, S(X, Y) = ‖(Â_X(X) − Y)ᵀ W_A‖₂ ([Bucher16] Eq. (1)), from",
+     [r"S(X, Y) = \|(\hat{A}_X(X) - Y)^T W_A\|_2"]),
+    ("R = ‖W_X‖²_F + ‖b_X‖².", [r"R = \|W_X\|^2_F + \|b_X\|^2"]),
+    # identifiers and file names are not maths
+    ("fit_s ap_at_k best_at_recall_0.99 concept_openclipart_m.json `g_t`", []),
 ])
 def test_plain_text_formulas_become_maths(text, formulas):
     out = hooks.math_spans(text)
