@@ -215,14 +215,14 @@ def math_spans(text: str) -> str:
         if kinds[k] is None and re.fullmatch(r"[A-Za-z]", w) and any(
                 0 <= j < len(words) and words[j] in OPERATORS for j in (k - 1, k + 1)):
             kinds[k] = "glue"
-    out, i = [], 0
+    out, i, floor = [], 0, 0  # floor: where the last formula ended, so that two never overlap
     n = len(words)
     while i < n:
         if kinds[i] != "core":
             i += 1
             continue
         lo = hi = i
-        while lo > 0 and kinds[lo - 1] and (words[lo - 1] in OPERATORS or not words[lo - 1].endswith(tuple(TRAIL)) or (
+        while lo > floor and kinds[lo - 1] and (words[lo - 1] in OPERATORS or not words[lo - 1].endswith(tuple(TRAIL)) or (
                 words[lo - 1].endswith(",") and not _balanced("".join(words[lo:hi + 1])))):
             lo -= 1
         while hi + 1 < n and kinds[hi + 1] and (words[hi] in OPERATORS or not words[hi].endswith(tuple(TRAIL)) or (
@@ -233,7 +233,7 @@ def math_spans(text: str) -> str:
         while hi > i and words[hi].rstrip(TRAIL) in OPERATORS:
             hi -= 1
         out.append((lo, hi))
-        i = hi + 1
+        i = floor = hi + 1
     if not out:
         return text
     for lo, hi in reversed(out):

@@ -63,6 +63,9 @@ def test_a_relative_role_resolves_against_the_object_whose_docstring_holds_it():
     ("a metric, S(X, Y) = ‖(Â_X(X) − Y)ᵀ W_A‖₂ ([Bucher16] Eq. (1)), from",
      [r"S(X, Y) = \|(\hat{A}_X(X) - Y)^T W_A\|_2"]),
     ("R = ‖W_X‖²_F + ‖b_X‖².", [r"R = \|W_X\|^2_F + \|b_X\|^2"]),
+    # two formulas split by a comma stay two (never one inside the other)
+    ("∝ u_t · q(Y), q(Y) = exp(−mean_{Y′∈𝒴_k} ‖Y − Y′‖); needs",
+     [r"u_t \cdot  q(Y)", r"q(Y) = \exp(-\operatorname{mean}_{Y'\in \mathcal{Y}_k} \|Y - Y'\|)"]),
     # identifiers and file names are not maths
     ("fit_s ap_at_k best_at_recall_0.99 concept_openclipart_m.json `g_t`", []),
 ])
