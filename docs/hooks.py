@@ -166,22 +166,26 @@ _UNICODE = re.compile("|".join(map(re.escape, UNICODE_TEX)))
 NOT_MATHS = re.compile(r"`")
 
 
+#: punctuation that ends a sentence or a clause, not a formula
+TRAIL = ".,;:\""
+
+
 def _ascii(token: str) -> str:
     return _UNICODE.sub(lambda m: UNICODE_TEX[m.group(0)], token)
-TRAIL = ".,;:\""
 
 
 def _is_core(token: str) -> bool:
     token = _ascii(token)
-    return (bool(STRICT_CORE.search(token) or "||^" in token or "_{" in token or "^{" in token) and not re.search(r"\.(json|py|md|png|html)\b|://", token)
-            and not NOT_MATHS.search(token))
+    marked = STRICT_CORE.search(token) or any(s in token for s in ("||^", "_{", "^{"))
+    return bool(marked) and not re.search(r"\.(json|py|md|png|html)\b|://", token) and not NOT_MATHS.search(token)
 
 
 def _is_glue(token: str) -> bool:
     if token in OPERATORS:
         return True
     token = _ascii(token).replace("\\|", "|")
-    words = re.sub(rf"{'|'.join(sorted(GREEK | FUNCS | {'hat', 'mathcal', 'in', 'le', 'ge', 'propto', 'approx'}, key=len, reverse=True))}", "", token)
+    names = GREEK | FUNCS | {"hat", "mathcal", "in", "le", "ge", "propto", "approx"}
+    words = re.sub("|".join(sorted(names, key=len, reverse=True)), "", token)
     return bool(GLUE.match(token.replace("\\", ""))) and not re.search(r"[^\W\d_]{2,}", words) and not NOT_MATHS.search(token)
 
 
