@@ -848,7 +848,13 @@ def equations(method: str) -> str:
     lines = ["| paper | equation | file:line | function / class | the line that cites it |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['paper']} | Eq. ({r['eq']}) | `{r['file']}:{r['line']}` | `{r['where']}` | {r['what']} |")
-    return "\n".join(lines) + f"\n\n*{len(rows)} citations, grepped from the code by `docs/generate.py` at build time.*\n"
+    lines.append("\n*Grepped from the code by `docs/generate.py` at build time.*")
+    # folded (pymdownx.details): a reference table of up to ~80 rows would otherwise run a method page
+    # ~4,000 px longer before its results
+    papers = ", ".join(sorted({r["paper"] for r in rows}))
+    body = "\n".join(("    " + line) if line else "" for line in "\n".join(lines).splitlines())
+    return f'??? info "The {len(rows)} equation citations in the code ({papers}): file, line and function"\n\n{body}\n'
+
 
 
 # ----------------------------------------------------------------------------- pages

@@ -118,7 +118,7 @@ def test_docs_tables_list_every_citation_once():
     n_rows = 0
     for method in report.METHOD_CODE:
         table = report.equations(method)
-        n_rows += sum(1 for line in table.splitlines() if line.startswith("| [") and " | Eq. (" in line)
+        n_rows += sum(1 for line in table.splitlines() if line.strip().startswith("| [") and " | Eq. (" in line)
     assert n_rows == n_tagged
 
 
