@@ -59,8 +59,10 @@ serve-demo: $(VENV)/.installed-serve
 	$(VENV)/bin/hardneg serve-demo --out serve-demo
 
 # The documentation site into site/ (MkDocs + Material + mkdocstrings; warnings are errors).
-# docs/hooks.py runs benchmarks/report.py first: every results table and figure is rebuilt
-# from benchmarks/results/*.json. tests/docs/test_docs_site.py (part of `make test`) builds it too.
+# docs/hooks.py runs docs/generate.py first: every results table and figure is rebuilt
+# from benchmarks/results/*.json; it then turns docstring roles into links, marks up the
+# formulas and copies MathJax (the docs extra's django-static-mathjax) into the site, which
+# works offline. tests/docs/test_docs_site.py (part of `make test`) builds it too.
 docs: $(VENV)/.installed-demo
 	$(PIP) install --quiet -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -1,17 +1,17 @@
 """Every equation the code cites names its paper: ``[Li13] Eq. (9)``, never a bare ``Eq. (9)``.
 
 hardneg implements five papers (and compares with a few baselines), so "Eq. (9)" alone is
-ambiguous. ``benchmarks/report.py`` builds the docs' paper -> equation -> file:line table
+ambiguous. ``docs/generate.py`` builds the docs' paper -> equation -> file:line table
 from these citations; this test keeps them all in the one form it reads.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
-from _helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ EXEMPT = {
     ("benchmarks/zeroshot_openclipart.py", "Bucher [1] (random, n=1, Eq. 6, redraw)"),
     ("benchmarks/zeroshot_openclipart_keywords.py", "Bucher [1] (random, n=1, Eq. 6, redraw)"),
 }
-#: what benchmarks/report.py reads (kept in step with its regex)
+#: what docs/generate.py reads (kept in step with its regex)
 REPORT_REGEX = re.compile(r"(\[[A-Za-z]+\d*\]\s*)?Eqs?\.\s*\(([^)]+)\)")
 
 
@@ -91,9 +91,9 @@ def test_checker_catches_each_bad_form(text, n_problems):
 
 
 def test_report_reads_every_tagged_citation_with_its_paper():
-    """The docs' table regex (benchmarks/report.py) sees each tagged citation, paper included."""
-    report = (ROOT / "benchmarks" / "report.py").read_text(encoding="utf-8")
-    assert REPORT_REGEX.pattern in report, "benchmarks/report.py's citation regex changed: update REPORT_REGEX here"
+    """The docs' table regex (docs/generate.py) sees each tagged citation, paper included."""
+    report = (ROOT / "docs" / "generate.py").read_text(encoding="utf-8")
+    assert REPORT_REGEX.pattern in report, "docs/generate.py's citation regex changed: update REPORT_REGEX here"
     n = 0
     for path in _python_files("hardneg"):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -105,7 +105,11 @@ def test_report_reads_every_tagged_citation_with_its_paper():
 
 
 def _report_module():
-    return load_script("report", "_report_for_citations")
+    """docs/generate.py (the docs generator) as a fresh module."""
+    spec = importlib.util.spec_from_file_location("_docs_generate_for_citations", ROOT / "docs" / "generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_docs_tables_list_every_citation_once():
@@ -114,7 +118,7 @@ def test_docs_tables_list_every_citation_once():
     n_rows = 0
     for method in report.METHOD_CODE:
         table = report.equations(method)
-        n_rows += sum(1 for line in table.splitlines() if line.startswith("| [") and " | Eq. (" in line)
+        n_rows += sum(1 for line in table.splitlines() if line.strip().startswith("| [") and " | Eq. (" in line)
     assert n_rows == n_tagged
 
 

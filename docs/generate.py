@@ -16,7 +16,7 @@ by the generic table renderer.
 
 Usage::
 
-    .venv/bin/python benchmarks/report.py [--out docs/generated]
+    .venv/bin/python docs/generate.py [--out docs/generated]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import argparse
 import importlib.util
 import ast
 import functools
+import html
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 BENCHMARKS = ROOT / "benchmarks"
-logger = logging.getLogger("hardneg.report")
+logger = logging.getLogger("hardneg.docs")
 
 # the method pages; each one's equation table lists the citations of its paper (see equations())
 METHOD_CODE = {
@@ -178,6 +179,31 @@ def _plt():
     return plt
 
 
+def _panel_grid(plt, n: int, *, ncols: int = 2, width: float = 4.4, height: float = 3.4):
+    """A figure of ``n`` panels, at most ``ncols`` a row, laid out by matplotlib's constrained layout (no label
+    overlaps a neighbour); the page shows it at the content width (about 9 in at 90 dpi), so a row of more than
+    two panels would shrink its text below reading size. Returns the figure and the ``n`` axes in order; the
+    unused cells of the last row are removed."""
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, layout="constrained")
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
+def _legend_below(fig, axes, ncol: int = 3) -> None:
+    """One legend for every panel, under the figure (the panels' curves share their labels)."""
+    handles, labels = {}, {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+            labels.setdefault(lab, lab)
+    if handles:
+        fig.legend(list(handles.values()), list(labels), loc="outside lower center", ncol=ncol, fontsize=8, frameon=False)
+
+
 def _load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -196,8 +222,8 @@ def fig_hashing_map_vs_bits(w: Writer) -> list[tuple[str, str, str]]:
             continue
         sets = sorted({r["dataset"] for r in rows})
         methods = [k for k in rows[0] if k not in ("dataset", "bits") and isinstance(rows[0][k], (int, float))]
-        fig, axes = plt.subplots(1, len(sets), figsize=(4.2 * len(sets), 3.4), squeeze=False)
-        for ax, ds in zip(axes[0], sets):
+        fig, axes = _panel_grid(plt, len(sets))
+        for ax, ds in zip(axes, sets):
             sub = sorted((r for r in rows if r["dataset"] == ds), key=lambda r: r["bits"])
             bits = [r["bits"] for r in sub]
             for m in methods:
@@ -208,8 +234,8 @@ def fig_hashing_map_vs_bits(w: Writer) -> list[tuple[str, str, str]]:
             ax.set_xlabel("code length (bits)")
             ax.set_ylabel("mAP (%)")
             ax.set_title(ds)
-        axes[0][-1].legend(fontsize=7, loc="best")
-        fig.suptitle("Hashing: retrieval mAP against code length, every hasher", y=1.04)
+        _legend_below(fig, axes, ncol=4)
+        fig.suptitle("Hashing: retrieval mAP against code length, every hasher")
         rel = f"figures/{name}_map_vs_bits.png"
         w.figure(rel, fig)
         made.append((rel, name, "Retrieval mAP (%) against code length for every hasher, one panel per data set."))
@@ -231,8 +257,8 @@ def fig_concept_ap_vs_T(w: Writer):
             panels.append((feat, key, curves))
     if not panels:
         raise KeyError("no AP-over-T curves in concept_quality.json")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
-    for ax, (feat, key, curves) in zip(axes[0], panels):
+    fig, axes = _panel_grid(plt, len(panels))
+    for ax, (feat, key, curves) in zip(axes, panels):
         for method, (ts, ys) in curves.items():
             if len(ts) == 1:
                 ax.axhline(ys[0], ls="--", lw=1, label=f"{method} (no iterations)")
@@ -242,9 +268,9 @@ def fig_concept_ap_vs_T(w: Writer):
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("iterations T")
         ax.set_ylabel("mean AP over the classes")
-        ax.set_title(f"{feat}\n{key}", fontsize=9)
-    axes[0][-1].legend(fontsize=7)
-    fig.suptitle("Concept search: AP against iterations T, negative bootstrap vs baselines", y=1.04)
+        ax.set_title(f"{feat}: {key}", fontsize=9)
+    _legend_below(fig, axes)
+    fig.suptitle("Concept search: AP against iterations T, negative bootstrap vs baselines")
     w.figure("figures/concept_quality_ap_vs_T.png", fig)
     return [("figures/concept_quality_ap_vs_T.png", "concept_quality",
              "Mean AP over the Fashion-MNIST classes (each class in turn the concept) against the number of "
@@ -322,7 +348,7 @@ def fig_solis_sparsity(w: Writer):
         skey = next((k for k in rows[0] if k.lower().startswith("sparsity")), None)
         if not mkey or not skey:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
         groups: dict = {}
         for r in rows:
             x, y = _pm(r[skey]), _pm(r[mkey])
@@ -353,7 +379,7 @@ def fig_esvm_weight(w: Writer):
         rows = data.get("sensitivity_validation")
         if not rows:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
         by: dict = {}
         for r in rows:
             if _num(r.get("total_weight")) and _num(r.get("val_mAP_symmetric")):
@@ -385,8 +411,8 @@ def fig_zeroshot(w: Writer):
         if not isinstance(t1, dict):
             continue
         protocols = list(t1)
-        fig, axes = plt.subplots(1, len(protocols), figsize=(4.4 * len(protocols), 3.6), squeeze=False)
-        for ax, proto in zip(axes[0], protocols):
+        fig, axes = _panel_grid(plt, len(protocols), height=3.6)
+        for ax, proto in zip(axes, protocols):
             methods = list(t1[proto])
             means = [t1[proto][m].get("mean", float("nan")) for m in methods]
             stds = [t1[proto][m].get("std", 0) or 0 for m in methods]
@@ -396,7 +422,7 @@ def fig_zeroshot(w: Writer):
             ax.set_ylim(max(0, lo - 5), None)
             ax.set_ylabel("mean per-class accuracy (%)")
             ax.set_title(f"{proto} attributes", fontsize=9)
-        fig.suptitle(f"Zero-shot: samplers and baselines, mean ± std over runs ({name})", fontsize=10, y=1.04)
+        fig.suptitle(f"Zero-shot: samplers and baselines, mean ± std over runs ({name})", fontsize=10)
         rel = f"figures/{name}.png"
         w.figure(rel, fig)
         made.append((rel, name, "Unseen-class accuracy of the baselines and of the hard-negative samplers, "
@@ -448,7 +474,7 @@ def fig_speed(w: Writer):
         pass
     if not bars:
         raise KeyError("no speed ratios found")
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(bars) + 1.2))
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(bars) + 1.2), layout="constrained")
     ax.barh(range(len(bars)), [b[1] for b in bars], color="tab:green")
     ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
     ax.set_xscale("log")
@@ -482,7 +508,7 @@ def fig_serve(w: Writer):
         series.append(("HTTP cosine (exact)", load["cosine"]))
     if not series:
         raise KeyError("no latency percentiles in serve_load.json")
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(series) + 1.4))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(series) + 1.4), layout="constrained")
     pcts = ["p50_ms", "p95_ms", "p99_ms"]
     h = 0.25
     for j, p in enumerate(pcts):
@@ -634,8 +660,8 @@ def fig_solis_concept(w: Writer):
     if not paths:
         return []
     plt = _plt()
-    fig, axes = plt.subplots(1, len(paths), figsize=(4.6 * len(paths), 3.6), squeeze=False)
-    for ax, (n, prows) in zip(axes[0], paths.items()):
+    fig, axes = _panel_grid(plt, len(paths), height=3.6)
+    for ax, (n, prows) in zip(axes, paths.items()):
         curves: dict = {}
         for r in sorted(prows, key=lambda r: r["lambda"]):
             curves.setdefault(f"{r['method']} ({r['clock']} clock)", []).append((_pm(r["sparsity %"]), _pm(r["mAP %"])))
@@ -645,8 +671,9 @@ def fig_solis_concept(w: Writer):
             ax.axhline(_pm(tf["mAP %"]), ls=":" if tf["method"] == "TF-IDF" else "--", color="grey", lw=0.8)
         ax.set_xlabel("zero weights (%)")
         ax.set_ylabel("mAP (%)")
-        ax.set_title(f"{n.replace('similarity_solis_concept_', '')} (grey: TF-IDF dotted, OASIS-diag dashed)", fontsize=8)
-    axes[0][0].legend(fontsize=6, loc="lower left")
+        ax.set_title(n.replace("similarity_solis_concept_", ""), fontsize=9)
+    _legend_below(fig, axes, ncol=2)
+    fig.suptitle("SOLIS: sparsity against mAP along the λ path (grey: TF-IDF dotted, OASIS-diag dashed)", fontsize=10)
     w.figure("figures/similarity_solis_concept_lambda_path.png", fig)
     return [("figures/similarity_solis_concept_lambda_path.png", ", ".join(paths),
              "[Gao17] Section 5.3 per-concept protocol: sparsity against mAP along each solver's λ path "
@@ -662,8 +689,8 @@ def fig_text_search(w: Writer):
         if not isinstance(summ, dict):
             continue
         methods = list(summ)
-        fig, axes = plt.subplots(1, 2, figsize=(8.8, 3.4), squeeze=False)
-        for ax, (where, title) in zip(axes[0], [("unseen", "over the unseen classes' images"),
+        fig, axes = _panel_grid(plt, 2)
+        for ax, (where, title) in zip(axes, [("unseen", "over the unseen classes' images"),
                                                 ("all", "over the whole collection")]):
             means = [summ[m][where]["mean"] for m in methods]
             stds = [summ[m][where]["std"] for m in methods]
@@ -672,7 +699,7 @@ def fig_text_search(w: Writer):
             ax.set_ylabel("mean AP of the category")
             ax.set_title(f"AP {title}", fontsize=9)
         fig.suptitle(f"Search by description on openclipart: the unseen category's WordNet gloss as the query ({name})",
-                     fontsize=10, y=1.04)
+                     fontsize=10)
         rel = f"figures/{name}.png"
         w.figure(rel, fig)
         made.append((rel, name, "Average precision of a text query (the gloss of a category never trained on) "
@@ -760,7 +787,7 @@ def table_text_search(w: Writer) -> str:
             if tm.get("load_average_after"):
                 lines += ["", f"(Machine load average {tm['load_average_after'][0]:.1f} after the run, on "
                           f"{data.get('machine', {}).get('cpu_count', '?')} cores: wall times are those of a shared machine.)"]
-    lines += ["", "*Source: `benchmarks/results/text_search.json`, generated by `benchmarks/report.py`.*", ""]
+    lines += ["", "*Source: `benchmarks/results/text_search.json`, generated by `docs/generate.py`.*", ""]
     return "\n".join(lines)
 
 
@@ -808,6 +835,18 @@ def _sources() -> tuple[tuple[Path, str, tuple[tuple[int, int, str], ...]], ...]
     return tuple(out)
 
 
+def _cited_line(line: str) -> str:
+    """The table cell for a line that cites an equation: as text when it is whole (its formula then renders as
+    maths on the site, see docs/hooks.py), as code when it is cut (a formula broken over lines, or longer than
+    110 characters) so that half a formula is never typeset."""
+    what = line.strip().lstrip("#*\"' ").replace("``", "").removesuffix('"""').removesuffix("'''").rstrip()
+    whole = len(what) <= 110 and all(what.count(a) == what.count(b) for a, b in ("()", "{}", "[]"))
+    if whole:
+        return what.replace("|", "\\|")
+    what = what[:110] + ("…" if len(what) > 110 else "")
+    return "<code>" + html.escape(what, quote=False).replace("|", "&#124;") + "</code>"
+
+
 def equations(method: str) -> str:
     rows = []
     papers = paper_method()
@@ -822,10 +861,9 @@ def equations(method: str) -> str:
                     continue
                 inside = [s for s in spans if s[0] <= i <= s[1]]
                 where = min(inside, key=lambda s: s[1] - s[0])[2] if inside else "module"
-                what = line.strip().lstrip("#*\"' ").replace("|", "\\|")
                 rows.append({"eq": m.group(2).strip(), "paper": paper,
                              "file": f.relative_to(ROOT).as_posix(), "line": i, "where": where,
-                             "what": what[:110] + ("…" if len(what) > 110 else "")})
+                             "what": _cited_line(line)})
     if not rows:
         return "*No `Eq. (n)` citations found in the code.*\n"
 
@@ -837,7 +875,13 @@ def equations(method: str) -> str:
     lines = ["| paper | equation | file:line | function / class | the line that cites it |", "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['paper']} | Eq. ({r['eq']}) | `{r['file']}:{r['line']}` | `{r['where']}` | {r['what']} |")
-    return "\n".join(lines) + f"\n\n*{len(rows)} citations, grepped from the code by `benchmarks/report.py` at build time.*\n"
+    lines.append("\n*Grepped from the code by `docs/generate.py` at build time.*")
+    # folded (pymdownx.details): a reference table of up to ~80 rows would otherwise run a method page
+    # ~4,000 px longer before its results
+    papers = ", ".join(sorted({r["paper"] for r in rows}))
+    body = "\n".join(("    " + line) if line else "" for line in "\n".join(lines).splitlines())
+    return f'??? info "The {len(rows)} equation citations in the code ({papers}): file, line and function"\n\n{body}\n'
+
 
 
 # ----------------------------------------------------------------------------- pages
@@ -857,7 +901,7 @@ def script_doc(path: Path) -> str:
 def build(out: Path) -> dict:
     """Write every generated file under ``out``; return {'benchmarks': [(title, rel page)], 'figures': {...}}."""
     w = Writer(out)
-    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_") and p.stem not in ("report", "readme_figures"))
+    scripts = sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_") and p.stem not in ("readme_figures",))
     results = sorted(p.stem for p in RESULTS.glob("*.json"))
     per_script: dict[str, list[str]] = {s: [] for s in scripts}
     orphans = []
@@ -880,7 +924,7 @@ def build(out: Path) -> dict:
         parts = []
         for rel, source, caption in made:
             parts.append(f"![{caption}](/generated/{rel})\n\n*{caption} Source: `benchmarks/results/{source}.json`"
-                         f" (see its benchmark page), drawn by `benchmarks/report.py`.*\n")
+                         f" (see its benchmark page), drawn by `docs/generate.py`.*\n")
         w.text(f"fig_{key}.md", "\n".join(parts))
         fig_index[key] = made
 
