@@ -43,7 +43,7 @@ system-deps:
 	else echo "not installing $$missing (needs root and apt-get): the tests that need them will skip; 'sudo apt-get install $$missing' enables them"; fi
 
 test: $(VENV)/.installed-test system-deps
-	$(VENV)/bin/ruff check hardneg tests benchmarks
+	$(VENV)/bin/ruff check hardneg tests benchmarks docs/generate.py docs/hooks.py
 	$(VENV)/bin/mypy
 	# two workers, one test file each at a time (module fixtures are built once): both cores busy
 	$(PY) -m pytest -q -n 2 --dist loadfile
