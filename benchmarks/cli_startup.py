@@ -101,7 +101,7 @@ def _run(cmd: list[str], env: dict, cwd: str) -> tuple[float, float]:
 # ``python -c pass``) on a quiet machine; the goal is < 0.3 s per command. Issue 29 reached
 # ~125 ms (--help: typer itself) and ~700 ms (store info: numpy, pyarrow for the item table,
 # pydantic for typer's argument conversion, rich's table), as CPU time above python's under
-# load (cli_startup_issue29_lazy.json). store info now reads only meta.json (its item summary:
+# load (a run before the item summary, since deleted). store info now reads only meta.json (its item summary:
 # no NumPy, no Arrow) and typer is pinned below 0.29 (no pydantic): ~135 ms of imports above
 # python's, ~220 ms of CPU under a load of 5-7 (cli_startup_issue29_summary.json); the budget
 # leaves python's own start inside the 0.3 s. ``-X importtime`` is wall time and grows with the
