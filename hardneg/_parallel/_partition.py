@@ -28,15 +28,8 @@ DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 
 
 
 class Partition(tuple):
-    """``(lo, hi, rows)``: rows ``lo..hi`` of the store, or only ``rows`` (sorted, inside ``lo..hi``) when given.
-
-    Parameters
-    ----------
-    lo, hi : int
-        First row and one past the last.
-    rows : ndarray of int, optional
-        The rows to read, sorted, inside ``lo..hi``; None for all of them.
-    """
+    """``Partition(lo, hi, rows=None)``: rows ``lo..hi`` of the store (first row and one past the
+    last), or only ``rows`` (an ndarray of int, sorted, inside ``lo..hi``) when given."""
 
     __slots__ = ()
 

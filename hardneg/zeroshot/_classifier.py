@@ -283,7 +283,7 @@ class ZeroShotClassifier(ZeroShotPredictMixin, BaseEstimator):
     ((60, 2), True)
     """
 
-    _smaller_is_closer = True  # decision_function is S of [Bucher16] Eq. (1); predict is Eq. (7)
+    _smaller_is_closer = True  # decision_function is S of [Bucher16] Eq. (1); predict is [Bucher16] Eq. (7)
 
     _parameter_constraints = {
         "sampler": [StrOptions(set(SAMPLERS)), NegativeSampler],
