@@ -205,8 +205,6 @@ class NegativeBootstrap(HIKEnsembleConcept):
     ['C']
     """
 
-    _bootstrap = True
-    _average = True
     _parameter_constraints = {
         **_constraints("n_iter", "n_candidates", "n_bins", "C", "weights", "n_negatives", "compressed_training",
                        "skip_top", "random_state"),
@@ -214,7 +212,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         "near_duplicate": [None, Interval(Real, 0, 1, closed="right")],
     }
 
-    def __init__(self, n_iter: int = 50, n_candidates: int | str | None = None, n_bins: int = 100, C: float = 1.0,
+    def __init__(self, n_iter: int = 50, *, n_candidates: int | str | None = None, n_bins: int = 100, C: float = 1.0,
                  weights: str | ArrayLike | None = None, n_negatives: int | None = None, compressed_training: bool = True,
                  skip_top: float | str = "auto", near_duplicate: float | None = NEAR_DUPLICATE,
                  random_state: int | np.random.Generator | None = None):
@@ -244,10 +242,12 @@ class NegativeBootstrap(HIKEnsembleConcept):
         auto = isinstance(self.skip_top, str)
         return SPY_FOLDS if auto and pool.tagged.size < SPY_MIN_TAGGED and n_pos >= SPY_FOLDS else 0
 
-    def _n_candidates(self, n_neg: int) -> int | None:
-        if isinstance(self.n_candidates, str):  # "cv": the factor _choose_factor picked
-            return int(self.cv_results_["factor"]) * n_neg
-        return self.n_candidates
+    def _pool_sampler(self, n_neg: int) -> BootstrapPoolSampler:
+        """The hardest of m scored candidates, past the ``skip_top`` window ([Li13] Table I, steps 5-7)."""
+        m = self.n_candidates
+        if isinstance(m, str):  # "cv": the factor _choose_factor picked, times this fit's |B-|
+            m = int(self.cv_results_["factor"]) * n_neg
+        return BootstrapPoolSampler(n_candidates=m, skip_top=self.skip_top)
 
     def _choose_factor(self, P, pool) -> dict:
         """``n_candidates="cv"``: the factor of :data:`CV_FACTORS` (m = factor x |B-|) whose fold models
@@ -282,12 +282,12 @@ class NegativeBootstrap(HIKEnsembleConcept):
             train = np.setdiff1d(np.arange(n_pos), held)
             X_val = np.vstack([P[held], pool.take(V).astype(np.float32, copy=False)])
             y_val = np.r_[np.ones(held.size), np.zeros(V.size)]
+            n_neg = self._member_sizes(train.size, sub)[1]  # this fold's |B-|
             for f in CV_FACTORS:
-                est = clone(self).set_params(n_iter=min(CV_ITER, self.n_iter), near_duplicate=None,
-                                             random_state=int(rng.integers(2**31)))
+                est = clone(self).set_params(n_iter=min(CV_ITER, self.n_iter), n_candidates=f * n_neg,
+                                             near_duplicate=None, random_state=int(rng.integers(2**31)))
                 est.n_features_in_, est.classes_ = P.shape[1], np.array([0, 1])
-                est.cv_results_ = {"factor": f}  # read by _n_candidates: m = f x this fold's |B-|
-                HIKEnsembleConcept._fit(est, P[train], sub, None)
+                est._fit(P[train], sub, None)
                 ap[f].append(float(average_precision(y_val, est.decision_function(X_val))))
         mean = {f: float(np.mean(v)) for f, v in ap.items()}
         out.update(factor=max(CV_FACTORS, key=lambda f: (mean[f], f)), ap=ap, n_folds=CV_FOLDS)
