@@ -13,8 +13,6 @@ __all__ = ["CorrelationPairSampler"]
 class CorrelationPairSampler(BasePairSampler):
     """Negatives drawn with probability ∝ ``p_t(Y | X_i) = u_t(Y | X_i) q(Y)``, [Bucher16] Eq. (10).
 
-    Formerly ``hardneg.zeroshot.CorrelationSampler`` (still importable, the same class).
-
     ``u_t`` is the uncertainty of [Bucher16] Eq. (8) (see :class:`UncertaintyPairSampler`);
     ``q(Y) = exp(-mean_{Y' ∈ 𝒴_k} ‖Y - Y'‖)`` ([Bucher16] Eq. (9)), ``𝒴_k`` the attribute
     vectors of the class ``k`` that ``Y`` belongs to: a vector typical of its

@@ -52,8 +52,6 @@ def check_skip_top(skip_top):
 class BootstrapPoolSampler(BasePoolSampler):
     """Top-``n`` of ``n_candidates`` random pool rows by ensemble score.
 
-    Formerly ``BootstrapNegativeSampler`` (still importable, the same class).
-
     Parameters
     ----------
     n_candidates : int, optional

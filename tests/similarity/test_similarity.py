@@ -367,7 +367,7 @@ def test_save_load_round_trip_and_resume(tmp_path, model):
 @pytest.mark.parametrize(
     "name",
     ["hardneg.similarity", "hardneg.similarity._tg", "hardneg.similarity._da", "hardneg.similarity._afb", "hardneg.similarity._ada",
-     "hardneg.similarity._oasis", "hardneg.similarity._tfidf", "hardneg.similarity._sampling", "hardneg.index._inverted"],
+     "hardneg.similarity._oasis", "hardneg.similarity._tfidf", "hardneg.index._inverted"],
 )
 def test_docstring_examples(name):
     import doctest
