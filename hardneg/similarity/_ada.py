@@ -115,14 +115,6 @@ class SolisADA(SolisBase):
         self.n_triplets = n_triplets
         self.random_state = random_state
 
-    def _clock(self) -> str:
-        return self.clock
-
-    def _restore(self, arrays: dict, meta: dict) -> None:
-        if "clock" not in meta.get("params", {}):
-            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
-        super()._restore(arrays, meta)
-
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         state = np.zeros((3, n_words), np.float64)
         state[2] = 1.0 / self.delta

@@ -100,11 +100,3 @@ class SolisDA(SolisBase):
         self.clock = clock
         self.n_triplets = n_triplets
         self.random_state = random_state
-
-    def _clock(self) -> str:
-        return self.clock
-
-    def _restore(self, arrays: dict, meta: dict) -> None:
-        if "clock" not in meta.get("params", {}):
-            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
-        super()._restore(arrays, meta)
