@@ -171,6 +171,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         n_recursions: int = 1,
+        *,
         solver: str = "batch",
         lam: float = 0.1,
         alpha_pos: float = 1.0,

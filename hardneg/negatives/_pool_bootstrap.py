@@ -81,7 +81,7 @@ class BootstrapPoolSampler(BasePoolSampler):
 
     needs_scorer = True
 
-    def __init__(self, n_candidates: int | None = None, chunk_rows: int = 8192, skip_top: float | str = 0.0):
+    def __init__(self, n_candidates: int | None = None, *, chunk_rows: int = 8192, skip_top: float | str = 0.0):
         self.n_candidates = n_candidates
         self.chunk_rows = chunk_rows
         self.skip_top = skip_top

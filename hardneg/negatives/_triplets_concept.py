@@ -173,7 +173,7 @@ class ConceptTripletSampler(BaseTripletSampler):
     True
     """
 
-    def __init__(self, n_positives: int = 7, n_negatives: int = 500, classes: ArrayLike | None = None):
+    def __init__(self, n_positives: int = 7, *, n_negatives: int = 500, classes: ArrayLike | None = None):
         self.n_positives = n_positives
         self.n_negatives = n_negatives
         self.classes = classes

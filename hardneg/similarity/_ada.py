@@ -106,7 +106,7 @@ class SolisADA(SolisBase):
     _nonneg_rows = (1,)  # G_t, a sum of squares
     _inv_h_row = 2
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.delta = delta

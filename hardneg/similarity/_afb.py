@@ -95,7 +95,7 @@ class SolisAFB(SolisBase):
     _clock_rows = ((2, 0),)  # the update count at the last catch-up
     _inv_h_row = 3
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.delta = delta

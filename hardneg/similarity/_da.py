@@ -92,7 +92,7 @@ class SolisDA(SolisBase):
         "clock": [StrOptions(set(CLOCKS))],
     }
 
-    def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.gamma = gamma
         self.rho = rho

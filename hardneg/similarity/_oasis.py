@@ -171,7 +171,7 @@ class OasisDiagonal(_OasisBase):
     [1.1, 0.9]
     """
 
-    def __init__(self, C: float = 0.1, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, C: float = 0.1, *, n_triplets: int = 100_000, random_state: RandomState = None):
         self.C = C
         self.n_triplets = n_triplets
         self.random_state = random_state
@@ -215,7 +215,7 @@ class OasisFull(_OasisBase):
 
     _parameter_constraints = {**_OasisBase._parameter_constraints, "max_memory_gb": [Interval(Real, 0, None, closed="neither")]}
 
-    def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, C: float = 0.1, *, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.C = C
         self.max_memory_gb = max_memory_gb
         self.n_triplets = n_triplets

@@ -95,7 +95,7 @@ class SolisTG(SolisBase):
     _nonneg_rows = (1,)
     _clock_rows = ((1, 1),)  # the accumulated gravity at the last update, at most the total
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.theta = theta

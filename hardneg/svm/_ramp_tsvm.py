@@ -515,7 +515,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(
-        self, C: float = 1.0, C_star: float | None = None, s: float = -0.2, lambda0: float | None = None, loss: str = "ramp",
+        self, C: float = 1.0, *, C_star: float | None = None, s: float = -0.2, lambda0: float | None = None, loss: str = "ramp",
         n_epochs: int = SGD_MAX_EPOCHS, max_iter: int = 10, tol: float = 1e-3, init_C: float | None = None, balance: bool = True,
         random_state: int | np.random.Generator | None = None, sgd_tol: float = SGD_TOL, solver: str = "sgd", dcd_tol: float = DCD_TOL,
     ):

@@ -113,7 +113,7 @@ def test_triplet_samplers_draw_as_before():
     y = np.repeat([0, 1, 2], 6)
     expected = [[11, 6, 14], [14, 15, 7], [6, 11, 14], [3, 4, 9], [11, 6, 13], [4, 3, 8]]
     assert concept_triplets(y, n_positives=2, n_negatives=2, random_state=0)[:6].tolist() == expected
-    assert ConceptTripletSampler(2, 2).sample(y, random_state=0)[:6].tolist() == expected
+    assert ConceptTripletSampler(2, n_negatives=2).sample(y, random_state=0)[:6].tolist() == expected
     t, train = concept_protocol(y, 1, n_positives=2, n_negatives=3, random_state=0)
     assert t[:4].tolist() == [[9, 10, 0], [9, 10, 2], [10, 9, 0], [10, 9, 2]]
     assert train.tolist() == [0, 2, 3, 9, 10]
