@@ -110,8 +110,7 @@ class BootstrapPoolSampler(BasePoolSampler):
         counting too the true negatives that score above tau_q. The estimate
         is the smallest over q in :data:`AUTO_QUANTILES` (the mixture-proportion
         bound of Blanchard, Lee & Scott, 2010, on a grid): at q = 0.5 it is
-        twice the candidates above the median positive, the rule measured
-        first (issue 12); higher thresholds count fewer negatives, which
+        twice the candidates above the median positive; higher thresholds count fewer negatives, which
         matters where tags are complete and the top candidates are hard
         negatives, not untagged positives. A q > 0.5 is used only where at
         least :data:`AUTO_MIN_TAIL` held-out positives and as many candidates

@@ -63,9 +63,8 @@ class SolisAFB(SolisBase):
     lam : float
         l1 strength λ.
     eta : float
-        Learning rate η (see :class:`SolisADA` on its scale).
-        Default 0.1: the value held-out selection chose most often (every
-        candidate trained on the full stream; benchmarks/similarity_solis.py).
+        Learning rate η (see :class:`SolisADA` on its scale); default 0.1
+        (why: ``docs/methods/solis.md``, "Why these defaults").
     delta : float
         δ > 0 of ``H_t = δI + diag(G_t)^{1/2}``.
     w_init : float

@@ -63,9 +63,8 @@ class SolisTG(SolisBase):
     lam : float
         l1 strength; the gravity per update is ``eta * lam``.
     eta : float
-        Learning rate η (see :class:`SolisADA` on its scale).
-        Default 0.1: the value held-out selection chose most often (every
-        candidate trained on the full stream; benchmarks/similarity_solis.py).
+        Learning rate η (see :class:`SolisADA` on its scale); default 0.1
+        (why: ``docs/methods/solis.md``, "Why these defaults").
     theta : float
         Truncate only weights with ``|w| <= theta`` (``inf``: always).
     w_init : float
