@@ -27,9 +27,12 @@ they work in ``GridSearchCV``:
 True
 """
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._lazy_exports import attach
+
+if TYPE_CHECKING:
+    from ._ensemble import HIKEnsembleConcept
 
 #: Meta classifiers T of concept training by default, in the CLI (`hardneg concept train`,
 #: `hardneg serve -T`) and the service alike: the paper's 50 (see the README's concept section).
@@ -43,7 +46,7 @@ class ConceptMethod(NamedTuple):
     summary: str
 
     @property
-    def cls(self) -> type:
+    def cls(self) -> "type[HIKEnsembleConcept]":
         """The estimator class (imported on first use)."""
         return __getattr__(self.estimator)
 
