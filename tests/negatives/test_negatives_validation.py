@@ -1,6 +1,6 @@
 """Negative samplers: parameter validation, exact messages and the "auto" window's reference sample.
 
-Written against mutants of ``hardneg/negatives/_bootstrap.py`` and ``_pool.py`` that the other
+Written against mutants of ``hardneg/negatives/_pool_bootstrap.py`` and ``_pool.py`` that the other
 tests left alive.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
-from hardneg.negatives._bootstrap import check_skip_top
+from hardneg.negatives._pool_bootstrap import check_skip_top
 
 
 def first(B):
