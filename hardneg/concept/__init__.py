@@ -31,8 +31,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .._lazy_exports import attach
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the lazy exports below resolve to, for type checkers and the API docs
+    from ._baselines import AsymmetricBagging, PooledClassifier, PositiveSampling, RandomSampling
+    from ._compressed import CompressedConcept, load_concept
     from ._ensemble import HIKEnsembleConcept
+    from ._negative_bootstrap import NegativeBootstrap
+    from ._related import WordNetUnavailable, load_wordnet, ngd, ngd_related_tags, related_tags, wordnet_hyponym_tags
+    from ._search import SearchResult, search
 
 #: Meta classifiers T of concept training by default, in the CLI (`hardneg concept train`,
 #: `hardneg serve -T`) and the service alike: the paper's 50 (see the README's concept section).
