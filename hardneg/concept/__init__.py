@@ -45,7 +45,15 @@ DEFAULT_N_ITER = 50
 
 
 class ConceptMethod(NamedTuple):
-    """One row of :data:`CONCEPT_METHODS`: the estimator's class name and a one-line summary."""
+    """One row of :data:`CONCEPT_METHODS`.
+
+    Parameters
+    ----------
+    estimator : str
+        The estimator's class name in :mod:`hardneg.concept` (imported on first use, :attr:`cls`).
+    summary : str
+        One line on what the method does (the CLI's ``--method`` help).
+    """
 
     estimator: str
     summary: str
