@@ -27,7 +27,8 @@ they work in ``GridSearchCV``:
 True
 """
 
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._lazy_exports import attach
 
@@ -44,7 +45,8 @@ if TYPE_CHECKING:  # what the lazy exports below resolve to, for type checkers a
 DEFAULT_N_ITER = 50
 
 
-class ConceptMethod(NamedTuple):
+@dataclass(frozen=True)
+class ConceptMethod:
     """One row of :data:`CONCEPT_METHODS`.
 
     Parameters
