@@ -57,11 +57,55 @@ from benchmarks._common import write_results
 from hardneg.concept import NegativeBootstrap, search
 from hardneg.store import BinGrid, FeatureStore, quantize_store
 from hardneg.svm import hik_gram
-from hardneg.svm._hik_tables import _score_bins, _score_bins_two_reads
+from hardneg.svm._hik_tables import _FAST as _HIK_FAST
+from hardneg.svm._hik_tables import _score_bins
 
 RESULTS = Path(__file__).resolve().parent / "results" / "concept_speed.json"
 # the dense-SIFT bags of words of benchmarks/similarity_solis_concept.py (fashion_bag_of_words(1000, quick=False))
 REAL_BOW = Path(os.environ.get("HARDNEG_CACHE", Path.home() / ".cache" / "hardneg")) / "solis-bench" / "fashion5k-dsift1000.npz"
+
+
+@numba.njit(fastmath=_HIK_FAST, cache=True)
+def _score_bins_two_reads(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
+    """The previous library kernel (two reads, two chains), a reference for this benchmark and tests/svm.
+
+    Reads ``V[i, k]`` and ``V[i, k + 1]`` per value; its quantization pass converts
+    through int64 (scalar); it sums in two chains (even and odd dimensions). Its terms
+    equal ``_score_bins``'s bit for bit; its sums differ from them by rounding only.
+    """
+    n, d = X.shape
+    stride = np.int32(V.shape[1])
+    flat = V.ravel()
+    idx = np.empty(d, dtype=np.int32)
+    frac = np.empty(d, dtype=np.float32)
+    lowest = np.float32(-1.0)
+    top = np.float32(q)
+    one = np.float32(1.0)
+    for r in range(n):
+        for i in range(d):
+            t = (X[r, i] - lo[i]) * inv[i]
+            k = np.int32(min(max(t, lowest), top) + one)
+            idx[i] = np.int32(i) * stride + k
+            frac[i] = t - np.float32(k - np.int32(1))
+        out[r] = _gather_interp(flat, idx, frac, d)
+
+
+@numba.njit(fastmath=_HIK_FAST, cache=True, inline="always")
+def _gather_interp(flat, idx, frac, d):  # pragma: no cover, no mutate block - compiled
+    s0 = 0.0
+    s1 = 0.0
+    for j in range(d >> 1):  # two chains: even and odd dimensions
+        b = idx[2 * j]
+        a = flat[b]
+        s0 += a + frac[2 * j] * (flat[b + 1] - a)
+        b = idx[2 * j + 1]
+        a = flat[b]
+        s1 += a + frac[2 * j + 1] * (flat[b + 1] - a)
+    if d & 1:
+        b = idx[d - 1]
+        a = flat[b]
+        s0 += a + frac[d - 1] * (flat[b + 1] - a)
+    return s0 + s1
 
 
 def histograms(rng, n, d, concentration=0.3):

@@ -19,64 +19,55 @@ from ._common import (
     ranked_results,
     task_progress,
 )
+from ..concept import CONCEPT_METHODS, DEFAULT_N_ITER  # a table only: the learners load on first use
 from ._options import csv_option, html_option, json_option, k_option, method_option, out_option
 
-# = hardneg.concept DEFAULT_N_ITER (not imported here: importing hardneg.concept loads the
-# learners, and the CLI must answer --help at once); tests/cli/test_cli_tree.py checks they agree.
-_DEFAULT_T = 50
+_DEFAULT_T = DEFAULT_N_ITER
 
 app = typer.Typer(help="Concept search: Negative Bootstrap + Model Compression (Li et al., IEEE TMM 2013).", no_args_is_help=True)
 
-_METHODS = ("bootstrap", "bagging", "random", "positives", "pooled")
+_METHODS_HELP = "; ".join(f"{name} ({m.summary})" for name, m in CONCEPT_METHODS.items()) + "."
 # The library's own bounds (hardneg.concept MAX_ITER, MAX_BINS), repeated here so that
 # the option parser refuses them by their CLI names before any work starts.
 _MAX_ITER = 1000
 _MAX_BINS = 4096
+# estimator parameter -> the option that sets it, for the estimator's own parameter errors
+_OPTIONS = {"n_iter": "--iterations", "n_candidates": "--candidates", "skip_top": "--skip-top", "n_bins": "--bins",
+            "random_state": "--seed"}
 
 
-def _skip_top(value: str | None):
-    """``--skip-top``: 'auto' or a fraction in [0, 1); None keeps the library default."""
-    if value is None or value == "auto":
-        return value
-    try:
-        frac = float(value)
-    except ValueError:
-        frac = -1.0
-    if not 0 <= frac < 1:
-        raise CLIError(f"--skip-top must be 'auto' or a fraction in [0, 1), got {value!r}")
-    return frac
+def _number(value: str | None, kinds: tuple[type, ...] = (int, float)):
+    """An option that is a word ('auto', 'cv') or a number: the number (the first of ``kinds`` that reads it), else the text."""
+    if value is None:
+        return None
+    for kind in kinds:
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
-def _candidates(value: str | None) -> int | str | None:
-    """``--candidates``: None (the default m), 'cv', or a whole number >= 1."""
-    if value is None or value == "cv":
-        return value
-    try:
-        m = int(value)
-    except ValueError:
-        m = 0
-    if m < 1:
-        raise CLIError(f"--candidates must be a whole number >= 1 or 'cv', got {value!r}")
-    return m
+def _estimator(method: str, iterations: int, candidates: str | None, bins: int, seed: int, skip_top: str | None = None):
+    """The estimator of ``--method``, its parameters checked (by its own constraints) before any work starts."""
+    from .._validation import validate_params
 
-
-def _estimator(method: str, iterations: int, candidates: int | str | None, bins: int, seed: int, skip_top=None):
-    from ..concept import AsymmetricBagging, NegativeBootstrap, PooledClassifier, PositiveSampling, RandomSampling
-
+    if method not in CONCEPT_METHODS:
+        raise CLIError(f"--method must be one of {', '.join(CONCEPT_METHODS)}, got {method!r}")
+    cls = CONCEPT_METHODS[method].cls
+    takes = set(cls._get_param_names())
     # --bins 0 asks for exact tables at compress time; the estimator keeps its default n_bins
-    common: dict[str, Any] = {"random_state": seed, **({"n_bins": bins} if bins else {})}
-    if method == "bootstrap":
-        extra: dict[str, Any] = {} if skip_top is None else {"skip_top": skip_top}
-        return NegativeBootstrap(n_iter=iterations, n_candidates=candidates, **common, **extra)
-    if method == "bagging":
-        return AsymmetricBagging(n_iter=iterations, **common)
-    if method == "random":
-        return RandomSampling(n_iter=iterations, **common)
-    if method == "positives":
-        return PositiveSampling(n_iter=iterations, **common)
-    if method == "pooled":
-        return PooledClassifier(**common)
-    raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
+    given: dict[str, Any] = {"n_iter": iterations, "n_candidates": _number(candidates), "n_bins": bins or None,
+                             "skip_top": _number(skip_top, (float,)), "random_state": seed}
+    est = cls(**{name: value for name, value in given.items() if name in takes and value is not None})
+    try:
+        validate_params(est)
+    except ValueError as exc:
+        msg = str(exc)
+        for name, option in _OPTIONS.items():
+            msg = msg.replace(f"The {name!r} parameter of {cls.__name__}", option)
+        raise CLIError(msg) from None
+    return est
 
 
 @app.command("train")
@@ -98,7 +89,7 @@ def train(
     split: str | None = typer.Option(
         None, "--split", help="Take positives and pool from this split ('' for all rows). Default: train when the store has one, else all rows."
     ),
-    method: str = method_option("bootstrap", "bootstrap | bagging | random | positives | pooled"),
+    method: str = method_option("bootstrap", _METHODS_HELP),
     iterations: int = typer.Option(
         _DEFAULT_T, "--iterations", "-T", min=1, max=_MAX_ITER,
         help=f"Number of meta classifiers T (1 to {_MAX_ITER}; the service's default too).",
@@ -120,8 +111,7 @@ def train(
 
     from ..store import FeatureStore
 
-    if method not in _METHODS:
-        raise CLIError(f"--method must be one of {', '.join(_METHODS)}, got {method!r}")
+    est = _estimator(method, iterations, candidates, bins, seed, skip_top)
     check_output_file(out, "--out", inputs=(store_path,))
     store = FeatureStore.open(store_path)
     split = _default_split(store, split)
@@ -141,14 +131,13 @@ def train(
     if related and "auto" in related and len(related) > 1:
         raise CLIError("--related auto: finds the related tags itself; do not combine it with listed tags")
     related_arg = "auto" if related == ["auto"] else related
-    est = _estimator(method, iterations, _candidates(candidates), bins, seed, _skip_top(skip_top))
-    n_iter = 1 if method == "pooled" else iterations
+    n_iter = est.n_iter
     X_pos = store.take(pos_rows)
     if hasattr(X_pos, "toarray"):
         X_pos = X_pos.toarray()
     with task_progress(f"training '{concept}' ({method})", n_iter) as advance:
         est.fit(X_pos, store, exclude_tags=[concept], related_tags=related_arg, pool_rows=pool_rows, progress=advance)
-    if method == "bootstrap":
+    if hasattr(est, "skip_top"):
         console.print(_skip_line(est, concept))
     if related_arg == "auto":
         found = ", ".join(f"{t} ({why})" for t, why in est.related_tags_.items()) or "none"

@@ -9,6 +9,7 @@ one for another and nothing else changes.
 from __future__ import annotations
 
 from hardneg._typing import ArrayLike, RandomState
+from hardneg.negatives import RandomPoolSampler
 
 from ._ensemble import HIKEnsembleConcept, _constraints
 
@@ -41,16 +42,19 @@ class RandomSampling(HIKEnsembleConcept):
     3
     """
 
-    _bootstrap = False
     _average = False
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "n_negatives", "random_state")
 
-    def __init__(self, n_iter: int = 50, n_bins: int = 100, C: float = 1.0, n_negatives: int | None = None, random_state: RandomState = None):
+    def __init__(self, n_iter: int = 50, *, n_bins: int = 100, C: float = 1.0, n_negatives: int | None = None, random_state: RandomState = None):
         self.n_iter = n_iter
         self.n_bins = n_bins
         self.C = C
         self.n_negatives = n_negatives
         self.random_state = random_state
+
+    def _pool_sampler(self, n_neg: int) -> RandomPoolSampler:
+        """Fresh random negatives each iteration."""
+        return RandomPoolSampler()
 
 
 class AsymmetricBagging(HIKEnsembleConcept):
@@ -81,11 +85,9 @@ class AsymmetricBagging(HIKEnsembleConcept):
     [0.3333333333333333, 0.3333333333333333, 0.3333333333333333]
     """
 
-    _bootstrap = False
-    _average = True
     _parameter_constraints = _constraints("n_iter", "n_bins", "C", "weights", "n_negatives", "random_state")
 
-    def __init__(self, n_iter: int = 50, n_bins: int = 100, C: float = 1.0, weights: str | ArrayLike | None = None,
+    def __init__(self, n_iter: int = 50, *, n_bins: int = 100, C: float = 1.0, weights: str | ArrayLike | None = None,
                  n_negatives: int | None = None, random_state: RandomState = None):
         self.n_iter = n_iter
         self.n_bins = n_bins
@@ -93,6 +95,10 @@ class AsymmetricBagging(HIKEnsembleConcept):
         self.weights = weights
         self.n_negatives = n_negatives
         self.random_state = random_state
+
+    def _pool_sampler(self, n_neg: int) -> RandomPoolSampler:
+        """Fresh random negatives each iteration."""
+        return RandomPoolSampler()
 
 
 class PositiveSampling(HIKEnsembleConcept):
@@ -122,21 +128,18 @@ class PositiveSampling(HIKEnsembleConcept):
     5
     """
 
-    _bootstrap = False
-    _average = True
     _parameter_constraints = _constraints("n_iter", "positive_fraction", "n_bins", "C", "random_state")
 
-    def __init__(self, n_iter: int = 50, positive_fraction: float = 0.5, n_bins: int = 100, C: float = 1.0, random_state: RandomState = None):
+    def __init__(self, n_iter: int = 50, *, positive_fraction: float = 0.5, n_bins: int = 100, C: float = 1.0, random_state: RandomState = None):
         self.n_iter = n_iter
         self.positive_fraction = positive_fraction
         self.n_bins = n_bins
         self.C = C
         self.random_state = random_state
 
-    def _param(self, name, default):
-        if name == "n_negatives":  # as many negatives as sampled positives
-            return None
-        return super()._param(name, default)
+    def _pool_sampler(self, n_neg: int) -> RandomPoolSampler:
+        """Fresh random negatives each iteration, as many as the sampled positives."""
+        return RandomPoolSampler()
 
 
 class PooledClassifier(HIKEnsembleConcept):
@@ -169,11 +172,9 @@ class PooledClassifier(HIKEnsembleConcept):
     100
     """
 
-    _bootstrap = False
-    _average = True
     _parameter_constraints = _constraints("C", "class_weight", "max_negatives", "n_bins", "random_state")
 
-    def __init__(self, C: float = 1.0, class_weight: str | dict | None = "balanced", max_negatives: int = 5000, n_bins: int = 100,
+    def __init__(self, C: float = 1.0, *, class_weight: str | dict | None = "balanced", max_negatives: int = 5000, n_bins: int = 100,
                  random_state: RandomState = None):
         self.C = C
         self.class_weight = class_weight
@@ -181,9 +182,9 @@ class PooledClassifier(HIKEnsembleConcept):
         self.n_bins = n_bins
         self.random_state = random_state
 
-    def _param(self, name, default):
-        if name == "n_iter":
-            return 1
-        if name == "n_negatives":
-            return self.max_negatives
-        return super()._param(name, default)
+    def _n_negatives(self) -> int:
+        return self.max_negatives
+
+    def _pool_sampler(self, n_neg: int) -> RandomPoolSampler:
+        """One random subset of at most ``max_negatives`` pool rows."""
+        return RandomPoolSampler()

@@ -3,8 +3,9 @@
 Negative Bootstrap and its baselines (random sampling, asymmetric bagging,
 sampling positives) differ only in how each iteration picks its training
 rows and whether the meta classifiers are averaged. This module holds the
-loop of Li et al. (IEEE TMM 2013), Table I, with those two choices as
-parameters, the ensemble bookkeeping (one merged support-vector set, Eq.
+loop of Li et al. (IEEE TMM 2013), Table I, with the first choice as one hook
+(:meth:`HIKEnsembleConcept._pool_sampler`, a pool sampler of
+:mod:`hardneg.negatives`) and the second as a class attribute (``_average``), the ensemble bookkeeping (one merged support-vector set, Eq.
 (9)-(12)), the per-iteration record of selected negatives (Fig. 7), and
 compression / persistence of the result.
 """
@@ -28,7 +29,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 
 from hardneg._typing import ArrayLike
 from hardneg._validation import Interval, StrOptions, check_positive_int, check_random_state, is_store
-from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
+from hardneg.negatives import BasePoolSampler, NegativePool, RandomPoolSampler
 from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
 
 from ._compressed import CompressedConcept
@@ -192,10 +193,11 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
     """Base class: an ensemble of HIK SVMs trained on B+ and sampled negatives.
 
     Subclasses define ``__init__`` (their public parameters), their
-    ``_parameter_constraints`` and the class attributes ``_bootstrap`` (score
-    candidates with G_{t-1}, Table I step 6), ``_average`` (keep an ensemble,
-    [Li13] Eq. (9); otherwise the last classifier) and ``_positive_fraction`` (a
-    random subset of B+ per iteration).
+    ``_parameter_constraints``, and :meth:`_pool_sampler`, the one hook that
+    says how each iteration draws its negatives (a pool sampler of
+    :mod:`hardneg.negatives`); the class attribute ``_average`` says whether
+    the meta classifiers are averaged ([Li13] Eq. (9); otherwise the model is
+    the last classifier).
 
     The estimators are binary rankers in scikit-learn's classifier form:
     ``decision_function`` ranks images (the paper's use), ``predict`` is its
@@ -204,14 +206,51 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
     metric with stratified folds (every fold keeps some positives).
     """
 
-    _bootstrap = False
     _average = True
-    _positive_fraction = 1.0
     _parameter_constraints: dict = {}
 
-    # Parameters every subclass accepts (read with getattr: sklearn clones via __init__).
-    def _param(self, name, default):
-        return getattr(self, name, default)
+    # Settings of Table I that not every learner takes as a parameter: a learner without
+    # one trains with the value here (a learner that takes it sets it in __init__).
+    n_iter: int = 1
+    n_negatives: int | None = None
+    positive_fraction: float = 1.0
+    weights: str | ArrayLike | None = None
+    class_weight: str | dict | None = None
+    compressed_training: bool = True
+    # Parameters every learner takes.
+    n_bins: int
+    C: float
+    random_state: int | np.random.Generator | None
+
+    def _pool_sampler(self, n_neg: int) -> BasePoolSampler:
+        """The sampler that draws each iteration's ``n_neg`` negatives ([Li13] Table I, steps 3 and 5-7).
+
+        Each learner implements it. A sampler with ``needs_scorer`` gets the
+        compressed ensemble G_{t-1} ([Li13] Eq. (16)) as its scorer from
+        iteration 2 on; iteration 1, with no ensemble yet, draws at random.
+        Its ``sample`` also receives the spies' scores where
+        :meth:`_spy_folds` holds positives out.
+
+        Parameters
+        ----------
+        n_neg : int
+            Negatives per iteration, |B-^(t)| (already capped at the pool's allowed rows).
+
+        Returns
+        -------
+        BasePoolSampler
+        """
+        raise NotImplementedError
+
+    def _n_negatives(self) -> int | None:
+        """|B-^(t)| as the parameters give it (None: as many as the positives of a meta classifier)."""
+        return self.n_negatives
+
+    def _member_sizes(self, n_pos: int, pool: NegativePool) -> tuple[int, int]:
+        """``(positives, negatives)`` of one meta classifier for ``n_pos`` positives and ``pool``."""
+        n_pos_iter = max(1, int(round(float(self.positive_fraction) * n_pos)))
+        n_neg = self._n_negatives()
+        return n_pos_iter, min(n_pos_iter if n_neg is None else int(n_neg), pool.n_allowed)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -361,17 +400,13 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
 
     def _class_weight(self):
         """``class_weight`` keyed by the internal labels (1 = positive, 0 = pool)."""
-        cw = self._param("class_weight", None)
+        cw = self.class_weight
         if not isinstance(cw, dict):
             return cw
         unknown = [k for k in cw if k not in self.classes_.tolist()]
         if unknown:
             raise ValueError(f"class_weight: labels {unknown!r} are not in y's classes {self.classes_.tolist()!r}")
         return {internal: float(cw.get(label, 1.0)) for internal, label in enumerate(self.classes_.tolist())}
-
-    def _n_candidates(self, n_neg: int) -> int | None:
-        """m of Table I for ``n_neg`` negatives per iteration (None: the sampler's default, 10 * n_neg)."""
-        return self._param("n_candidates", None)
 
     def _spy_folds(self, n_pos: int, pool: NegativePool) -> int:
         """Folds of B+ held out in turn as spies (0: every member trains on all of B+).
@@ -382,24 +417,18 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
 
     def _fit(self, P, pool, progress):
         """Table I on validated positives ``P`` (float32) and a :class:`NegativePool`."""
-        # Parameters were checked against _parameter_constraints; what remains
-        # depends on the data (sizes) or is not expressible there (finite C).
-        T = check_positive_int(self._param("n_iter", 1), "n_iter")
-        C = float(self._param("C", 1.0))
-        if not (np.isfinite(C) and C > 0):
+        # Parameters were checked against _parameter_constraints (at fit); what remains
+        # depends on the data (sizes, the number of weights) or is not expressible there (finite C).
+        T = int(self.n_iter)
+        C = float(self.C)
+        if not np.isfinite(C):
             raise ValueError(f"C: must be a finite number > 0, got {C}")
-        q = _check_n_bins(self._param("n_bins", 100))
+        q = int(self.n_bins)
         weights = self._check_weights(T)
         class_weight = self._class_weight()
-        rng = check_random_state(self._param("random_state", None))
+        rng = check_random_state(self.random_state)
 
-        frac = float(self._param("positive_fraction", self._positive_fraction))
-        if not 0 < frac <= 1:
-            raise ValueError(f"positive_fraction: must be in (0, 1], got {frac}")
-        n_pos_iter = max(1, int(round(frac * P.shape[0])))
-        n_neg_param = self._param("n_negatives", None)
-        n_neg = n_pos_iter if n_neg_param is None else check_positive_int(n_neg_param, "n_negatives")
-        n_neg = min(n_neg, pool.n_allowed)
+        n_pos_iter, n_neg = self._member_sizes(P.shape[0], pool)
         if n_pos_iter + n_neg > MAX_TRAIN_ROWS:
             raise ValueError(
                 f"n_negatives: {n_pos_iter} positives + {n_neg} negatives per meta classifier exceed the "
@@ -408,18 +437,18 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             )
         K_pp = hik_gram(P, check=False)
         registry = _SupportRegistry(P.shape[0])
-        random_sampler = RandomPoolSampler()
-        boot_sampler = BootstrapPoolSampler(n_candidates=self._n_candidates(n_neg),
-                                            skip_top=self._param("skip_top", 0.0))
+        sampler = self._pool_sampler(n_neg)
+        scored = sampler.needs_scorer and T > 1  # candidates scored by G_{t-1} from iteration 2 on
+        first = RandomPoolSampler() if sampler.needs_scorer else sampler  # iteration 1 has no ensemble to score with
         train_scorer = None
         # Spies (an extra, see NegativeBootstrap): member t trains without fold (t - 1) mod K of B+;
         # fold k's positives are then scored by the members that never saw them (spy_acc[k]).
-        n_folds = self._spy_folds(P.shape[0], pool) if self._bootstrap and T > 1 else 0
+        n_folds = self._spy_folds(P.shape[0], pool) if scored else 0
         if n_folds:
             fold_of = np.empty(P.shape[0], dtype=np.int64)
             fold_of[rng.permutation(P.shape[0])] = np.arange(P.shape[0]) % n_folds
             spy_acc: list = [None] * n_folds
-        if self._bootstrap and T > 1:
+        if scored:
             # Fixed grid [0, max] for the training-time tables so that the
             # tables of g_1..g_t add up (H_i is linear in the dual coefficients).
             grid_hi = np.maximum(P.max(axis=0), pool.feature_max()).astype(np.float64)
@@ -429,11 +458,11 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         spy_scores = None
         for t in range(1, T + 1):
             # ---- choose training rows (Table I, steps 3 and 5-7)
-            if self._bootstrap and t > 1:
+            if scored and t > 1:
                 spy_scores = self._spy_scores(P, fold_of, spy_acc, grid_lo, grid_hi) if n_folds else None
-                sample = boot_sampler.sample(pool, n_neg, rng, scorer=train_scorer, reference_scores=spy_scores)
+                sample = sampler.sample(pool, n_neg, rng, scorer=train_scorer, reference_scores=spy_scores)
             else:
-                sample = random_sampler.sample(pool, n_neg, rng)
+                sample = first.sample(pool, n_neg, rng)
             pos_idx = (np.sort(rng.choice(P.shape[0], size=n_pos_iter, replace=False))
                        if n_pos_iter < P.shape[0] else np.arange(P.shape[0]))
             held = (t - 1) % n_folds if n_folds else -1
@@ -448,7 +477,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             slots = registry.slots(keys, lambda j, support=support: (Pt[support[j]] if support[j] < n_p else N[support[j] - n_p]))
             members.append((slots, coef, b))
             # ---- update the compressed G_t used to score candidates next time ([Li13] Eq. (9), (16))
-            if self._bootstrap and t < T:
+            if scored and t < T:
                 sv_t = np.stack([registry.vectors[s] for s in slots])
                 tab = HIKBinTable.on_grid(sv_t, coef, b, grid_lo, grid_hi, q)
                 w = weights[t - 1]
@@ -485,7 +514,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         self.n_spy_folds_ = n_folds
         later = records[1:]
         self.skipped_fraction_ = (float(np.mean([r["n_skipped"] / r["n_candidates"] for r in later]))
-                                  if self._bootstrap and later else 0.0)
+                                  if scored and later else 0.0)
         self.excluded_tags_ = list(pool.exclude_tags)
         self.compressed_ = None
         return self
@@ -500,7 +529,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         return np.concatenate(out) if out else None
 
     def _training_scorer(self, table, registry, members, weights):
-        if self._param("compressed_training", True):
+        if self.compressed_training:
             return lambda X: table.decision_function(X, check=False)
         # Exact G_{t-1} (the paper's uncompressed training): slow, for reference.
         sv = np.stack(registry.vectors).astype(np.float32)
@@ -508,7 +537,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
         return lambda X: hik_gram(X, sv, check=False).astype(np.float64) @ coef + b
 
     def _check_weights(self, T: int) -> np.ndarray:
-        w = self._param("weights", None)
+        w = self.weights
         if w is None or (isinstance(w, str) and w == "uniform"):
             return np.ones(T)
         w = np.asarray(w, dtype=np.float64)
@@ -649,7 +678,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
             The compressed scorer.
         """
         check_is_fitted(self, "dual_coef_")
-        q = self._param("n_bins", 100) if (isinstance(n_bins, str) and n_bins == "default") else n_bins
+        q = self.n_bins if (isinstance(n_bins, str) and n_bins == "default") else n_bins
         coef, b = self.dual_coef_, self.intercept_
         if n_members is not None:
             t = check_positive_int(n_members, "n_members")

@@ -64,83 +64,59 @@ class NegativeBootstrap(HIKEnsembleConcept):
 
     Parameters
     ----------
-    n_iter : int, default 50
-        T, the number of meta classifiers (1 to 1000); 50 as in the paper.
-        In ``benchmarks/concept_missing_tags.py`` AP levels off by T = 10
-        (within 0.001 of T = 50), and T = 50 trains in a few seconds on a
-        20,000-item pool, so the paper's value is kept.
-    n_candidates : int, "cv" or None
-        m, candidates scored per iteration; default ``10 * |B+|``, capped
-        at the pool size. ``"cv"`` (an extra, not in the paper) chooses
-        m = 3 or 10 x |B-| per concept: 3-fold validation on B+ with
-        held-out pool rows as negatives (:meth:`_choose_factor`; T = 10
-        fold models: 2.0x the training time at T = 50, 3.2x at T = 20, the
-        fit times of ``concept_openclipart_cv.json`` and
-        ``concept_missing_tags_fashion-raw_cv.json``); the choice and the
-        fold APs are in ``cv_results_``. The kept |B+| are the top |B+|/m of a random
-        draw, so a smaller m picks softer negatives. A measured setting
-        (issue 28, ``benchmarks/concept_openclipart.py``, 53 concepts,
-        6 seeds, ``concept_openclipart_m.json``): ``5 * |B+|`` with
-        ``skip_top="auto"`` leaves no concept significantly below
-        asymmetric bagging (paired 95 % interval; the default leaves 3 with
-        30 % of positives untagged) and concepts more than 1 AP point below
-        it at 6 / 3 (default 6 / 7), for 0.5 / 0.3 points of mean AP
-        (0.614 / 0.600 vs 0.619 / 0.603; bagging 0.579 / 0.565); with
-        20 % tag noise (3 seeds, ``concept_openclipart_noisy_m.json``)
-        0.593 vs 0.594 (bagging 0.554), 3 concepts > 1 point below bagging
-        instead of 7. Where
-        other folders hold look-alikes of the concept (clip-art symbols)
-        the hardest candidates are ambiguous and softer is better
-        (``20 * |B+|`` is 2-7 points below ``10 * |B+|`` there); where
-        they are informative (action icons vs a sibling icon theme, africa)
-        ``5 * |B+|`` gives up 2-3 points. ``3 * |B+|`` mends the clip-art
-        losers on fresh seeds (``concept_openclipart_fresh_m3.json``,
-        ``concept_openclipart_related.json``) but falls 3.9-4.0 AP points
-        below asymmetric bagging on Fashion-MNIST's confusable "shirt"
-        (``concept_missing_tags_fashion-raw_m3.json``). So the default stays ``10 * |B+|``.
-    n_bins : int, default 100
+    n_iter : int, default=50
+        T, the number of meta classifiers, from 1 to 1000; 50 as in the paper.
+    n_candidates : int, "cv" or None, default=None
+        m, the random candidates scored per iteration, capped at the pool's
+        allowed rows.
+
+        - If None, ``10 * |B-|`` (|B-| the negatives per iteration).
+        - If int, that many.
+        - If ``"cv"`` (an extra, not in the paper), m = 3 or 10 x |B-|, chosen
+          per concept by 3-fold validation on B+ with held-out pool rows as
+          negatives (T = 10 fold models, about 2x the training time at T = 50);
+          the choice and the fold APs are in ``cv_results_``.
+
+        The kept |B-| are the top |B-|/m of a random draw, so a smaller m picks
+        softer negatives. Why the default is ``10 * |B-|``: see
+        `docs/methods/concept.md`, "Why these defaults".
+    n_bins : int, default=100
         q, bins per dimension of the compressed tables (training-time
         candidate scoring and :meth:`compress`), 1 to 4096.
-    C : float, default 1.0
+    C : float, default=1.0
         SVM cost (the paper: 1).
-    weights : "uniform" or array of n_iter floats, optional
-        lambda_t of [Li13] Eq. (10); uniform averaging ([Li13] Eq. (9)) by default.
-    n_negatives : int, optional
-        |B-^(t)|; default |B+| as in the paper, capped at the pool size.
-        |B+| plus ``n_negatives`` may not exceed 20,000 rows (the kernel
-        SVM's Gram matrix).
-    compressed_training : bool, default True
-        Score candidates with the compressed G_{t-1}; ``False`` uses the
-        exact kernel expansion (the paper's slow variant).
-    skip_top : float in [0, 1) or "auto", default "auto"
-        Extra, not in the paper: a rank window. Skip the top-ranked
-        candidates before keeping |B-^(t)|, because with missing tags the
+    weights : "uniform", array of n_iter floats or None, default=None
+        lambda_t of [Li13] Eq. (10). If None or ``"uniform"``, uniform averaging
+        ([Li13] Eq. (9)).
+    n_negatives : int or None, default=None
+        |B-^(t)|. If None, |B+| as in the paper; capped at the pool size.
+        |B+| plus ``n_negatives`` may not exceed 20,000 rows (the kernel SVM's
+        Gram matrix).
+    compressed_training : bool, default=True
+        If True, score candidates with the compressed G_{t-1}; if False, with
+        the exact kernel expansion (the paper's slow variant).
+    skip_top : float in [0, 1) or "auto", default="auto"
+        An extra, not in the paper: a rank window. The top-ranked candidates
+        are skipped before |B-^(t)| are kept, because with missing tags the
         highest-scoring candidates are mostly positives that lack the tag.
-        A float skips that fraction of the m candidates; ``"auto"``
-        estimates the number of untagged positives among them from the
-        scores of held-out positives: the pool items that carry the
-        concept's tag, or spies held out of B+ in turn when the pool has
-        fewer than :data:`SPY_MIN_TAGGED` tagged items and |B+| >=
-        :data:`SPY_FOLDS` (then each meta classifier trains on 4/5 of B+)
-        (:meth:`hardneg.negatives.BootstrapPoolSampler.n_skip`).
-        0 is the paper's selection, [Li13] Eq. (6)-(8). Measured in
-        ``docs/methods/concept.md`` (``benchmarks/concept_untagged.py``).
-    near_duplicate : float in (0, 1] or None, default None
-        Extra, not in the paper (issue 28): pool items whose cosine
+
+        - If float, skip that fraction of the m candidates; 0 is the paper's
+          selection, [Li13] Eq. (6)-(8).
+        - If ``"auto"``, estimate the number of untagged positives among them
+          from the scores of held-out positives: the pool items that carry the
+          concept's tag, or spies held out of B+ in turn when the pool has
+          fewer than :data:`SPY_MIN_TAGGED` tagged items and |B+| >=
+          :data:`SPY_FOLDS` (then each meta classifier trains on 4/5 of B+);
+          see :meth:`hardneg.negatives.BootstrapPoolSampler.n_skip`.
+
+        Measured in `docs/methods/concept.md` (the untagged collection).
+    near_duplicate : float in (0, 1] or None, default=None
+        An extra, not in the paper. If float, pool items whose cosine
         similarity to a positive (B+ or a pool item carrying the concept's
         tag) is at least this are never negatives
-        (:meth:`hardneg.negatives.NegativePool.exclude_near_duplicates`). A
-        near-copy of a positive is a positive the tags missed or the same
-        picture filed under another tag; the bootstrap scores it highest and
-        would train against it. Off by default: on openclipart-png
-        (``benchmarks/concept_openclipart.py``, 53 concepts, 2 seeds,
-        ``concept_openclipart.json``) ``near_duplicate=0.99`` with
-        ``skip_top="auto"`` cut the selected near-copies of positives from
-        1.5 % to 0.2 % (complete tags) but moved mean AP from 0.631 to 0.626
-        (0.610 to 0.607 with 30 % of positives untagged) and left as many
-        concepts below asymmetric bagging: the copies are not what hurts.
-        Looser thresholds (0.95, 0.9; 10 concepts, 10 fresh seeds,
-        ``concept_openclipart_grid2.json``) did not help either.
+        (:meth:`hardneg.negatives.NegativePool.exclude_near_duplicates`). If
+        None, off. Why it is off: see `docs/methods/concept.md`, "Why these
+        defaults".
     random_state : int, Generator or None
 
     Attributes
@@ -205,8 +181,6 @@ class NegativeBootstrap(HIKEnsembleConcept):
     ['C']
     """
 
-    _bootstrap = True
-    _average = True
     _parameter_constraints = {
         **_constraints("n_iter", "n_candidates", "n_bins", "C", "weights", "n_negatives", "compressed_training",
                        "skip_top", "random_state"),
@@ -214,7 +188,7 @@ class NegativeBootstrap(HIKEnsembleConcept):
         "near_duplicate": [None, Interval(Real, 0, 1, closed="right")],
     }
 
-    def __init__(self, n_iter: int = 50, n_candidates: int | str | None = None, n_bins: int = 100, C: float = 1.0,
+    def __init__(self, n_iter: int = 50, *, n_candidates: int | str | None = None, n_bins: int = 100, C: float = 1.0,
                  weights: str | ArrayLike | None = None, n_negatives: int | None = None, compressed_training: bool = True,
                  skip_top: float | str = "auto", near_duplicate: float | None = NEAR_DUPLICATE,
                  random_state: int | np.random.Generator | None = None):
@@ -244,10 +218,12 @@ class NegativeBootstrap(HIKEnsembleConcept):
         auto = isinstance(self.skip_top, str)
         return SPY_FOLDS if auto and pool.tagged.size < SPY_MIN_TAGGED and n_pos >= SPY_FOLDS else 0
 
-    def _n_candidates(self, n_neg: int) -> int | None:
-        if isinstance(self.n_candidates, str):  # "cv": the factor _choose_factor picked
-            return int(self.cv_results_["factor"]) * n_neg
-        return self.n_candidates
+    def _pool_sampler(self, n_neg: int) -> BootstrapPoolSampler:
+        """The hardest of m scored candidates, past the ``skip_top`` window ([Li13] Table I, steps 5-7)."""
+        m = self.n_candidates
+        if isinstance(m, str):  # "cv": the factor _choose_factor picked, times this fit's |B-|
+            m = int(self.cv_results_["factor"]) * n_neg
+        return BootstrapPoolSampler(n_candidates=m, skip_top=self.skip_top)
 
     def _choose_factor(self, P, pool) -> dict:
         """``n_candidates="cv"``: the factor of :data:`CV_FACTORS` (m = factor x |B-|) whose fold models
@@ -259,10 +235,9 @@ class NegativeBootstrap(HIKEnsembleConcept):
         (average precision). The factor with the best mean AP wins; ties go to the larger factor (the
         default's). With fewer than 2 positives per fold the default factor is kept without a search.
 
-        Known bias: untagged positives among the held-out rows count as negatives, and the harder
-        selection (10 x), which trains against more of them, ranks them lower and gains validation AP
-        for it. On openclipart road signs it picked 10 x in 3 of 4 seeds with 30 % of the positives
-        untagged (AP 4.3 points below bagging; 3 x is 1.0 below) and 3 x in all 4 with complete tags.
+        Known bias: untagged positives among the held-out rows count as negatives, so the harder
+        selection (10 x) gains validation AP for ranking them lower (measured in
+        ``docs/methods/concept.md``, "Why these defaults").
         """
         n_pos = P.shape[0]
         out: dict = {"factor": max(CV_FACTORS), "ap": {}, "n_folds": 0}
@@ -282,12 +257,12 @@ class NegativeBootstrap(HIKEnsembleConcept):
             train = np.setdiff1d(np.arange(n_pos), held)
             X_val = np.vstack([P[held], pool.take(V).astype(np.float32, copy=False)])
             y_val = np.r_[np.ones(held.size), np.zeros(V.size)]
+            n_neg = self._member_sizes(train.size, sub)[1]  # this fold's |B-|
             for f in CV_FACTORS:
-                est = clone(self).set_params(n_iter=min(CV_ITER, self.n_iter), near_duplicate=None,
-                                             random_state=int(rng.integers(2**31)))
+                est = clone(self).set_params(n_iter=min(CV_ITER, self.n_iter), n_candidates=f * n_neg,
+                                             near_duplicate=None, random_state=int(rng.integers(2**31)))
                 est.n_features_in_, est.classes_ = P.shape[1], np.array([0, 1])
-                est.cv_results_ = {"factor": f}  # read by _n_candidates: m = f x this fold's |B-|
-                HIKEnsembleConcept._fit(est, P[train], sub, None)
+                est._fit(P[train], sub, None)
                 ap[f].append(float(average_precision(y_val, est.decision_function(X_val))))
         mean = {f: float(np.mean(v)) for f, v in ap.items()}
         out.update(factor=max(CV_FACTORS, key=lambda f: (mean[f], f)), ap=ap, n_folds=CV_FOLDS)

@@ -96,7 +96,7 @@ class CentringEncoder(_Base):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, max_rows: int = 100_000, random_state: int | np.random.Generator | None = None):
+    def __init__(self, max_rows: int = 100_000, *, random_state: int | np.random.Generator | None = None):
         self.max_rows = max_rows
         self.random_state = random_state
 
@@ -183,7 +183,7 @@ class WhiteningEncoder(_Base):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_components: int = 256, eps: float = 1e-6, max_rows: int = 100_000, random_state: int | np.random.Generator | None = None):
+    def __init__(self, n_components: int = 256, *, eps: float = 1e-6, max_rows: int = 100_000, random_state: int | np.random.Generator | None = None):
         self.n_components = n_components
         self.eps = eps
         self.max_rows = max_rows

@@ -89,33 +89,15 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
     alpha_neg : float or "auto"
         [Zepeda15] Eq. (1)'s weight of each negative's hinge. What matters is the
         negatives' total weight relative to the regularization and to the
-        features' scale, ``T = alpha_neg * n_pool * mean ||z||^2 / lam``:
-        ``"auto"`` (default) sets ``T = 2``, ``alpha_neg = 2 * lam / (n_pool *
-        mean ||z||^2)`` over the pool's rows ``z``. [Zepeda15] Eq. (1) is not
-        scale-invariant (the margins are 1 whatever the norm of ``x``), and
-        with the former ``2 * lam / n_pool`` features of squared norm ``c``
-        behaved as ``T = 2c``: on 64-d unit Gaussians (``c = 64``, 2,000
-        negatives) the E-SVM ranked its own exemplar above all its negatives
-        for 9 % of exemplars, against 100 % now. On l2-normalized features
-        (every benchmark) both give the same ``alpha_neg``. The total weight
-        was chosen by separation (:meth:`separation_fraction`) and mAP over
-        ``T``: larger totals separate *less*
-        (Fashion-MNIST pixels, 2,000 negatives, 1,000 validation exemplars:
-        separation 0.998 / 0.861 / 0.813 and mAP 0.477 / 0.477 / 0.365 at
-        ``T`` = 2 / 10 / 50), and smaller ones tend to the base features
-        (``w -> x / ||x||^2``); see ``benchmarks/esvm_retrieval.py --alpha-grid``.
-        At ``T = 2`` on l2 features every negative is usually at its bound and
-        the encoding is a re-centring by the pool mean, ``w ∝ ((1 + x.s) /
-        ||x||^2) x - s``, ``s = (alpha_neg / lam) sum z`` (compare
-        :class:`~hardneg.encoding.CentringEncoder`). On Fashion-MNIST CNN features every
-        grid point with total weight 2 (2K-57K negatives, ``lam`` 0.1 or 1)
-        gives the grid's best validation mAP, and lower or higher totals
-        give less; on pixels the best point is total 2 as well
-        (``benchmarks/esvm_retrieval.py``). A fixed ``alpha_neg`` makes the negative part, the same for every
-        ``w``, grow with the pool and swamp the exemplar's own (on CNN
-        features ``1e-4`` at 20K negatives and ``lam = 0.1``, total weight
-        20, falls below the base features). The default before that was 1e-4
-        (the auto value for 2,000 l2-normalized negatives).
+        features' scale, ``T = alpha_neg * n_pool * mean ||z||^2 / lam``.
+
+        - If ``"auto"`` (default), ``T = 2``: ``alpha_neg = 2 * lam / (n_pool *
+          mean ||z||^2)`` over the pool's rows ``z``.
+        - If float, that weight per negative (the total then grows with the pool).
+
+        At ``T = 2`` on l2 features the encoding is close to a re-centring by the
+        pool mean (compare :class:`~hardneg.encoding.CentringEncoder`). Why
+        ``T = 2``: see ``docs/methods/esvm.md``, "Why these defaults".
     n_negatives : int
         Size of the random pool drawn from the rows given to ``fit``.
     min_negatives : int
@@ -171,6 +153,7 @@ class ESVMEncoder(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         n_recursions: int = 1,
+        *,
         solver: str = "batch",
         lam: float = 0.1,
         alpha_pos: float = 1.0,

@@ -22,12 +22,7 @@ strategy's one method. The triplet protocols are also plain functions
 ``PAIR_SAMPLERS`` maps the short names a zero-shot model file records
 (``"random"``, ``"uncertainty"``, ``"correlation"``) to the pair samplers.
 
-Old names, kept as aliases of the same classes: ``BaseNegativeSampler``,
-``RandomNegativeSampler``, ``BootstrapNegativeSampler`` (here), and
-``hardneg.zeroshot.NegativeSampler``, ``RandomSampler``,
-``UncertaintySampler``, ``CorrelationSampler``, ``SAMPLERS`` (in
-:mod:`hardneg.zeroshot`). ``hardneg.concept.RandomSampling`` is not a
-sampler but the concept estimator of [Li13]'s random-sampling baseline (it
+``hardneg.concept.RandomSampling`` is not a sampler but the concept estimator of [Li13]'s random-sampling baseline (it
 draws with :class:`RandomPoolSampler`).
 
 This package imports no estimator: the learners import it, never the reverse.
@@ -55,24 +50,16 @@ from hardneg.negatives._triplets_base import BaseTripletSampler
 from hardneg.negatives._triplets_concept import ConceptTripletSampler, concept_protocol, concept_triplets
 from hardneg.negatives._triplets_random import RandomTripletSampler, random_triplets
 
-# Old names (before issue 25): the same classes.
-BaseNegativeSampler = BasePoolSampler
-RandomNegativeSampler = RandomPoolSampler
-BootstrapNegativeSampler = BootstrapPoolSampler
-
 __all__ = [
     "PAIR_SAMPLERS",
-    "BaseNegativeSampler",
     "BasePairSampler",
     "BasePoolSampler",
     "BaseTripletSampler",
-    "BootstrapNegativeSampler",
     "BootstrapPoolSampler",
     "ConceptTripletSampler",
     "CorrelationPairSampler",
     "NegativePool",
     "NegativeSample",
-    "RandomNegativeSampler",
     "RandomPairSampler",
     "RandomPoolSampler",
     "RandomTripletSampler",

@@ -25,8 +25,6 @@ _CHUNK = 512  # image rows per block of the distance matrix (512 x K float64)
 class BasePairSampler:
     """Base class: draw negative pairs for every image, once per epoch.
 
-    Formerly ``hardneg.zeroshot.NegativeSampler`` (still importable, the same class).
-
     Subclasses implement :meth:`log_weights`; the probability of candidate
     ``j`` for image ``i`` is ``exp(log_weights[i, j])`` normalized over the
     candidates of other classes (same-class candidates get 0).

@@ -5,15 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._typing import ArrayLike
-from ._pairs_base import BasePairSampler
+from ._pairs_uncertainty import UncertaintyPairSampler
 
 __all__ = ["CorrelationPairSampler"]
 
 
-class CorrelationPairSampler(BasePairSampler):
+class CorrelationPairSampler(UncertaintyPairSampler):
     """Negatives drawn with probability ∝ ``p_t(Y | X_i) = u_t(Y | X_i) q(Y)``, [Bucher16] Eq. (10).
-
-    Formerly ``hardneg.zeroshot.CorrelationSampler`` (still importable, the same class).
 
     ``u_t`` is the uncertainty of [Bucher16] Eq. (8) (see :class:`UncertaintyPairSampler`);
     ``q(Y) = exp(-mean_{Y' ∈ 𝒴_k} ‖Y - Y'‖)`` ([Bucher16] Eq. (9)), ``𝒴_k`` the attribute
@@ -79,23 +77,8 @@ class CorrelationPairSampler(BasePairSampler):
         self.q_ = np.exp(self.log_q_)
         return self
 
-    def uses_scores(self, epoch: int) -> bool:
-        """Whether epoch ``epoch`` needs the model's distances: from epoch 2 on.
-
-        Parameters
-        ----------
-        epoch : int
-            1-based epoch number.
-
-        Returns
-        -------
-        bool
-            ``epoch >= 2``.
-        """
-        return epoch >= 2
-
     def log_weights(self, S: np.ndarray | None, s_pos: ArrayLike, epoch: int) -> np.ndarray | None:
-        """``log u_t + log q`` ([Bucher16] Eq. (8)-(10)); None (uniform) in epoch 1.
+        """``log u_t + log q`` ([Bucher16] Eq. (8)-(10)): the uncertainty's weights plus ``log q``; None (uniform) in epoch 1.
 
         Parameters
         ----------
@@ -111,6 +94,7 @@ class CorrelationPairSampler(BasePairSampler):
         ndarray of shape (rows, K), or None
             ``-(S - s_pos) + log q``, or None when ``S`` is None.
         """
-        if S is None:  # epoch 1: random negatives
+        log_u = super().log_weights(S, s_pos, epoch)
+        if log_u is None:  # epoch 1: random negatives
             return None
-        return -(S - s_pos[:, None]) + self.log_q_[None, :]
+        return log_u + self.log_q_[None, :]

@@ -13,8 +13,6 @@ __all__ = ["RandomPairSampler"]
 class RandomPairSampler(BasePairSampler):
     """Negatives drawn uniformly among the attribute vectors of the other seen classes.
 
-    Formerly ``hardneg.zeroshot.RandomSampler`` (still importable, the same class).
-
     With one negative per positive and no imbalance weighting this is the
     training of Bucher et al. (ECCV 2016), the baseline [1] of the workshop paper.
 

@@ -13,8 +13,6 @@ __all__ = ["UncertaintyPairSampler"]
 class UncertaintyPairSampler(BasePairSampler):
     """From epoch 2 on, negatives for image ``X_i`` drawn with probability ∝ ``u_t(Y | X_i)``.
 
-    Formerly ``hardneg.zeroshot.UncertaintySampler`` (still importable, the same class).
-
     [Bucher16] Eq. (8): ``u_t(Y | X_i) = exp(-(S_t(X_i, Y) - S_t(X_i, Y*)))`` over the
     attribute vectors ``Y`` of the other seen classes, ``S_t`` the distance of
     [Bucher16] Eq. (1) under the model at the start of epoch ``t`` and ``Y*`` the image's

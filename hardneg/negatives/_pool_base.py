@@ -44,7 +44,10 @@ class NegativeSample:
 class BasePoolSampler:
     """Choose ``n`` negatives from the allowed rows of a :class:`NegativePool`.
 
-    Formerly ``BaseNegativeSampler`` (still importable, the same class).
+    A strategy subclasses it and implements :meth:`select`; one that scores
+    candidates with the learner's current ensemble sets ``needs_scorer = True``.
+    A concept learner uses a sampler through its ``_pool_sampler`` hook (see
+    ``docs/contributing.md``, "Adding a pool sampler").
     """
 
     needs_scorer = False

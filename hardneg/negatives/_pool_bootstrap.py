@@ -52,8 +52,6 @@ def check_skip_top(skip_top):
 class BootstrapPoolSampler(BasePoolSampler):
     """Top-``n`` of ``n_candidates`` random pool rows by ensemble score.
 
-    Formerly ``BootstrapNegativeSampler`` (still importable, the same class).
-
     Parameters
     ----------
     n_candidates : int, optional
@@ -83,7 +81,7 @@ class BootstrapPoolSampler(BasePoolSampler):
 
     needs_scorer = True
 
-    def __init__(self, n_candidates: int | None = None, chunk_rows: int = 8192, skip_top: float | str = 0.0):
+    def __init__(self, n_candidates: int | None = None, *, chunk_rows: int = 8192, skip_top: float | str = 0.0):
         self.n_candidates = n_candidates
         self.chunk_rows = chunk_rows
         self.skip_top = skip_top
@@ -112,8 +110,7 @@ class BootstrapPoolSampler(BasePoolSampler):
         counting too the true negatives that score above tau_q. The estimate
         is the smallest over q in :data:`AUTO_QUANTILES` (the mixture-proportion
         bound of Blanchard, Lee & Scott, 2010, on a grid): at q = 0.5 it is
-        twice the candidates above the median positive, the rule measured
-        first (issue 12); higher thresholds count fewer negatives, which
+        twice the candidates above the median positive; higher thresholds count fewer negatives, which
         matters where tags are complete and the top candidates are hard
         negatives, not untagged positives. A q > 0.5 is used only where at
         least :data:`AUTO_MIN_TAIL` held-out positives and as many candidates

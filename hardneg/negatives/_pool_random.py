@@ -15,8 +15,6 @@ __all__ = ["RandomPoolSampler"]
 class RandomPoolSampler(BasePoolSampler):
     """``n`` distinct allowed rows drawn uniformly at random.
 
-    Formerly ``RandomNegativeSampler`` (still importable, the same class).
-
     Examples
     --------
     >>> import numpy as np

@@ -3,8 +3,7 @@
 Returns an ``(n, 3)`` int64 array of row indices ``(anchor, positive,
 negative)`` in random order, ready for ``fit`` / ``partial_fit``;
 :func:`concept_protocol` (one model per concept) also returns the training
-rows to leave out of that concept's retrieval database. Moved here from
-``hardneg.similarity._sampling`` (still importable there).
+rows to leave out of that concept's retrieval database.
 """
 
 from __future__ import annotations
@@ -174,7 +173,7 @@ class ConceptTripletSampler(BaseTripletSampler):
     True
     """
 
-    def __init__(self, n_positives: int = 7, n_negatives: int = 500, classes: ArrayLike | None = None):
+    def __init__(self, n_positives: int = 7, *, n_negatives: int = 500, classes: ArrayLike | None = None):
         self.n_positives = n_positives
         self.n_negatives = n_negatives
         self.classes = classes

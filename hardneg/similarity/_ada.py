@@ -16,7 +16,7 @@ Lazy: ``w_j`` depends only on the running sums ``t ḡ_{t,j}`` (state row 0),
 ``G_{t,j}`` (row 1) and ``t``, so it is computed when read. Row 2 caches
 ``1 / H_{t,jj}``, refreshed when the word is updated: reading a weight (every
 word of every triplet, for the loss) then costs two multiplications instead
-of a square root and two divisions (measured: the pass takes ~0.6x the time).
+of a square root and two divisions.
 """
 
 from __future__ import annotations
@@ -63,13 +63,10 @@ class SolisADA(SolisBase):
     lam : float
         l1 strength λ.
     eta : float
-        Step size η. It sets the scale of ``w`` against the hinge's margin
-        of 1, so how many triplets stay violated and keep teaching: on
-        TF-IDF, l2-normalized rows (similarities at most 1) η = 1 leaves few
-        violated and learns little; 0.03-0.3 was chosen on held-out triplets
-        (benchmarks/similarity_solis.py). Choose it jointly with ``lam``.
-        Default 0.1: the value held-out selection chose most often (every
-        candidate trained on the full stream; benchmarks/similarity_solis.py).
+        Step size η, default 0.1. It sets the scale of ``w`` against the hinge's
+        margin of 1, so how many triplets stay violated and keep teaching;
+        choose it jointly with ``lam`` (why 0.1: ``docs/methods/solis.md``,
+        "Why these defaults").
     delta : float
         δ > 0 of ``H_t``.
     w_init : float
@@ -106,7 +103,7 @@ class SolisADA(SolisBase):
     _nonneg_rows = (1,)  # G_t, a sum of squares
     _inv_h_row = 2
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.delta = delta
@@ -114,14 +111,6 @@ class SolisADA(SolisBase):
         self.clock = clock
         self.n_triplets = n_triplets
         self.random_state = random_state
-
-    def _clock(self) -> str:
-        return self.clock
-
-    def _restore(self, arrays: dict, meta: dict) -> None:
-        if "clock" not in meta.get("params", {}):
-            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
-        super()._restore(arrays, meta)
 
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         state = np.zeros((3, n_words), np.float64)

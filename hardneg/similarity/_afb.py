@@ -63,9 +63,8 @@ class SolisAFB(SolisBase):
     lam : float
         l1 strength λ.
     eta : float
-        Learning rate η (see :class:`SolisADA` on its scale).
-        Default 0.1: the value held-out selection chose most often (every
-        candidate trained on the full stream; benchmarks/similarity_solis.py).
+        Learning rate η (see :class:`SolisADA` on its scale); default 0.1
+        (why: ``docs/methods/solis.md``, "Why these defaults").
     delta : float
         δ > 0 of ``H_t = δI + diag(G_t)^{1/2}``.
     w_init : float
@@ -95,7 +94,7 @@ class SolisAFB(SolisBase):
     _clock_rows = ((2, 0),)  # the update count at the last catch-up
     _inv_h_row = 3
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, delta: float = 1e-2, w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.delta = delta

@@ -333,8 +333,12 @@ class DiagonalSimilarity(BaseEstimator):
             raise ValueError(f"pairs: expected an (n, 2) integer array of row indices, got shape {pairs.shape} dtype {pairs.dtype}")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= A.shape[0]):
             raise ValueError(f"pairs: row indices must lie in [0, {A.shape[0] - 1}]")
-        left = A[pairs[:, 0]] @ sp.diags(self.index_weights())
-        return np.asarray(left.multiply(A[pairs[:, 1]]).sum(axis=1)).ravel()
+        return self._pair_scores(A[pairs[:, 0]], A[pairs[:, 1]])
+
+    def _pair_scores(self, left, right) -> np.ndarray:
+        """``S(left_k, right_k)`` of matching rows of two prepared CSR blocks (the model's own product)."""
+        left = left @ sp.diags(self.index_weights())
+        return np.asarray(left.multiply(right).sum(axis=1)).ravel()
 
     # persistence ---------------------------------------------------------
     def _arrays(self) -> dict:
@@ -503,9 +507,9 @@ class SolisBase(DiagonalSimilarity):
     def _init_state(self, n_words: int, w0: float) -> np.ndarray:
         return np.zeros((self._n_state, n_words), np.float64)
 
-    def _clock(self) -> str:
-        """What the clock ``t`` counts (:mod:`._lazy`): S-TG / S-AFB ``"updates"``; S-DA / S-ADA take ``clock=``."""
-        return "updates"
+    #: What the clock ``t`` counts (:mod:`._lazy`): S-TG and S-AFB count updates; S-DA and S-ADA
+    #: take ``clock=`` as a parameter, which sets this per estimator.
+    clock: str = "updates"
 
     @property
     def n_features_in_(self) -> int:
@@ -558,7 +562,7 @@ class SolisBase(DiagonalSimilarity):
         if batches is None:
             raise TypeError("triplets: expected an (n, 3) array of row indices or an iterable of them, got None")
         params = self._param_vector()
-        clock = self._clock()
+        clock = self.clock
         n_features = self.n_features_in_ if self.__sklearn_is_fitted__() else None
         seen = 0
         for batch in batches:
@@ -594,6 +598,8 @@ class SolisBase(DiagonalSimilarity):
     _inv_h_row: int | None = None  # a cache of 1 / (δ + √G) (row 1), recomputed on load, never trusted
 
     def _restore(self, arrays: dict, meta: dict) -> None:
+        if "clock" in self._get_param_names() and "clock" not in meta.get("params", {}):
+            self.clock = "updates"  # a file written before ``clock`` existed: its t counted updates
         state, glob, w = (np.asarray(arrays[k], np.float64) for k in ("state", "glob", "w"))
         if state.shape != (self._n_state, w.shape[0]) or glob.shape != (2,):
             raise ValueError(f"solver state of shape {state.shape} / {glob.shape} does not fit {type(self).__name__} over {w.shape[0]} words")
@@ -616,6 +622,6 @@ class SolisBase(DiagonalSimilarity):
             raise ValueError("the stored weights are not those the solver state implies")
         self.n_updates_ = _count(meta.get("n_updates", 0), "n_updates")
         self.n_triplets_seen_ = _count(meta.get("n_triplets_seen", 0), "n_triplets_seen")
-        ticks = self.n_triplets_seen_ if self._clock() == "triplets" else self.n_updates_
+        ticks = self.n_triplets_seen_ if self.clock == "triplets" else self.n_updates_
         if self.n_updates_ > self.n_triplets_seen_ or ticks != glob[0]:
             raise ValueError(f"n_updates={self.n_updates_} disagrees with n_triplets_seen={self.n_triplets_seen_} or the clock {glob[0]:.0f}")

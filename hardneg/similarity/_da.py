@@ -92,7 +92,7 @@ class SolisDA(SolisBase):
         "clock": [StrOptions(set(CLOCKS))],
     }
 
-    def __init__(self, lam: float = 1e-4, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, gamma: float = 10.0, rho: float = 0.0, w_init: float = 0.0, clock: str = "triplets", n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.gamma = gamma
         self.rho = rho
@@ -100,11 +100,3 @@ class SolisDA(SolisBase):
         self.clock = clock
         self.n_triplets = n_triplets
         self.random_state = random_state
-
-    def _clock(self) -> str:
-        return self.clock
-
-    def _restore(self, arrays: dict, meta: dict) -> None:
-        if "clock" not in meta.get("params", {}):
-            self.clock = "updates"  # written before ``clock`` existed: its t counted updates
-        super()._restore(arrays, meta)

@@ -171,7 +171,7 @@ class OasisDiagonal(_OasisBase):
     [1.1, 0.9]
     """
 
-    def __init__(self, C: float = 0.1, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, C: float = 0.1, *, n_triplets: int = 100_000, random_state: RandomState = None):
         self.C = C
         self.n_triplets = n_triplets
         self.random_state = random_state
@@ -215,7 +215,7 @@ class OasisFull(_OasisBase):
 
     _parameter_constraints = {**_OasisBase._parameter_constraints, "max_memory_gb": [Interval(Real, 0, None, closed="neither")]}
 
-    def __init__(self, C: float = 0.1, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, C: float = 0.1, *, max_memory_gb: float = 2.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.C = C
         self.max_memory_gb = max_memory_gb
         self.n_triplets = n_triplets
@@ -313,28 +313,10 @@ class OasisFull(_OasisBase):
         left = np.asarray(A @ self.W_, np.float64)  # queries first: (n_x, m) dense, small
         return np.asarray(B @ left.T).T
 
-    def score_pairs(self, X, pairs) -> np.ndarray:
-        """Similarity ``x_iᵀ W x_j`` of each pair ``(i, j)`` of rows of ``X``.
-
-        Parameters
-        ----------
-        X : sparse or dense matrix of shape (n_samples, n_words)
-            Non-negative bag-of-words vectors.
-        pairs : array-like of shape (n_pairs, 2), dtype int
-            Row indices ``(i, j)`` into ``X``.
-
-        Returns
-        -------
-        ndarray of shape (n_pairs,), dtype float64
-            ``S(x_i, x_j)`` for each pair.
-        """
-        self._check_fitted()
-        A = self.prepare(X)
-        pairs = np.asarray(pairs)
-        if pairs.ndim != 2 or pairs.shape[1] != 2 or (pairs.size and pairs.dtype.kind not in "iu"):
-            raise ValueError(f"pairs: expected an (n, 2) integer array of row indices, got shape {pairs.shape}")
-        left = np.asarray(A[pairs[:, 0]] @ self.W_, np.float64)
-        return np.asarray(A[pairs[:, 1]].multiply(left).sum(axis=1)).ravel()
+    def _pair_scores(self, left, right) -> np.ndarray:
+        """``x_iᵀ W x_j`` of matching rows of two prepared CSR blocks."""
+        left = np.asarray(left @ self.W_, np.float64)
+        return np.asarray(right.multiply(left).sum(axis=1)).ravel()
 
     def _arrays(self) -> dict:
         return {"W": self.W_}

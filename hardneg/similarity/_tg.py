@@ -63,9 +63,8 @@ class SolisTG(SolisBase):
     lam : float
         l1 strength; the gravity per update is ``eta * lam``.
     eta : float
-        Learning rate η (see :class:`SolisADA` on its scale).
-        Default 0.1: the value held-out selection chose most often (every
-        candidate trained on the full stream; benchmarks/similarity_solis.py).
+        Learning rate η (see :class:`SolisADA` on its scale); default 0.1
+        (why: ``docs/methods/solis.md``, "Why these defaults").
     theta : float
         Truncate only weights with ``|w| <= theta`` (``inf``: always).
     w_init : float
@@ -95,7 +94,7 @@ class SolisTG(SolisBase):
     _nonneg_rows = (1,)
     _clock_rows = ((1, 1),)  # the accumulated gravity at the last update, at most the total
 
-    def __init__(self, lam: float = 1e-4, eta: float = 0.1, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
+    def __init__(self, lam: float = 1e-4, *, eta: float = 0.1, theta: float = float("inf"), w_init: float = 0.0, n_triplets: int = 100_000, random_state: RandomState = None):
         self.lam = lam
         self.eta = eta
         self.theta = theta

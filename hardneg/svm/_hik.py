@@ -182,7 +182,7 @@ class HIKSVC(ClassifierMixin, BaseEstimator):
         "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
-    def __init__(self, C: float = 1.0, class_weight: dict | str | None = None):
+    def __init__(self, C: float = 1.0, *, class_weight: dict | str | None = None):
         self.C = C
         self.class_weight = class_weight
 

@@ -80,7 +80,7 @@ def _score_bins(X, lo, inv, P, off, q, out):  # pragma: no cover, no mutate bloc
     ``float32(V[i, k + 1] - V[i, k])``, see ``HIKBinTable._pack_pairs``), one
     8-byte load instead of two 4-byte ones. ``a + f * s`` with that ``s`` is
     the float32 arithmetic of ``a + f * (b - a)``: the same terms, bit for bit, as
-    ``_score_bins_two_reads`` and ``_eval_bins``. Node k of dimension i sits at
+    ``_eval_bins`` (and the previous two-read kernel, kept in ``benchmarks/concept_speed.py``). Node k of dimension i sits at
     ``P[i, k + 1]``; the virtual nodes -1 and q + 1 carry the exact linear
     pieces below ``lo`` and above ``hi``, so no per-value test is needed
     outside the grid.
@@ -130,49 +130,6 @@ def _score_bins(X, lo, inv, P, off, q, out):  # pragma: no cover, no mutate bloc
             p = flat[idx[b + 2]]
             s2 += p.real + frac[b + 2] * p.imag
         out[r] = (s0 + s1) + (s2 + s3)
-
-
-@numba.njit(fastmath=_FAST, cache=True)
-def _score_bins_two_reads(X, lo, inv, V, q, out):  # pragma: no cover, no mutate block - compiled
-    """The previous kernel, kept as a reference for tests and benchmarks/concept_speed.py.
-
-    Reads ``V[i, k]`` and ``V[i, k + 1]`` per value; its quantization pass converts
-    through int64 (scalar); it sums in two chains (even and odd dimensions). Its terms
-    equal ``_score_bins``'s bit for bit; its sums differ from them by rounding only.
-    """
-    n, d = X.shape
-    stride = np.int32(V.shape[1])
-    flat = V.ravel()
-    idx = np.empty(d, dtype=np.int32)
-    frac = np.empty(d, dtype=np.float32)
-    lowest = np.float32(-1.0)
-    top = np.float32(q)
-    one = np.float32(1.0)
-    for r in range(n):
-        for i in range(d):
-            t = (X[r, i] - lo[i]) * inv[i]
-            k = np.int32(min(max(t, lowest), top) + one)
-            idx[i] = np.int32(i) * stride + k
-            frac[i] = t - np.float32(k - np.int32(1))
-        out[r] = _gather_interp(flat, idx, frac, d)
-
-
-@numba.njit(fastmath=_FAST, cache=True, inline="always")
-def _gather_interp(flat, idx, frac, d):  # pragma: no cover, no mutate block - compiled
-    s0 = 0.0
-    s1 = 0.0
-    for j in range(d >> 1):  # two chains: even and odd dimensions
-        b = idx[2 * j]
-        a = flat[b]
-        s0 += a + frac[2 * j] * (flat[b + 1] - a)
-        b = idx[2 * j + 1]
-        a = flat[b]
-        s1 += a + frac[2 * j + 1] * (flat[b + 1] - a)
-    if d & 1:
-        b = idx[d - 1]
-        a = flat[b]
-        s0 += a + frac[d - 1] * (flat[b + 1] - a)
-    return s0 + s1
 
 
 @numba.njit(fastmath=_FAST, cache=True)

@@ -229,7 +229,7 @@ class LinearSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, C: float = 1.0, loss: str = "hinge", tol: float = 1e-4, max_iter: int = 2000,
+    def __init__(self, C: float = 1.0, *, loss: str = "hinge", tol: float = 1e-4, max_iter: int = 2000,
                  random_state: int | np.random.Generator | None = None):
         self.C = C
         self.loss = loss

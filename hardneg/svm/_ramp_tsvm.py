@@ -33,8 +33,8 @@ over one epoch (``sgd_tol``, measured relative to ||(w, b)|| so that it does
 not depend on the feature scale), or until the cap ``n_epochs``.
 
 Departures of the step schedule from Algorithm 2 as printed (kept because
-they are the Pegasos schedule for this objective, and measured to converge,
-``benchmarks/hashing_node_convergence.py``):
+they are the Pegasos schedule for this objective, and measured to converge:
+``docs/methods/hashing.md``, node convergence):
 
 * lambda decays per visited sample (t counts samples, not epochs) and the
   counter carries over between CCCP rounds (warm start);
@@ -471,7 +471,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
         and warm-started from the previous round's duals (also the start
         point: the supervised SVM is solved by it, so liblinear is not called).
         TSVMHashing uses ``"dcd"``: the same objective in fewer passes
-        (``benchmarks/hashing_node_convergence.py``).
+        (measured in ``docs/methods/hashing.md``, node convergence).
     dcd_tol : float
         ``solver="dcd"``: stop when the projected gradient's spread over one
         epoch (in margin units, y f - 1) and the bias step are below it.
@@ -515,7 +515,7 @@ class RampTSVM(LinearDecisionMixin, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(
-        self, C: float = 1.0, C_star: float | None = None, s: float = -0.2, lambda0: float | None = None, loss: str = "ramp",
+        self, C: float = 1.0, *, C_star: float | None = None, s: float = -0.2, lambda0: float | None = None, loss: str = "ramp",
         n_epochs: int = SGD_MAX_EPOCHS, max_iter: int = 10, tol: float = 1e-3, init_C: float | None = None, balance: bool = True,
         random_state: int | np.random.Generator | None = None, sgd_tol: float = SGD_TOL, solver: str = "sgd", dcd_tol: float = DCD_TOL,
     ):

@@ -179,7 +179,7 @@ def test_search_refuses_bad_rows_and_models():
 @pytest.mark.parametrize("name", ["hardneg.concept", "hardneg.concept._negative_bootstrap",
                                   "hardneg.concept._baselines", "hardneg.concept._search",
                                   "hardneg.concept._compressed", "hardneg.concept._related",
-                                  "hardneg.negatives", "hardneg.negatives._bootstrap", "hardneg.negatives._pool"])
+                                  "hardneg.negatives", "hardneg.negatives._pool_bootstrap", "hardneg.negatives._pool"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0

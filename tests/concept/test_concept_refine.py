@@ -29,7 +29,7 @@ def _old_train_concept(store, spec, *, matrix=None, tags=None, progress=None):
     with marked negatives).
     """
     from hardneg.concept import CompressedConcept, NegativeBootstrap
-    from hardneg.negatives import BootstrapNegativeSampler, NegativePool
+    from hardneg.negatives import BootstrapPoolSampler, NegativePool
     from hardneg.svm import HIKExactTable, fit_hik_svm_gram, hik_gram
 
     t0 = time.perf_counter()
@@ -62,7 +62,7 @@ def _old_train_concept(store, spec, *, matrix=None, tags=None, progress=None):
         scorer = nb.compress(spec.n_bins)
         pool = NegativePool(data, tags=pool_tags, exclude_tags=exclude + list(spec.related_tags), rows=pool_rows)
         n_hard = min(pos.size, pool.n_allowed)
-        hard = BootstrapNegativeSampler(n_candidates=spec.n_candidates).sample(
+        hard = BootstrapPoolSampler(n_candidates=spec.n_candidates).sample(
             pool, n_hard, np.random.default_rng([spec.seed, 1]), scorer=lambda X: scorer.table.decision_function(X, check=False))
         N = np.vstack([take(neg), pool.take(hard.rows)])
         n_p = P.shape[0]

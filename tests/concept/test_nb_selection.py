@@ -89,7 +89,7 @@ def test_nb_near_duplicate_parameter_default_and_validation():
     from hardneg.concept._negative_bootstrap import NEAR_DUPLICATE
 
     assert NegativeBootstrap().near_duplicate == NEAR_DUPLICATE
-    assert f"default {NEAR_DUPLICATE}" in NegativeBootstrap.__doc__
+    assert f"default={NEAR_DUPLICATE}" in NegativeBootstrap.__doc__
     assert clone(NegativeBootstrap(near_duplicate=0.9)).near_duplicate == 0.9
     pos, X = _copies_problem()
     with pytest.raises(ValueError, match="near_duplicate"):
@@ -170,13 +170,14 @@ def test_cv_picks_the_factor_whose_fold_models_rank_held_out_positives_best(monk
 
     pos, pool = _pos_pool()
     scored = []  # the factor of the fold model that was trained last, hence scored next
-    real = NegativeBootstrap._n_candidates
+    real = NegativeBootstrap._pool_sampler
 
     def spy(self, n_neg):
-        scored.append(self.cv_results_["factor"])
-        return real(self, n_neg)
+        sampler = real(self, n_neg)
+        scored.append(sampler.n_candidates // n_neg)  # a fold model's m = factor x its |B-|
+        return sampler
 
-    monkeypatch.setattr(NegativeBootstrap, "_n_candidates", spy)
+    monkeypatch.setattr(NegativeBootstrap, "_pool_sampler", spy)
     for favoured, expected in [(3, 3), (10, 10), (None, 10)]:
         ap = {f: 0.9 if f == favoured else 0.5 for f in nb_mod.CV_FACTORS}
         monkeypatch.setattr(nb_mod, "average_precision", lambda y, s, ap=ap: ap[scored[-1]])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
+from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
 from hardneg.store import FeatureStore
 
 
@@ -39,8 +39,8 @@ def test_store_pool_equals_array_pool(tmp_path):
     np.testing.assert_array_equal(a.take(rows), s.take(rows))
     assert a.tags_of(rows) == s.tags_of(rows)
     np.testing.assert_array_equal(a.feature_max(), s.feature_max())
-    ra = RandomNegativeSampler().sample(a, 5, 3).rows
-    rs = RandomNegativeSampler().sample(s, 5, 3).rows
+    ra = RandomPoolSampler().sample(a, 5, 3).rows
+    rs = RandomPoolSampler().sample(s, 5, 3).rows
     np.testing.assert_array_equal(ra, rs)
 
 
@@ -48,9 +48,9 @@ def test_store_pool_equals_array_pool(tmp_path):
 def test_random_sampler_distinct_allowed_deterministic(seed):
     X, tags = make_pool(seed)
     pool = NegativePool(X, tags=tags, exclude_tags="cat")
-    rows = RandomNegativeSampler().sample(pool, 20, seed).rows
+    rows = RandomPoolSampler().sample(pool, 20, seed).rows
     assert len(set(rows.tolist())) == 20 and np.isin(rows, pool.allowed).all()
-    np.testing.assert_array_equal(rows, RandomNegativeSampler().sample(pool, 20, seed).rows)
+    np.testing.assert_array_equal(rows, RandomPoolSampler().sample(pool, 20, seed).rows)
 
 
 def bootstrap_reference(pool_X, allowed, n, m, seed, w):
@@ -71,7 +71,7 @@ def test_bootstrap_selection_equals_slow_reference(seed):
     pool = NegativePool(X, tags=tags, exclude_tags=["cat"])
     w = np.random.default_rng(seed + 100).normal(size=X.shape[1])
     scorer = lambda B: np.minimum(B, 1.0) @ w  # a stand-in ensemble score
-    got = BootstrapNegativeSampler(n_candidates=30, chunk_rows=7).sample(pool, 6, seed, scorer=scorer)
+    got = BootstrapPoolSampler(n_candidates=30, chunk_rows=7).sample(pool, 6, seed, scorer=scorer)
     assert got.rows.tolist() == bootstrap_reference(X, pool.allowed, 6, 30, seed, w)
     assert np.all(np.diff(got.scores) <= 0) and got.n_candidates == 30
 
@@ -79,7 +79,7 @@ def test_bootstrap_selection_equals_slow_reference(seed):
 def test_bootstrap_ties_and_caps():
     X = np.ones((10, 2), np.float32)
     pool = NegativePool(X)
-    got = BootstrapNegativeSampler().sample(pool, 3, 0, scorer=lambda B: np.zeros(len(B)))
+    got = BootstrapPoolSampler().sample(pool, 3, 0, scorer=lambda B: np.zeros(len(B)))
     # default m = 10 n, capped at the pool: every row is a candidate; ties keep draw order
     cands = np.random.default_rng(0).choice(pool.allowed, size=10, replace=False)
     assert got.rows.tolist() == cands[:3].tolist()
@@ -89,10 +89,10 @@ def test_sampler_errors():
     X, _ = make_pool()
     pool = NegativePool(X)
     with pytest.raises(ValueError, match="only 60"):
-        RandomNegativeSampler().sample(pool, 61)
+        RandomPoolSampler().sample(pool, 61)
     with pytest.raises(ValueError, match="scorer"):
-        BootstrapNegativeSampler().sample(pool, 3)
+        BootstrapPoolSampler().sample(pool, 3)
     with pytest.raises(TypeError, match="NegativePool"):
-        RandomNegativeSampler().sample(X, 3)
+        RandomPoolSampler().sample(X, 3)
     with pytest.raises(ValueError, match=">= 1"):
-        RandomNegativeSampler().sample(pool, 0)
+        RandomPoolSampler().sample(pool, 0)

@@ -1,7 +1,7 @@
 """hardneg.negatives is the one home of pool, pair and triplet samplers (issue 25).
 
-The new names import from ``hardneg.negatives``; the old names and module paths
-still import and are the same objects; every sampler draws exactly what it drew
+The names import from ``hardneg.negatives`` (the compatibility modules of the old
+private paths are gone, issue 40); every sampler draws exactly what it drew
 before the move (the expected draws below were recorded with the code at its old
 paths, commit c9d24cc, on the same seeds).
 """
@@ -28,15 +28,9 @@ from hardneg.negatives import (
     random_triplets,
 )
 
-OLD_NAMES = [
-    # (old module, old name, new object)
-    ("hardneg.negatives", "BaseNegativeSampler", neg.BasePoolSampler),
-    ("hardneg.negatives", "RandomNegativeSampler", RandomPoolSampler),
-    ("hardneg.negatives", "BootstrapNegativeSampler", BootstrapPoolSampler),
-    ("hardneg.negatives._base", "BaseNegativeSampler", neg.BasePoolSampler),
-    ("hardneg.negatives._base", "NegativeSample", neg.NegativeSample),
-    ("hardneg.negatives._random", "RandomNegativeSampler", RandomPoolSampler),
-    ("hardneg.negatives._bootstrap", "BootstrapNegativeSampler", BootstrapPoolSampler),
+REEXPORTS = [
+    # (package, name, object): public names of the same objects elsewhere; the pair samplers'
+    # names in hardneg.zeroshot, the triplet samplers in hardneg.similarity's API
     ("hardneg.zeroshot", "NegativeSampler", neg.BasePairSampler),
     ("hardneg.zeroshot", "RandomSampler", RandomPairSampler),
     ("hardneg.zeroshot", "UncertaintySampler", UncertaintyPairSampler),
@@ -45,19 +39,24 @@ OLD_NAMES = [
     ("hardneg.similarity", "concept_triplets", concept_triplets),
     ("hardneg.similarity", "concept_protocol", concept_protocol),
     ("hardneg.similarity", "random_triplets", random_triplets),
-    ("hardneg.similarity._sampling", "concept_triplets", concept_triplets),
-    ("hardneg.similarity._sampling", "random_triplets", random_triplets),
 ]
 
 
-@pytest.mark.parametrize("module, name, new", OLD_NAMES, ids=[f"{m}.{n}" for m, n, _ in OLD_NAMES])
-def test_old_names_are_the_same_objects(module, name, new):
+@pytest.mark.parametrize("module, name, new", REEXPORTS, ids=[f"{m}.{n}" for m, n, _ in REEXPORTS])
+def test_reexports_are_the_same_objects(module, name, new):
     assert getattr(importlib.import_module(module), name) is new
 
 
+@pytest.mark.parametrize("module", ["hardneg.negatives._base", "hardneg.negatives._random", "hardneg.negatives._bootstrap",
+                                    "hardneg.similarity._sampling"])
+def test_old_private_paths_are_gone(module):
+    """Private module paths promise nothing (issue 40): the compatibility modules are deleted."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)
+
+
 def test_one_naming_scheme():
-    samplers = [n for n in neg.__all__ if n.endswith("Sampler") and n not in
-                ("BaseNegativeSampler", "RandomNegativeSampler", "BootstrapNegativeSampler")]
+    samplers = [n for n in neg.__all__ if n.endswith("Sampler")]
     for name in samplers:
         assert any(name.endswith(kind + "Sampler") for kind in ("Pool", "Pair", "Triplet")), name
         assert name in neg.__doc__ or name.startswith("Base"), f"{name} missing from the package docstring"
@@ -114,7 +113,7 @@ def test_triplet_samplers_draw_as_before():
     y = np.repeat([0, 1, 2], 6)
     expected = [[11, 6, 14], [14, 15, 7], [6, 11, 14], [3, 4, 9], [11, 6, 13], [4, 3, 8]]
     assert concept_triplets(y, n_positives=2, n_negatives=2, random_state=0)[:6].tolist() == expected
-    assert ConceptTripletSampler(2, 2).sample(y, random_state=0)[:6].tolist() == expected
+    assert ConceptTripletSampler(2, n_negatives=2).sample(y, random_state=0)[:6].tolist() == expected
     t, train = concept_protocol(y, 1, n_positives=2, n_negatives=3, random_state=0)
     assert t[:4].tolist() == [[9, 10, 0], [9, 10, 2], [10, 9, 0], [10, 9, 2]]
     assert train.tolist() == [0, 2, 3, 9, 10]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hardneg.concept import NegativeBootstrap
-from hardneg.negatives import BootstrapNegativeSampler, NegativePool
+from hardneg.negatives import BootstrapPoolSampler, NegativePool
 
 
 def first_feature(B):
@@ -22,7 +22,7 @@ def pool_with_tags(n=50, n_tagged=10, seed=0):
 def test_fixed_window_is_ranks_k_to_k_plus_n(skip):
     X, tags = pool_with_tags()
     pool = NegativePool(X, tags=tags, exclude_tags="concept")
-    got = BootstrapNegativeSampler(n_candidates=20, skip_top=skip).sample(pool, 5, 3, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=20, skip_top=skip).sample(pool, 5, 3, scorer=first_feature)
     cands = np.random.default_rng(3).choice(pool.allowed, size=20, replace=False)
     ranked = sorted(range(20), key=lambda j: (-X[cands[j], 0], j))
     k = int(round(skip * 20))
@@ -33,7 +33,7 @@ def test_fixed_window_is_ranks_k_to_k_plus_n(skip):
 def test_window_never_runs_past_the_candidates():
     X, tags = pool_with_tags()
     pool = NegativePool(X, tags=tags, exclude_tags="concept")
-    got = BootstrapNegativeSampler(n_candidates=10, skip_top=0.9).sample(pool, 4, 0, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=10, skip_top=0.9).sample(pool, 4, 0, scorer=first_feature)
     assert got.n_skipped == 6  # m - n: the 4 lowest-scoring candidates
 
 
@@ -45,7 +45,7 @@ def test_auto_counts_candidates_scoring_like_the_tagged_items():
     tags = [["concept"]] * 4 + [[]] * 20
     pool = NegativePool(X, tags=tags, exclude_tags="concept")
     np.testing.assert_array_equal(pool.tagged, [0, 1, 2, 3])
-    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
     assert got.n_skipped == 6
     by_score = sorted(range(4, 24), key=lambda r: -X[r, 0])
     assert sorted(got.rows.tolist()) == sorted(by_score[6:11])
@@ -54,8 +54,8 @@ def test_auto_counts_candidates_scoring_like_the_tagged_items():
 def test_auto_without_tagged_items_is_the_paper_selection():
     X, _ = pool_with_tags()
     pool = NegativePool(X)
-    a = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 1, scorer=first_feature)
-    b = BootstrapNegativeSampler(n_candidates=20).sample(pool, 5, 1, scorer=first_feature)
+    a = BootstrapPoolSampler(n_candidates=20, skip_top="auto").sample(pool, 5, 1, scorer=first_feature)
+    b = BootstrapPoolSampler(n_candidates=20).sample(pool, 5, 1, scorer=first_feature)
     assert a.n_skipped == 0 and a.rows.tolist() == b.rows.tolist()
 
 
@@ -70,7 +70,7 @@ def test_bad_skip_top(bad):
     X, tags = pool_with_tags()
     pool = NegativePool(X, tags=tags, exclude_tags="concept")
     with pytest.raises(ValueError, match="skip_top"):
-        BootstrapNegativeSampler(skip_top=bad).sample(pool, 3, 0, scorer=first_feature)
+        BootstrapPoolSampler(skip_top=bad).sample(pool, 3, 0, scorer=first_feature)
     with pytest.raises(ValueError, match="skip_top"):
         NegativeBootstrap(n_iter=2, skip_top=bad).fit(X[:5] + 1, X)
 
@@ -103,7 +103,7 @@ def test_auto_counts_candidates_scoring_like_the_spies():
     X = np.zeros((20, 2), np.float32)
     X[:, 0] = np.r_[0.95, 0.85, 0.75, np.linspace(0.7, 0.0, 17)]
     pool = NegativePool(X)
-    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(
+    got = BootstrapPoolSampler(n_candidates=20, skip_top="auto").sample(
         pool, 5, 0, scorer=first_feature, reference_scores=np.array([0.9, 0.8, 0.7, 0.6]))
     assert got.n_skipped == 6
     assert sorted(got.rows.tolist()) == list(range(6, 11))
@@ -115,7 +115,7 @@ def test_spies_and_tagged_items_are_one_reference_sample():
     X[:2, 0] = [1.0, 0.875]
     X[2:, 0] = np.r_[0.95, 0.85, 0.75, np.linspace(0.7, 0.0, 17)]
     pool = NegativePool(X, tags=[["concept"]] * 2 + [[]] * 20, exclude_tags="concept")
-    got = BootstrapNegativeSampler(n_candidates=20, skip_top="auto").sample(
+    got = BootstrapPoolSampler(n_candidates=20, skip_top="auto").sample(
         pool, 5, 0, scorer=first_feature, reference_scores=np.array([0.625, 0.5]))
     assert got.n_skipped == 6
 
@@ -123,7 +123,7 @@ def test_spies_and_tagged_items_are_one_reference_sample():
 def test_fixed_skip_ignores_the_spies():
     X, _ = pool_with_tags()
     pool = NegativePool(X)
-    a = BootstrapNegativeSampler(n_candidates=20, skip_top=0.1).sample(pool, 5, 1, scorer=first_feature,
+    a = BootstrapPoolSampler(n_candidates=20, skip_top=0.1).sample(pool, 5, 1, scorer=first_feature,
                                                                        reference_scores=np.array([9.0]))
     assert a.n_skipped == 2
 
@@ -212,13 +212,13 @@ def _mpe_pool(n_tagged):
 def test_auto_takes_the_smallest_estimate_over_quantiles_with_many_tagged_items():
     """Hand-worked, 100 tagged items: at q = 0.5 (tau ~ 0.505) 42 candidates -> 84; at q = 0.6 (tau ~ 0.604)
     12 -> 30; q = 0.7, 0.8, 0.9 give 40, 60, 120. The estimate is 30: the 30 at 0.55 are hard negatives."""
-    got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(100), 5, 0, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(100), 5, 0, scorer=first_feature)
     assert got.n_skipped == 30
 
 
 def test_auto_uses_the_median_only_when_few_tagged_items_lie_above_a_higher_quantile():
     """20 tagged items: only 8 lie above the 0.6 quantile (fewer than AUTO_MIN_TAIL = 10), so the median rule: 84."""
-    got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(20), 5, 0, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=100, skip_top="auto").sample(_mpe_pool(20), 5, 0, scorer=first_feature)
     assert got.n_skipped == 84
 
 
@@ -227,7 +227,7 @@ def test_auto_needs_ten_candidates_above_a_higher_quantile():
     X = np.zeros((200, 2), np.float32)
     X[:, 0] = np.r_[np.arange(1, 101) / 100, np.full(30, 0.55), np.full(2, 0.95), np.full(68, 0.1)]
     pool = NegativePool(X, tags=[["concept"]] * 100 + [[]] * 100, exclude_tags="concept")
-    got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
+    got = BootstrapPoolSampler(n_candidates=100, skip_top="auto").sample(pool, 5, 0, scorer=first_feature)
     assert got.n_skipped == 64
 
 
@@ -235,6 +235,6 @@ def test_auto_uses_the_median_only_with_spies():
     """The same 100 reference scores given as spies: their upper tail is not comparable, so 2 x 42 = 84."""
     X = np.zeros((100, 2), np.float32)
     X[:, 0] = np.r_[np.full(30, 0.55), np.full(12, 0.95), np.full(58, 0.1)]
-    got = BootstrapNegativeSampler(n_candidates=100, skip_top="auto").sample(
+    got = BootstrapPoolSampler(n_candidates=100, skip_top="auto").sample(
         NegativePool(X), 5, 0, scorer=first_feature, reference_scores=np.arange(1, 101) / 100)
     assert got.n_skipped == 84

@@ -1,6 +1,6 @@
 """Negative samplers: parameter validation, exact messages and the "auto" window's reference sample.
 
-Written against mutants of ``hardneg/negatives/_bootstrap.py`` and ``_pool.py`` that the other
+Written against mutants of ``hardneg/negatives/_pool_bootstrap.py`` and ``_pool.py`` that the other
 tests left alive.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
-from hardneg.negatives._bootstrap import check_skip_top
+from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
+from hardneg.negatives._pool_bootstrap import check_skip_top
 
 
 def first(B):
@@ -32,22 +32,22 @@ def test_check_skip_top_values_and_message():
 def test_bootstrap_parameters_are_validated_when_sampling():
     pool = NegativePool(np.arange(40, dtype=float).reshape(20, 2))
     with pytest.raises(ValueError, match="^n_candidates: "):
-        BootstrapNegativeSampler(n_candidates=0).sample(pool, 2, 0, scorer=first)
+        BootstrapPoolSampler(n_candidates=0).sample(pool, 2, 0, scorer=first)
     with pytest.raises(ValueError, match="^chunk_rows: "):
-        BootstrapNegativeSampler(chunk_rows=0).sample(pool, 2, 0, scorer=first)
-    s = BootstrapNegativeSampler()
+        BootstrapPoolSampler(chunk_rows=0).sample(pool, 2, 0, scorer=first)
+    s = BootstrapPoolSampler()
     assert s.n_candidates is None and s.chunk_rows == 8192 and s.skip_top == 0.0
-    assert BootstrapNegativeSampler.needs_scorer and not RandomNegativeSampler.needs_scorer
+    assert BootstrapPoolSampler.needs_scorer and not RandomPoolSampler.needs_scorer
 
 
 def test_candidates_at_least_n_and_at_most_the_pool():
     pool = NegativePool(np.arange(40, dtype=float).reshape(20, 2))
-    got = BootstrapNegativeSampler(n_candidates=2).sample(pool, 5, 0, scorer=first)
+    got = BootstrapPoolSampler(n_candidates=2).sample(pool, 5, 0, scorer=first)
     assert got.n_candidates == 5 and got.rows.size == 5  # m below n is raised to n
-    got = BootstrapNegativeSampler(n_candidates=500).sample(pool, 5, 0, scorer=first)
+    got = BootstrapPoolSampler(n_candidates=500).sample(pool, 5, 0, scorer=first)
     assert got.n_candidates == 20
     assert sorted(got.rows.tolist()) == [15, 16, 17, 18, 19]  # every row a candidate: the top five
-    got = BootstrapNegativeSampler().sample(pool, 1, 0, scorer=first)
+    got = BootstrapPoolSampler().sample(pool, 1, 0, scorer=first)
     assert got.n_candidates == 10  # default m = 10 n
     assert got.scores.dtype == np.float64 and got.rows.dtype == np.int64
 
@@ -60,7 +60,7 @@ def test_scores_are_read_in_chunks_and_flattened():
         sizes.append(len(B))
         return first(B)[:, None]  # a column: flattened by the sampler
 
-    got = BootstrapNegativeSampler(n_candidates=20, chunk_rows=6).sample(pool, 3, 0, scorer=scorer)
+    got = BootstrapPoolSampler(n_candidates=20, chunk_rows=6).sample(pool, 3, 0, scorer=scorer)
     assert sizes == [6, 6, 6, 2]
     assert got.rows.tolist() == [19, 18, 17] and got.scores.tolist() == [38.0, 36.0, 34.0]
 
@@ -77,7 +77,7 @@ def test_auto_window_uses_at_most_m_tagged_items_as_reference():
         seen.append(first(B).copy())
         return first(B)
 
-    got = BootstrapNegativeSampler(n_candidates=10, skip_top="auto").sample(pool, 2, 0, scorer=scorer)
+    got = BootstrapPoolSampler(n_candidates=10, skip_top="auto").sample(pool, 2, 0, scorer=scorer)
     ref = seen[1]
     assert ref.size == 10 and np.all(ref >= 100)  # m tagged items, no more
     assert np.all(np.diff(ref) > 0)  # drawn, then kept in row order
@@ -85,7 +85,7 @@ def test_auto_window_uses_at_most_m_tagged_items_as_reference():
     # the same with the tagged items scoring lowest: every candidate scores >= tau, skip capped at m - n
     low = NegativePool(np.r_[100.0 + np.arange(20.0), np.arange(30.0)][:, None] * np.ones((1, 2)),
                        tags=tags, exclude_tags="c")
-    got = BootstrapNegativeSampler(n_candidates=10, skip_top="auto").sample(low, 2, 0, scorer=first)
+    got = BootstrapPoolSampler(n_candidates=10, skip_top="auto").sample(low, 2, 0, scorer=first)
     assert got.n_skipped == 8
 
 
@@ -94,14 +94,14 @@ def test_auto_window_counts_twice_the_candidates_at_or_above_the_median():
     X = np.r_[np.arange(10.0), [7.0, 8.0, 9.0]][:, None]
     tags = [[] for _ in range(10)] + [["c"]] * 3
     pool = NegativePool(X, tags=tags, exclude_tags="c")
-    got = BootstrapNegativeSampler(n_candidates=10, skip_top="auto").sample(pool, 2, 0, scorer=first)
+    got = BootstrapPoolSampler(n_candidates=10, skip_top="auto").sample(pool, 2, 0, scorer=first)
     assert got.n_skipped == 4
     assert sorted(got.rows.tolist()) == [4, 5]
 
 
 def test_fraction_window_rounds():
     pool = NegativePool(np.arange(20.0)[:, None])
-    got = BootstrapNegativeSampler(n_candidates=20, skip_top=0.126).sample(pool, 2, 0, scorer=first)
+    got = BootstrapPoolSampler(n_candidates=20, skip_top=0.126).sample(pool, 2, 0, scorer=first)
     assert got.n_skipped == 3  # round(0.126 * 20) = round(2.52)
     assert got.rows.tolist() == [16, 15]
 

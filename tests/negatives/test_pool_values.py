@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hardneg.negatives import BootstrapNegativeSampler, NegativePool, RandomNegativeSampler
+from hardneg.negatives import BootstrapPoolSampler, NegativePool, RandomPoolSampler
 from hardneg.store import FeatureStore
 
 
@@ -59,12 +59,12 @@ def test_messages_name_the_argument():
     with pytest.raises(ValueError, match="^pool: .*negative"):
         NegativePool(-X)
     with pytest.raises(TypeError, match="^pool: expected a NegativePool, got ndarray$"):
-        RandomNegativeSampler().sample(X, 2)
+        RandomPoolSampler().sample(X, 2)
     pool = NegativePool(X, tags=tags)
     with pytest.raises(ValueError, match="^n: "):
-        RandomNegativeSampler().sample(pool, 0)
+        RandomPoolSampler().sample(pool, 0)
     with pytest.raises(ValueError, match="^Bootstrap(Pool|Negative)Sampler: needs a scorer"):
-        BootstrapNegativeSampler().sample(pool, 2, 0)
+        BootstrapPoolSampler().sample(pool, 2, 0)
 
 
 def test_store_pool_refuses_separate_tags(tmp_path):
@@ -130,12 +130,12 @@ def test_random_sampler_never_repeats_a_row():
     X, tags = _pool_data(n=30)
     pool = NegativePool(X, tags=tags)
     for seed in range(5):
-        rows = RandomNegativeSampler().sample(pool, 30, seed).rows
+        rows = RandomPoolSampler().sample(pool, 30, seed).rows
         assert sorted(rows.tolist()) == list(range(30)) and rows.dtype == np.int64
 
 
 def test_select_returning_the_wrong_count_is_caught():
-    class Broken(RandomNegativeSampler):
+    class Broken(RandomPoolSampler):
         def select(self, pool, n, rng, scorer):
             out = super().select(pool, n, rng, scorer)
             out.rows = out.rows[:-1]

@@ -367,7 +367,7 @@ def test_save_load_round_trip_and_resume(tmp_path, model):
 @pytest.mark.parametrize(
     "name",
     ["hardneg.similarity", "hardneg.similarity._tg", "hardneg.similarity._da", "hardneg.similarity._afb", "hardneg.similarity._ada",
-     "hardneg.similarity._oasis", "hardneg.similarity._tfidf", "hardneg.similarity._sampling", "hardneg.index._inverted"],
+     "hardneg.similarity._oasis", "hardneg.similarity._tfidf", "hardneg.index._inverted"],
 )
 def test_docstring_examples(name):
     import doctest
@@ -425,3 +425,17 @@ def test_score_is_retrieval_map_of_the_learned_similarity():
     assert model.score(X, y) == pytest.approx((1 / 2 + 3 * (1 / 3)) / 4)
     with pytest.raises(ValueError, match="no class has 2 rows"):
         model.score(X, np.arange(4))
+
+
+@pytest.mark.parametrize("cls", [OasisFull, OasisDiagonal, SolisADA, TfidfCosine])
+def test_score_pairs_refuses_rows_out_of_range_alike(cls):
+    """One ``score_pairs`` for every model (issue 40): OasisFull's copy raised IndexError, not ValueError."""
+    X, _, t = _data(seed=6, m=15)
+    model = cls().fit(X, triplets=t)
+    n = X.shape[0]
+    for bad in ([[0, n]], [[-1, 0]]):
+        with pytest.raises(ValueError, match=rf"row indices must lie in \[0, {n - 1}\]"):
+            model.score_pairs(X, bad)
+    with pytest.raises(ValueError, match=r"\(n, 2\) integer array"):
+        model.score_pairs(X, [[0.5, 1.0]])
+    assert model.score_pairs(X, np.empty((0, 2), int)).shape == (0,)
