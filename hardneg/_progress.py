@@ -6,7 +6,7 @@ library calls as ``progress(n)``, where ``n`` is the number of units of work
 running total). Over one call of the method, the ``n`` add up to the total
 that its docstring documents; the unit and the total are listed once below.
 The library never prints progress; the CLI passes the ``advance`` of a Rich
-bar (:func:`hardneg.cli._common.task_progress`, whose total it computes from
+bar (:func:`hardneg.cli._console.task_progress`, whose total it computes from
 this table before the call), the service passes ``Job.advance``. No
 ``start(total)`` call is part of the protocol: every total is known from the
 arguments before the work starts.

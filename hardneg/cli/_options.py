@@ -86,7 +86,7 @@ def pick_cost(cost, alias):
     return alias
 
 
-#: Dask options (see :func:`hardneg.cli._common.cluster_options`, which adds them).
+#: Dask options (see :func:`hardneg.cli._cluster.cluster_options`, which adds them).
 WORKERS_HELP = "Run on a local Dask cluster of N worker processes (same results as in process)."
 SCHEDULER_HELP = ("Run on a running Dask cluster at this scheduler address (tcp://host:8786); the store must be "
                   "reachable by the workers at the same path.")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
-from ._common import CLIError, check_input_file, check_result_outputs, emit_results, err_console, escape, ranked_results, task_progress
+from ._console import err_console, escape, task_progress
+from ._inputs import check_input_file
+from ._results import check_result_outputs, emit_results, ranked_results
+from ..exceptions import CLIError
 
 #: MODEL word that trains a zero-shot model on the fly from the store's tags.
 AUTO = "auto"

@@ -6,19 +6,11 @@ from typing import Any
 
 import typer
 
-from ._common import (
-    CLIError,
-    check_input_file,
-    check_output_file,
-    check_result_outputs,
-    cluster_options,
-    console,
-    emit_results,
-    err_console,
-    in_split,
-    ranked_results,
-    task_progress,
-)
+from ._cluster import cluster_options
+from ._console import console, err_console, task_progress
+from ._inputs import check_input_file, check_output_file, in_split
+from ._results import check_result_outputs, emit_results, ranked_results
+from ..exceptions import CLIError
 from ..concept import CONCEPT_METHODS, DEFAULT_N_ITER  # a table only: the learners load on first use
 from ._options import csv_option, html_option, json_option, k_option, method_option, out_option
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from ._common import CLIError, check_output_dir, console, task_progress
+from ._console import console, task_progress
+from ._inputs import check_output_dir
+from ..exceptions import CLIError
 from ._options import out_option
 
 app = typer.Typer(help="List datasets and import them into FeatureStores.", invoke_without_command=True)

@@ -7,18 +7,11 @@ import sys
 
 import typer
 
-from ._common import (
-    CLIError,
-    check_input_file,
-    check_output_dir,
-    check_output_file,
-    check_result_outputs,
-    cluster_options,
-    console,
-    emit_results,
-    item_info,
-    task_progress,
-)
+from ._cluster import cluster_options
+from ._console import console, task_progress
+from ._inputs import check_input_file, check_output_dir, check_output_file, item_info
+from ._results import check_result_outputs, emit_results
+from ..exceptions import CLIError
 from ._options import csv_option, html_option, json_option, k_option, out_option, query_id_option, solver_option
 
 app = typer.Typer(help="Exemplar-SVM feature encoding (Zepeda & Pérez 2015): E-SVM and recursive RE-SVM.", no_args_is_help=True)

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import typer
 
-from ._common import CLIError, check_output_dir, cluster_options, console, task_progress
+from ._cluster import cluster_options
+from ._console import console, task_progress
+from ._inputs import check_output_dir
+from ..exceptions import CLIError
 
 app = typer.Typer(
     help="Extract CNN or dense-SIFT bag-of-words features from images into a FeatureStore (resumable).",
@@ -224,7 +227,7 @@ def _tags_and_labels(items, tags_from_folders: bool, tags_csv: str | None, label
     class names it records, so a rerun never re-numbers them; numeric CSV labels go as numbers.
     """
     from ..features._extract import folder_tags
-    from ._common import read_id_csv, split_tags
+    from ._inputs import read_id_csv, split_tags
 
     if labels_from_folders and labels_csv:
         raise CLIError("--labels-csv: give it or --labels-from-folders, not both")

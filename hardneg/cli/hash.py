@@ -7,22 +7,11 @@ import typing  # typing.cast: _rank_rows has an argument named cast
 import typer
 
 from ..hashing._registry import MAX_BITS, METHODS, hasher_class
-from ._common import (
-    CLIError,
-    check_index_current,
-    check_input_file,
-    check_output_file,
-    check_result_outputs,
-    cluster_options,
-    console,
-    emit_results,
-    extract_query_images,
-    is_same_store,
-    item_info,
-    same_class,
-    stored_queries,
-    task_progress,
-)
+from ._cluster import cluster_options
+from ._console import console, task_progress
+from ._inputs import check_index_current, check_input_file, check_output_file, extract_query_images, is_same_store, item_info, stored_queries
+from ._results import check_result_outputs, emit_results, same_class
+from ..exceptions import CLIError
 from ._options import (
     cost_alias_option,
     cost_option,
@@ -319,7 +308,7 @@ def _warn_ties(dist, n_bits: int) -> None:
     codes do not separate the items, and the order shown is only the order of the ids."""
     import numpy as np
 
-    from ._common import err_console
+    from ._console import err_console
 
     dist = np.asarray(dist)
     if dist.ndim != 2 or dist.shape[1] < 2:

@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import typer
 
-from ._common import (
-    CLIError,
-    check_result_outputs,
-    cluster_options,
-    emit_results,
-    extract_query_images,
-    in_split,
-    item_info,
-    same_class,
-    stored_queries,
-    task_progress,
-)
+from ._cluster import cluster_options
+from ._console import task_progress
+from ._inputs import extract_query_images, in_split, item_info, stored_queries
+from ._results import check_result_outputs, emit_results, same_class
+from ..exceptions import CLIError
 from ._options import csv_option, html_option, json_option, k_option, query_id_option
 
 _METRICS = ("cosine", "ip", "l2")

@@ -4,7 +4,7 @@ Each command group lives in its own module and is registered here, by name:
 its module is imported only when one of its commands is used. User
 errors (bad input, bad options, missing data, corrupt files) print one line
 on stderr and exit with code 2; a traceback is only shown with ``-vv``, or
-for an error that is a bug (see :func:`._common.is_user_error`).
+for an error that is a bug (see :func:`._console.is_user_error`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, Protocol, cast
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from ._common import check_output_dir, err_console, error_line, is_user_error, one_line, setup_logging
+from ._console import err_console, error_line, is_user_error, one_line, setup_logging
+from ._inputs import check_output_dir
 
 # Every command that lives in a module of its own, in the order `hardneg --help` lists them
 # (commands before groups, as typer orders them): name -> (module of hardneg.cli, attribute,
@@ -162,7 +163,7 @@ def _root(
         import math
 
         if not (math.isfinite(timeout) and timeout > 0):  # typer's range lets nan and inf through
-            from ._common import CLIError
+            from ..exceptions import CLIError
 
             raise CLIError(f"--timeout: expected seconds, a finite number > 0, got {timeout}")
         # the store reads the variable wherever it opens a URL, in this process and in Dask workers started from it

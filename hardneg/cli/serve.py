@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ._common import CLIError, console
+from ._console import console
+from ..exceptions import CLIError
 from .concept import _DEFAULT_T  # = hardneg.concept.DEFAULT_N_ITER, shared by CLI and service
 
 _TOKEN_HELP = "Token for state-changing endpoints (train, feedback, delete); required when --host is not loopback."

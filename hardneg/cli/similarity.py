@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from ._common import CLIError, check_index_current, check_output_file, check_result_outputs, console, emit_results, is_same_store, item_info, task_progress
+from ._console import console, task_progress
+from ._inputs import check_index_current, check_output_file, is_same_store, item_info
+from ._results import check_result_outputs, emit_results
+from ..exceptions import CLIError
 from ._options import (
     cost_alias_option,
     cost_option,

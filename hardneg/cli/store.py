@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from ._common import CLIError, console, read_id_csv, split_tags
+from ._console import console
+from ._inputs import read_id_csv, split_tags
+from ..exceptions import CLIError
 
 app = typer.Typer(help="Inspect FeatureStores, and edit their tags and train/test splits.", no_args_is_help=True)
 
@@ -292,7 +294,7 @@ def quantize(
     a bin). Safe to interrupt: the copy appears under --out only when complete.
     """
     from ..store import FeatureStore, StoreError, quantize_store
-    from ._common import check_output_dir
+    from ._inputs import check_output_dir
 
     check_output_dir(out, "--out", inputs=(path,))
     try:
@@ -330,7 +332,8 @@ def import_cmd(
     """
     from ..store import StoreError
     from ..store._import import import_embeddings
-    from ._common import check_output_dir, task_progress
+    from ._console import task_progress
+    from ._inputs import check_output_dir
 
     check_output_dir(out, "--out", inputs=(source,))
     try:
@@ -372,7 +375,7 @@ def _chosen_ids(store, path: str, ids: list[str], folder: list[str], csv_file: s
         chosen += hits
     if csv_file is not None:
         from ..store._csv import read_csv_rows, starts_with_header
-        from ._common import check_input_file
+        from ._inputs import check_input_file
 
         check_input_file(csv_file, "a CSV file with an id per row", "--from-csv")
         try:
@@ -438,7 +441,7 @@ def remove(
         shown = ", ".join(store.ids()[~keep][:5].tolist()) + (f" and {n - 5:,} more" if n > 5 else "")
         console.print(f"{path}: would remove {n:,} of {len(store):,} items ({shown})", highlight=False, markup=False, soft_wrap=True)
         return
-    from ._common import task_progress
+    from ._console import task_progress
 
     with task_progress(f"removing {n:,} item(s): rewriting the store", len(store)) as advance:
         removed = rebuild_store(path, keep, progress=advance)

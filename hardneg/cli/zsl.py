@@ -26,7 +26,10 @@ from pathlib import Path
 
 import typer
 
-from ._common import CLIError, check_output_file, check_result_outputs, console, emit_results
+from ._console import console
+from ._inputs import check_output_file
+from ._results import check_result_outputs, emit_results
+from ..exceptions import CLIError
 from ._options import csv_option, html_option, json_option, out_option
 
 app = typer.Typer(help="Zero-shot classification by metric learning (Bucher, Herbin & Jurie 2016) on a FeatureStore "

@@ -13,7 +13,7 @@ pytest.importorskip("cv2")
 pytest.importorskip("PIL")
 from PIL import Image  # noqa: E402
 
-from hardneg.cli import _common  # noqa: E402
+from hardneg.cli import _console  # noqa: E402
 from _helpers import run_cli as run  # noqa: E402
 from hardneg.cli.main import app, main  # noqa: E402
 from hardneg.store import FeatureStore  # noqa: E402
@@ -246,7 +246,7 @@ def test_paths_resolve_after_moving_store_and_images(store, tmp_path, capsys):
 def test_progress_log_lines():
     now = [0.0]
     buf = io.StringIO()
-    log = _common.ProgressLog("extracting cnn", 300, 10.0, stream=buf, clock=lambda: now[0])
+    log = _console.ProgressLog("extracting cnn", 300, 10.0, stream=buf, clock=lambda: now[0])
     for _ in range(32):
         now[0] += 1.0
         log.advance(5)  # 5 per second
@@ -257,7 +257,7 @@ def test_progress_log_lines():
     log.finish()
     assert len(buf.getvalue().splitlines()) == 4  # nothing new: no repeated line
     buf = io.StringIO()
-    log = _common.ProgressLog("scan", None, 0.0, stream=buf, clock=lambda: now[0])
+    log = _console.ProgressLog("scan", None, 0.0, stream=buf, clock=lambda: now[0])
     log.advance(10)
     assert "scan: 10" in buf.getvalue() and "elapsed" in buf.getvalue()
 
@@ -269,9 +269,9 @@ def test_progress_written_when_not_a_terminal(store, capsys, monkeypatch):
 
 
 def test_faiss_loader_info_kept_out_of_v():
-    _common.setup_logging(1)
+    _console.setup_logging(1)
     assert not logging.getLogger("faiss.loader").isEnabledFor(logging.INFO)
     assert logging.getLogger("hardneg").isEnabledFor(logging.INFO)
-    _common.setup_logging(2)
+    _console.setup_logging(2)
     assert logging.getLogger("faiss.loader").isEnabledFor(logging.DEBUG)
-    _common.setup_logging(0)
+    _console.setup_logging(0)

@@ -210,7 +210,7 @@ def test_the_writer_takes_a_topk_or_rows(capsys):
     import numpy as np
 
     from hardneg import TopK
-    from hardneg.cli._common import as_rows, emit_results
+    from hardneg.cli._results import as_rows, emit_results
 
     t = TopK(rows=np.array([[0, 1]]), scores=np.array([[0.9, 0.5]]), k=2, n_scanned=2, ids=np.array([["a", "b"]]), metric="ip")
     rows = as_rows(t)

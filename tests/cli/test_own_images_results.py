@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hardneg._extras import install_hint
-from hardneg.cli import _common
+from hardneg.cli import _console, _results
 from hardneg.report._contact import contact_sheet, relevance_marks
 from hardneg.store import FeatureStore, StoreError
 
@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def test_resumed_progress_rate_counts_this_runs_work_only():
     now = [0.0]
     buf = io.StringIO()
-    log = _common.ProgressLog("extracting cnn", 2000, 10.0, stream=buf, clock=lambda: now[0])
+    log = _console.ProgressLog("extracting cnn", 2000, 10.0, stream=buf, clock=lambda: now[0])
     log.advance(1700)  # what a resumed run found already done, reported at once
     for _ in range(30):
         now[0] += 1.0
@@ -35,8 +35,8 @@ def test_resumed_progress_rate_counts_this_runs_work_only():
 
 
 def test_library_status_records_show_during_a_task(monkeypatch, capsys):
-    monkeypatch.setattr(_common.err_console, "real", lambda: type("C", (), {"is_terminal": False})())
-    with _common.task_progress("extracting dsift", 10) as advance:
+    monkeypatch.setattr(_console.err_console, "real", lambda: type("C", (), {"is_terminal": False})())
+    with _console.task_progress("extracting dsift", 10) as advance:
         logging.getLogger("hardneg.status").info("learning the codebook from %s images", "1,000")
         advance(10)
     assert "extracting dsift: learning the codebook from 1,000 images" in capsys.readouterr().err
@@ -87,7 +87,7 @@ def test_missing_extra_is_one_line_with_the_install_command(tmp_path, monkeypatc
     assert "uvicorn is not installed" in err and "[serve]" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 
-    from hardneg.cli._common import error_line, is_user_error
+    from hardneg.cli._console import error_line, is_user_error
 
     exc = WordNetUnavailable("no WordNet database")
     assert is_user_error(exc) and error_line(exc) == "no WordNet database"
@@ -273,11 +273,10 @@ def _table_at(width, results, monkeypatch, **kw):
 
     from rich.console import Console
 
-    from hardneg.cli import _common
 
     buf = io.StringIO()
-    monkeypatch.setattr(_common.console, "_console", Console(width=width, file=buf, color_system=None))
-    _common.print_results(results, title="t", score="score", as_json=False, **kw)
+    monkeypatch.setattr(_console.console, "_console", Console(width=width, file=buf, color_system=None))
+    _results.print_results(results, title="t", score="score", as_json=False, **kw)
     return buf.getvalue()
 
 
@@ -308,7 +307,7 @@ def test_result_table_at_80_columns_keeps_one_line_per_result(monkeypatch, tmp_p
 
 def test_csv_to_stdout_escapes_control_characters(capsys, tmp_path):
     """Issue 39 item 13: `--csv -` printed a raw ESC of an id (stores made before ids were checked)."""
-    from hardneg.cli._common import write_csv
+    from hardneg.cli._results import write_csv
 
     rows = [{"id": "a\x1b[31mb", "score": 1.0}]
     write_csv(rows, "-")

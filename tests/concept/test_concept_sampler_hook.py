@@ -101,7 +101,7 @@ def test_cv_folds_train_with_an_integer_m_and_no_back_channel(monkeypatch):
 
 def test_the_cli_methods_are_the_table(capsys):
     from hardneg.cli import concept as cli_concept
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.cli.main import main
 
     for name, method in CONCEPT_METHODS.items():

@@ -180,7 +180,7 @@ def test_a_stored_malformed_tag_can_still_be_removed(tmp_path):
 
 
 def test_extract_refuses_a_folder_tag_with_the_separator():
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.cli.extract import _tags_and_labels
 
     items = [SimpleNamespace(id="cats/x.jpg"), SimpleNamespace(id="a;b/y.jpg")]

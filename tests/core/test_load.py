@@ -354,7 +354,7 @@ def test_every_exception_subclasses_hardneg_error(name):
 
 def test_exceptions_keep_their_builtin_bases_and_old_homes():
     from hardneg._persist import ModelFileError as persist_mfe
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.concept._related import WordNetUnavailable
     from hardneg.datasets import DatasetDownloadError, DatasetNotFoundError
     from hardneg.features import ImageReadError

@@ -127,7 +127,7 @@ def test_cli_sampler_choices_come_from_the_pair_registry(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.cli.zsl import app as zsl_app
 
     app = typer.Typer()

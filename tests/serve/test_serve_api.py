@@ -493,7 +493,7 @@ def test_cli_serve(demo, monkeypatch):
     import uvicorn
     from typer.testing import CliRunner
 
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.cli.serve import serve
 
     app = typer.Typer()
@@ -658,7 +658,7 @@ def test_cli_serve_mode_files(demo, tmp_path, monkeypatch):
     import uvicorn
     from typer.testing import CliRunner
 
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
     from hardneg.cli.serve import serve
 
     app = typer.Typer()

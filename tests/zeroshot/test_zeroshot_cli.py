@@ -45,7 +45,7 @@ def test_train_and_eval(tmp_path):
 
 
 def test_user_errors(tmp_path):
-    from hardneg.cli._common import CLIError
+    from hardneg.exceptions import CLIError
 
     _write_xlsa17(tmp_path)
     for bad in ("fast", "0", "-1", "nan"):

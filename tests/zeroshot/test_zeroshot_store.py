@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 pytest.importorskip("torch")
 
-from hardneg.cli._common import CLIError  # noqa: E402
+from hardneg.exceptions import CLIError
 from hardneg.cli.main import app  # noqa: E402
 
 NAMES = ["zebra", "horse", "tiger", "lion", "whale", "dolphin"]  # the last two are unseen
