@@ -9,7 +9,12 @@ the core helpers, so every method module imports it at module level. The
 public names are :mod:`hardneg.distributed`'s.
 """
 
-from ._partition import Partition, partitions
-from ._runner import SCHEDULER_ENV, DaskRunner, Runner, get_runner
+from .._lazy_exports import attach
+
+# resolved on first use: a CLI command imports the runner (``._runner``) without the partitions' store layer
+__getattr__, __dir__ = attach(__name__, {
+    "Partition": "._partition", "partitions": "._partition",
+    **dict.fromkeys(("SCHEDULER_ENV", "DaskRunner", "Runner", "get_runner"), "._runner"),
+})
 
 __all__ = ["SCHEDULER_ENV", "DaskRunner", "Partition", "Runner", "get_runner", "partitions"]

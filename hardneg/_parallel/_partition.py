@@ -28,13 +28,26 @@ DEFAULT_PARTITION_BYTES = 64 * 2**20  # rows per partition: ~64 MiB of float32, 
 
 
 class Partition(tuple):
-    """``Partition(lo, hi, rows=None)``: rows ``lo..hi`` of the store (first row and one past the
-    last), or only ``rows`` (an ndarray of int, sorted, inside ``lo..hi``) when given."""
+    """``(lo, hi, rows)``: rows ``lo..hi`` of the store, or only ``rows`` (sorted, inside ``lo..hi``) when given.
+
+    Parameters
+    ----------
+    lo : int
+        First row.
+    hi : int
+        One past the last row.
+    rows : ndarray of int, optional
+        The rows to read, sorted, inside ``lo..hi``; None for all of them.
+    """
 
     __slots__ = ()
 
     def __new__(cls, lo: int, hi: int, rows: np.ndarray | None = None):
         return super().__new__(cls, (int(lo), int(hi), rows))
+
+    def __init__(self, lo: int, hi: int, rows: np.ndarray | None = None):
+        # the tuple is made by __new__; this signature is the one the API docs read
+        super().__init__()
 
     def __getnewargs__(self):
         return tuple(self)

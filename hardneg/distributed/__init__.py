@@ -30,6 +30,7 @@ Examples
 [5, 4, 3]
 """
 
-from .._parallel import SCHEDULER_ENV, DaskRunner, Partition, Runner, get_runner, partitions
+from .._parallel._partition import Partition, partitions
+from .._parallel._runner import SCHEDULER_ENV, DaskRunner, Runner, get_runner
 
 __all__ = ["SCHEDULER_ENV", "DaskRunner", "Partition", "Runner", "get_runner", "partitions"]

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive_int, check_random_state
-from .._parallel import Runner
+from .._parallel._runner import Runner
 from .._parallel._partition import store_url
 from ..store import FeatureStore
 from ._images import ImageItem, ImageReadError, list_image_files, resolve_images

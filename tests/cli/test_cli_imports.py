@@ -23,8 +23,7 @@ NOT_FOR_HELP = (*NEVER, "numpy", "scipy", "pyarrow", "pandas", "pydantic")
 # nothing of the store layer's libraries (tests/cli/test_cli_store_info.py: the fallback for older stores).
 NOT_FOR_STORE_INFO = NOT_FOR_HELP
 # the modules of hardneg.cli that are not a command's (main.py imports these at start-up)
-CLI_CORE = {"hardneg.cli", "hardneg.cli.main", "hardneg.cli._console", "hardneg.cli._inputs",
-            "hardneg.cli._results", "hardneg.cli._cluster"}
+CLI_CORE = {"hardneg.cli", "hardneg.cli.main", "hardneg.cli._console", "hardneg.cli._inputs"}
 
 _WRAPPER = """
 import contextlib, io, json, sys
