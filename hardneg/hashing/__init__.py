@@ -20,26 +20,34 @@ Examples
 (1, 5)
 """
 
+import importlib
 from typing import Any
 
 from .._lazy_exports import attach
 from ._registry import METHODS, hashers
 
-# resolved on first use, from the one list of hashers (``_registry.METHODS``): the CLI reads that list
-# without importing FAISS and scikit-learn
-_exports = {
-    **{m.cls: m.module.removeprefix(__name__) for m in METHODS.values()},
+# resolved on first use: the CLI reads the one list of hashers (``_registry.METHODS``) without importing
+# FAISS and scikit-learn; each hasher class is found through that list when it is first asked for
+_helpers = {
     "BaseHasher": "._base", "load_hasher": "._registry",
     **dict.fromkeys(("build_hierarchy", "class_similarity", "convex_hull_distances", "normalized_cut"), "._hierarchy"),
 }
-_attr, __dir__ = attach(__name__, _exports)
+_attr, _dir = attach(__name__, _helpers)
 
 
 def __getattr__(name: str) -> Any:
     if name == "HASHERS":  # method name -> class (imports every hasher)
         globals()["HASHERS"] = found = hashers()
         return found
-    return _attr(name)
+    method = next((m for m in METHODS.values() if m.cls == name), None)
+    if method is None:
+        return _attr(name)
+    globals()[name] = value = getattr(importlib.import_module(method.module), name)
+    return value
 
 
-__all__ = sorted(["HASHERS", *_exports])
+def __dir__() -> list[str]:
+    return sorted({*_dir(), "HASHERS", *(m.cls for m in METHODS.values())})
+
+
+__all__ = sorted(["HASHERS", *_helpers, *(m.cls for m in METHODS.values())])
