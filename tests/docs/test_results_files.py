@@ -57,7 +57,6 @@ NO_PROVENANCE = {
     "features_fashion_retrieval": "CNN and dense-SIFT extraction of Fashion-MNIST",
     "features_throughput": "extraction throughput over many images",
     "hamming_ann": "its index fit alone took 126 s",
-    "hashing_node_convergence": "TSVM nodes trained to convergence",
     "hashing_retrieval": "1,236 s recorded",
     "hashing_trees": "hierarchy variants over both hashing data sets",
     "mutation_sample": "3,041 s recorded (make mutation)",
