@@ -71,31 +71,25 @@ def next_part_name(parts: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- locks
-def take_lock(path: Path | Any) -> FileLock:
-    """The writer lock of the store at ``path``; :class:`StoreLockedError` if another writer holds it."""
+def take_lock(path: Path | Any, *, overwrite: bool = False) -> FileLock:
+    """The writer lock of the store at ``path``; :class:`StoreLockedError` if another writer holds it
+    (``overwrite``: the messages say the store is to be replaced)."""
     from filelock import FileLock, Timeout  # writers only: a reader never locks
 
     lock = FileLock(str(path / ".lock"))
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise StoreLockedError(f"{path}: another process is writing to this store") from None
+        why = "; it cannot be overwritten while it is open" if overwrite else ""
+        raise StoreLockedError(f"{path}: another process is writing to this store{why}") from None
     except OSError as exc:
-        raise StoreError(f"{path}: cannot take the store's writer lock ({exc})") from None
+        raise StoreError(f"{path}: cannot take the store's writer lock{' to overwrite it' if overwrite else ''} ({exc})") from None
     return lock
 
 
 def lock_for_overwrite(path: Path) -> FileLock:
-    from filelock import FileLock, Timeout  # writers only: a reader never locks
-
-    lock = FileLock(str(path / ".lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise StoreLockedError(f"{path}: another process is writing to this store; it cannot be overwritten while it is open") from None
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot take the store's writer lock to overwrite it ({exc})") from None
-    return lock
+    """:func:`take_lock` before the store at ``path`` is replaced."""
+    return take_lock(path, overwrite=True)
 
 
 # ---------------------------------------------------------------------------- create

@@ -228,12 +228,10 @@ def test_hamming_from_store_with_nlist_on_the_cluster_equals_in_process(data, ru
 
 
 def test_library_encode_store_on_the_cluster_equals_in_process(data, esvm, runner, tmp_path):
-    from hardneg.encoding import encode_store as library_encode_store
-
     folder, X = data
     enc, path = esvm
-    here = library_encode_store(enc, folder / "small", tmp_path / "here", batch_rows=40)
-    there = library_encode_store(path, folder / "small", tmp_path / "there", batch_rows=40, runner=runner)
+    here = encode_store(enc, folder / "small", tmp_path / "here", batch_rows=40)
+    there = encode_store(path, folder / "small", tmp_path / "there", batch_rows=40, runner=runner)
     _same_store(here.path, there.path)
     assert len(here._meta["parts"]) == E_ROWS // 40  # one commit per batch_rows, in process and on the cluster
 
