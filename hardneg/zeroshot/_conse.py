@@ -43,8 +43,10 @@ array([[1., 0.]], dtype=float32)
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+from importlib import resources
 from numbers import Integral
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from hardneg._extras import install_hint
 from hardneg._persist import ArraySpec, ModelFileError, load_model, save_model
 from hardneg._validation import Interval, StrOptions, validate_params
 
@@ -67,29 +68,18 @@ _VERSION = 1
 CLASS_TEXTS = ("lemma", "lemma_definition")
 #: the extractor whose features the ImageNet head applies to (the store's ``attrs["extractor"]["model"]``)
 CONSE_EXTRACTOR = "efficientnet-lite0-imagenet"
-_TIMM_INFO = "timm/data/_info/"
+#: the 1,000 ImageNet classes in the classifier's order: WordNet id, lemmas, definition (from timm's class files)
+_CLASS_TABLE = "data/imagenet_classes.tsv"
 
 
-def _timm_file(name: str) -> Path:
-    """A class-list file of timm's wheel, found without importing timm (whose import loads torch)."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        path = Path(str(distribution("timm").locate_file(_TIMM_INFO + name)))
-    except PackageNotFoundError:
-        path = None
-    if path is None or not path.is_file():
-        raise ImportError(f"ConSE needs the ImageNet class names shipped by timm (the 'conse' extra): {install_hint('conse')}")
-    return path
-
-
-def _read_table(name: str) -> dict[str, str]:
-    out = {}
-    for line in _timm_file(name).read_text(encoding="utf-8").splitlines():
-        if "\t" in line:
-            k, v = line.split("\t", 1)
-            out[k.strip()] = v.strip()
-    return out
+@functools.lru_cache(maxsize=1)
+def _class_table() -> tuple[tuple[str, str, str], ...]:
+    """``(wnid, lemmas, definition)`` per ImageNet class, read from the table shipped with hardneg."""
+    text = resources.files(__package__).joinpath(_CLASS_TABLE).read_text(encoding="utf-8")
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")][1:]
+    if len(rows) != 1000 or any(len(r) != 3 for r in rows):
+        raise RuntimeError(f"hardneg's ImageNet class table ({_CLASS_TABLE}) is damaged; reinstall hardneg")
+    return tuple((w, lem, d) for w, lem, d in rows)
 
 
 def imagenet_classes(class_text: str = "lemma_definition") -> tuple[list[str], list[str]]:
@@ -110,14 +100,11 @@ def imagenet_classes(class_text: str = "lemma_definition") -> tuple[list[str], l
     """
     if class_text not in CLASS_TEXTS:
         raise ValueError(f"class_text: expected one of {', '.join(CLASS_TEXTS)}, got {class_text!r}")
-    wnids = [w.strip() for w in _timm_file("imagenet_synsets.txt").read_text(encoding="utf-8").split()]
-    lemmas = _read_table("imagenet_synset_to_lemma.txt")
-    if len(wnids) != 1000 or any(w not in lemmas for w in wnids):
-        raise ImportError(f"timm's ImageNet class files are incomplete; reinstall the 'conse' extra: {install_hint('conse')}")
+    table = _class_table()
+    wnids = [w for w, _, _ in table]
     if class_text == "lemma":
-        return wnids, [lemmas[w] for w in wnids]
-    defs = _read_table("imagenet_synset_to_definition.txt")
-    return wnids, [f"{lemmas[w]}: {defs[w]}" if defs.get(w) else lemmas[w] for w in wnids]
+        return wnids, [lem for _, lem, _ in table]
+    return wnids, [f"{lem}: {d}" if d else lem for _, lem, d in table]
 
 
 def imagenet_head() -> tuple[np.ndarray, np.ndarray]:

