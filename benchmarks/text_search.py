@@ -35,7 +35,13 @@ With ``--learned``, the array-level comparison below as well (ESZSL's raw score,
 - ``conse+eszsl``: sum of the two cosines (the text index's combination);
   ``conse+bucher16``: sum of the z-scored scores over the collection.
 - No tags at all (``notags``): ConSE alone on every category (nothing held out; a learned model has
-  nothing to train on).
+  nothing to train on), as arrays (the variants above) and through the text index of a store with
+  no tags, what the CLI ranks: ``index_paper`` ([Norouzi14] Eq. (2)-(3), ``extras=False``),
+  ``index_prior`` (the class prior and the query offset), ``index_default`` (and the
+  pseudo-relevance feedback: the library's default).
+
+Every text-index method is scored with the pseudo-relevance feedback (the default) and without it
+(``METHOD/no-feedback``, the same index); the validation compares all of them.
 
 Timing (``timing``; ``--only-timing`` writes it alone to ``NAME_timing.json``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
 (10,000: the openclipart vectors repeated) with an empty cache: the first query (builds the index)
@@ -72,6 +78,10 @@ NOISE = {"hash", "magick", "unsorted", "clip", "art", "clipart", "openclipart", 
          "domain", "untitled", "remix", "architetto francesco rollandin", "lumen design studio"}
 #: the text index's methods that the validation compares (auto picks one of them)
 INDEX_METHODS = ("conse", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions")
+#: suffix of a method's figures without the pseudo-relevance feedback (the same index, ``feedback=False``)
+NO_FEEDBACK = "/no-feedback"
+#: every ranking the validation compares: each method with and without the feedback
+INDEX_RANKINGS = tuple(m + f for m in INDEX_METHODS for f in ("", NO_FEEDBACK))
 
 
 def item_keywords(item_id: str) -> list[str]:
@@ -188,10 +198,10 @@ def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, t
     st.close()
     st = FeatureStore.open(path)
     auto = resolve_method(st, "auto")
-    vecs, secs = {}, {}
+    indexes, secs = {}, {}
     for m in INDEX_METHODS:
         t = time.perf_counter()
-        vecs[m] = build_text_index(st, method=m).vectors
+        indexes[m] = build_text_index(st, method=m)
         secs[m] = time.perf_counter() - t
     rows = []
     for c in queried:
@@ -199,7 +209,9 @@ def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, t
         for kind in ("name", "title"):
             q = queries[c][kind]
             row = {"category": c, "query": kind, "random": float(rel.mean())}
-            row.update({m: float(average_precision(rel, V @ q)) for m, V in vecs.items()})
+            for m, index in indexes.items():  # with the pseudo-relevance feedback (the library's default) and without
+                row[m] = float(average_precision(rel, index.scores(q)))
+                row[m + NO_FEEDBACK] = float(average_precision(rel, index.scores(q, feedback=False)))
             row["auto"] = row[auto]
             rows.append(row)
     import shutil
@@ -312,19 +324,32 @@ def main():
     conse_vecs["conse_both"] = unit(conse_vecs["conse"] + conse_vecs["conse_lemma"])
     conse_vecs["conse_centered"] = unit(conse_vecs["conse"] - conse_vecs["conse"].mean(axis=0))
 
-    # no tags at all: ConSE alone over every category
+    keywords = [item_keywords(i) for i in ids]
+    from hardneg.store import FeatureStore
+    from hardneg.zeroshot._text_index import build_text_index
+
+    attrs = dict(FeatureStore.open(store_path).attrs)
+    # no tags at all: ConSE alone over every category, as arrays (the paper's variants) and through the text index
+    # of a store with no tags (what the CLI ranks): the paper's Eq. (2)-(3) (extras=False), the class prior and
+    # query offset without the feedback, and the library's default (all extras)
+    with tempfile.TemporaryDirectory() as tmp:
+        st = FeatureStore.create(Path(tmp) / "notags", dim=X.shape[1], attrs=dict(attrs))
+        st.append(X, ids=ids)
+        st.close()
+        st = FeatureStore.open(Path(tmp) / "notags")
+        paper, extras = build_text_index(st, method="conse", extras=False), build_text_index(st, method="conse")
+    notags_rankings = {"index_paper": lambda q: paper.scores(q), "index_prior": lambda q: extras.scores(q, feedback=False),
+                       "index_default": lambda q: extras.scores(q)}
     notags = []
     for c in cats:
         rel = np.array([c in ts for ts in tags], dtype=int)
         for kind in ("name", "title"):
             row = {"category": c, "query": kind, "random": float(rel.mean())}
             row.update({m: float(average_precision(rel, V @ queries[c][kind])) for m, V in conse_vecs.items()})
+            row.update({m: float(average_precision(rel, f(queries[c][kind]))) for m, f in notags_rankings.items()})
             notags.append(row)
+    notags_methods = [*conse_vecs, *notags_rankings]
 
-    keywords = [item_keywords(i) for i in ids]
-    from hardneg.store import FeatureStore
-
-    attrs = dict(FeatureStore.open(store_path).attrs)
     index_rows, index_info, val_lists = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.splits):
@@ -343,17 +368,17 @@ def main():
                     index_rows.extend(rows)
                     index_info.append({"split": seed, "scenario": scenario, "part": part, **info})
                     print(f"split {seed} {scenario} {part}: "
-                          f"{summarize(rows, ['random', *INDEX_METHODS])}", flush=True)
+                          f"{summarize(rows, ['random', *INDEX_RANKINGS])}", flush=True)
     index_summary = {}
     for scenario in ("tags", "captions"):
         for part in ("val", "test"):
             sel = [r for r in index_rows if r["scenario"] == scenario and r["part"] == part]
-            per = [summarize([r for r in sel if r["split"] == s], ["random", *INDEX_METHODS, "auto"]) for s in range(args.splits)]
+            per = [summarize([r for r in sel if r["split"] == s], ["random", *INDEX_RANKINGS, "auto"]) for s in range(args.splits)]
             index_summary[f"{scenario}/{part}"] = {kind: {m: float(np.mean([p[kind][m] for p in per]))
                                                           for m in per[0][kind]} for kind in ("name", "title")}
     # the validated choice: best mean validation AP over both scenarios and both query kinds
     val_score = {m: float(np.mean([index_summary[f"{sc}/val"][k][m] for sc in ("tags", "captions") for k in ("name", "title")]))
-                 for m in INDEX_METHODS}
+                 for m in INDEX_RANKINGS}
     chosen = max(val_score, key=val_score.get)
     print("validation (mean AP, both scenarios, name and title):", val_score, "->", chosen)
 
@@ -374,12 +399,12 @@ def main():
                           "sd": float(np.std([p[kind][m] for p in per_split if m in p[kind]]))}
                       for m in methods if all(m in p[kind] for p in per_split)}
                for kind in ("name", "title")}
-    notags_summary = summarize(notags, ["random", *conse_vecs])
+    notags_summary = summarize(notags, ["random", *notags_methods])
     # ConSE's settings chosen on the seen validation categories only (each split's), never on the unseen ones
     val_sets = [set(v) for v in val_lists]
-    notags_val = [summarize([r for r in notags if r["category"] in v], ["random", *conse_vecs]) for v in val_sets]
+    notags_val = [summarize([r for r in notags if r["category"] in v], ["random", *notags_methods]) for v in val_sets]
     notags_val_summary = {k: {m: float(np.mean([p[k][m] for p in notags_val])) for m in notags_val[0][k]} for k in ("name", "title")}
-    conse_val = {m: (notags_val_summary["name"][m] + notags_val_summary["title"][m]) / 2 for m in conse_vecs}
+    conse_val = {m: (notags_val_summary["name"][m] + notags_val_summary["title"][m]) / 2 for m in notags_methods}
     print("ConSE on validation categories:", conse_val, "->", max(conse_val, key=conse_val.get))
     time_res = None
     if args.timing_items:
@@ -405,7 +430,7 @@ def main():
                      "unseen_fraction": args.unseen, "title_source": sorted(set(sources.values())),
                      "title_sources": {s: sum(v == s for v in sources.values()) for s in set(sources.values())}},
         "queries": {c: {"name": names[c], "title": titles[c]} for c in cats},
-        "index": {"methods": list(INDEX_METHODS), "summary": index_summary, "validation_score": val_score,
+        "index": {"methods": list(INDEX_RANKINGS), "summary": index_summary, "validation_score": val_score,
                   "validated_choice": chosen, "builds": index_info, "rows": index_rows},
         "summary": summary, "per_split": per_split, "notags": notags_summary,
         "notags_validation": notags_val_summary, "conse_validation_score": conse_val, "validation_categories": val_lists, "fits": fits, "timing": time_res,

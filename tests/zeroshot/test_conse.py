@@ -63,8 +63,37 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.transform(x), m.transform(x))
 
 
+def test_class_prior_by_hand(tmp_path):
+    """The extra: p(y|x) / p̄(y)^a before the top T; p̄ the mean p over the X given to fit."""
+    S = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    X = np.log([[0.6, 0.3, 0.1], [0.7, 0.1, 0.2]])  # class 0 is the most probable for both items
+    m = ConSE(n_top=1, head=(np.eye(3), np.zeros(3)), class_embeddings=S, prior_power=1.0).fit(X)
+    prior = np.array([0.65, 0.2, 0.15])
+    np.testing.assert_allclose(m.class_prior_, prior, rtol=1e-6)
+    # item 0: 0.6/0.65 < 0.3/0.2 -> class 1; item 1: 0.2/0.15 > 0.7/0.65 -> class 2
+    np.testing.assert_allclose(m.transform(X), [S[1], S[2]], rtol=1e-6)
+    half = ConSE(n_top=2, head=(np.eye(3), np.zeros(3)), class_embeddings=S, prior_power=0.5).fit(X)
+    r = np.array([0.6, 0.3, 0.1]) / np.sqrt(prior)  # item 0, T = 2: classes 1 and 0
+    want = (r[1] * S[1] + r[0] * S[0]) / (r[0] + r[1])
+    np.testing.assert_allclose(half.transform(X[:1]), [want], rtol=1e-5)
+    # prior_power 0 is the paper's Eq. (2) whatever fit saw
+    plain = ConSE(n_top=1, head=(np.eye(3), np.zeros(3)), class_embeddings=S).fit(X)
+    np.testing.assert_allclose(plain.transform(X), [S[0], S[0]], rtol=1e-6)
+    with pytest.raises(ValueError, match="pass the collection to fit"):
+        ConSE(n_top=1, head=(np.eye(3), np.zeros(3)), class_embeddings=S, prior_power=1.0).fit()
+    # chunked: add_prior gives the same prior as fit(X)
+    chunked = ConSE(n_top=1, head=(np.eye(3), np.zeros(3)), class_embeddings=S, prior_power=1.0).fit(X[:1])
+    chunked.add_prior(chunked.predict_proba(X).sum(axis=0), 2)
+    np.testing.assert_allclose(chunked.class_prior_, prior, rtol=1e-6)
+    m.save(tmp_path / "prior.npz")
+    back = hardneg.load(tmp_path / "prior.npz")
+    assert back.prior_power == 1.0
+    np.testing.assert_array_equal(back.transform(X), m.transform(X))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"n_top": 0}, "n_top"),
+    ({"prior_power": -1.0}, "prior_power"),
     ({"head": (np.eye(3), np.zeros(2))}, "head: expected W"),
     ({"head": (np.eye(3), np.zeros(3)), "class_embeddings": np.eye(2)}, "class_embeddings: expected one row per class"),
 ])
@@ -112,6 +141,45 @@ def test_ranking_depends_on_the_text(tmp_path, toy_conse):
     cars = index.search("wheels and an engine", k=10)
     assert (y[cats.rows] == 0).all() and (y[cars.rows] == 1).all()
     assert not np.array_equal(cats.rows, cars.rows)
+
+
+def test_feedback_is_the_z_scored_sum_by_hand():
+    """Pseudo-relevance feedback: z(text score) + w * z(cosine with the mean of the best items' feedback rows)."""
+    V = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.2, 0.8]], np.float32)
+    F = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]], np.float16)
+    index = _text_index.TextIndex(V, ["a", "b", "c", "d"], "conse", info={"feedback_top": 1, "feedback_weight": 2.0}, feedback=F)
+    q = np.array([1.0, 0.0], np.float32)
+    s0 = V @ q                                       # best: item a, whose feedback row is (1, 0)
+    s1 = F.astype(np.float32) @ np.array([1.0, 0.0], np.float32)
+    z = lambda v: (v - v.mean()) / v.std()           # noqa: E731
+    np.testing.assert_allclose(index.scores(q), z(s0) + 2.0 * z(s1), rtol=1e-5)
+    np.testing.assert_array_equal(index.scores(q, feedback=False), s0)
+    # item d is far from the text but looks like the best item: the feedback ranks it second
+    assert index.search(q, k=4).ids == ["a", "d", "b", "c"]
+    assert index.search(q, k=4, feedback=False).ids == ["a", "b", "d", "c"]
+    # restricted rows: the best item is taken among them (b, whose feedback row is (0, 1)), z over them
+    idx = np.array([1, 2, 3])
+    s1b = F.astype(np.float32) @ np.array([0.0, 1.0], np.float32)
+    got = index.scores(q, rows=idx)[idx]
+    np.testing.assert_allclose(got, (s0[idx] - s0[idx].mean()) / s0[idx].std() + 2.0 * z(s1b[idx]), rtol=1e-5)
+
+
+def test_index_extras_round_trip_and_change_the_ranking(tmp_path, toy_conse):
+    y = make_conse_store(tmp_path / "s")
+    store = FeatureStore.open(tmp_path / "s")
+    index = _text_index.build_text_index(store, method="conse")
+    paper = _text_index.build_text_index(store, method="conse", extras=False)
+    assert index.feedback is not None and index.feedback.shape[0] == 40 and index.query_offset is not None
+    assert paper.feedback is None and paper.query_offset is None
+    assert index.info["feedback_top"] == _text_index.FEEDBACK_TOP
+    index.save(tmp_path / "i.npz")
+    back = _text_index.TextIndex.load(tmp_path / "i.npz")
+    np.testing.assert_array_equal(back.feedback, index.feedback)
+    np.testing.assert_array_equal(back.query_offset, index.query_offset)
+    assert back.search("whiskers", k=10).ids == index.search("whiskers", k=10).ids
+    for idx in (index, paper):
+        assert (y[idx.search("whiskers", k=10).rows] == 0).all()
+        assert (y[idx.search("fins and water", k=10).rows] == 3).all()
 
 
 def test_second_query_reads_the_cache(tmp_path, toy_conse, monkeypatch):
