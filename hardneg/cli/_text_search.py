@@ -40,6 +40,9 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
     check_result_outputs(as_json, csv_out, html_out, inputs=(store_path,) if auto else (model_path, store_path))
     if relevant_tag is not None and relevant_label is not None:
         raise CLIError("--relevant-tag and --relevant-label both name the relevant items: give one")
+    # the query's embedding, in a thread while the store and the index are read: loading the sentence
+    # model is C++ work that releases the GIL, so a cached query's wall time is that of the longer of the two
+    query = _embed_in_background(text) if auto else None
     store = FeatureStore.open(store_path)
     if store.is_sparse:
         raise CLIError(f"{store_path}: search by description needs a dense feature store (CNN features), not bag-of-words")
@@ -50,7 +53,7 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
     if total == 0:
         raise CLIError(f"{store_path}: the store is empty")
     if auto:
-        return _auto_search(store, store_path, text=text, descriptions=descriptions, method=method, k=min(k, total), rows=rows,
+        return _auto_search(store, store_path, text=text, query=query, descriptions=descriptions, method=method, k=min(k, total), rows=rows,
                             as_json=as_json, csv_out=csv_out, html_out=html_out, relevant_tag=relevant_tag,
                             relevant_label=relevant_label)
     try:
@@ -83,8 +86,22 @@ METHOD_NAMES = {"conse": "ConSE [Norouzi14], no training", "eszsl": "ESZSL on th
                 "conse+eszsl+captions": "ConSE [Norouzi14] + ESZSL + captions of the tagged items' neighbours"}
 
 
-def _auto_search(store, store_path, *, text, descriptions, method, k, rows, as_json, csv_out, html_out, relevant_tag, relevant_label):
-    """MODEL 'auto': the store's text index (built on the first query of a store state, with progress), then one product."""
+def _embed_in_background(text: str):
+    """A future of the query's embedding (:func:`hardneg.zeroshot._descriptions.embed_query_text`), computed in a thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..zeroshot._descriptions import embed_query_text
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="hardneg-query")
+    future = pool.submit(embed_query_text, text)
+    pool.shutdown(wait=False)  # the task runs on; the caller waits on the future
+    return future
+
+
+def _auto_search(store, store_path, *, text, query, descriptions, method, k, rows, as_json, csv_out, html_out, relevant_tag, relevant_label):
+    """MODEL 'auto': the store's text index (built on the first query of a store state, with progress), then one product.
+
+    ``query``: a future of the embedding of ``text`` (:func:`_embed_in_background`)."""
     from ..zeroshot._text_index import cached_text_index, open_text_index, resolve_method
 
     try:
@@ -101,7 +118,7 @@ def _auto_search(store, store_path, *, text, descriptions, method, k, rows, as_j
                 except TrainingDivergedError:
                     raise CLIError(f"training [Bucher16] on the tags of {store_path} diverged; --method auto or eszsl "
                                    "need no step size") from None
-        res = index.search(text, k=k, rows=rows, data=store)
+        res = index.search(query.result(), k=k, rows=rows, data=store)
     except (ValueError, ImportError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
     n = index.info.get("n_classes")

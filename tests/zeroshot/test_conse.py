@@ -294,6 +294,11 @@ def test_onnx_query_embedding_matches_sentence_transformers():
     assert got is not None, "the ONNX graph could not be exported or loaded"
     want = _sentence_model().encode(texts, normalize_embeddings=True, show_progress_bar=False)
     np.testing.assert_allclose(got, want, atol=1e-4)
+    # the int8 graph of one-off queries: close to the float graph, and not the float graph itself
+    quick = embed_onnx(texts, _model_path(), _sentence_model, quantized=True)
+    cos = (quick * want).sum(axis=1)
+    assert cos.min() >= 0.98 and not np.allclose(quick, want, atol=1e-4)
+    assert np.argmax(quick[:2] @ want[:2].T, axis=1).tolist() == [0, 1]
 
 
 def test_the_exported_graph_is_remembered_so_a_query_reads_no_package_versions(tmp_path, monkeypatch):
