@@ -13,9 +13,6 @@ from ..exceptions import CLIError
 AUTO = "auto"
 
 
-#: --method of MODEL 'auto' (the store's text index, :mod:`hardneg.zeroshot._text_index`)
-METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions", "bucher16")
-
 
 def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: int, method: str = "auto", split, chunk_rows: int, as_json: bool,
                     csv_out, html_out, relevant_tag, relevant_label, runner):
@@ -26,8 +23,10 @@ def text_search_cmd(model_path: str, store_path: str, *, text, descriptions, k: 
         raise CLIError("--descriptions and --method set up a search by description: give --text as well")
     if not text.strip():
         raise CLIError("--text is empty: describe what to find, e.g. --text 'a striped animal with four legs'")
-    if method not in METHODS:
-        raise CLIError(f"--method with --text must be one of {', '.join(METHODS)}, got {method!r}")
+    from ..zeroshot._text_index import TEXT_METHODS
+
+    if method not in TEXT_METHODS:
+        raise CLIError(f"--method with --text must be one of {', '.join(TEXT_METHODS)}, got {method!r}")
     auto = model_path == AUTO and not os.path.exists(model_path)
     if not auto:
         check_input_file(model_path, "a zero-shot model file ('hardneg zsl train') or 'auto'")

@@ -182,8 +182,9 @@ def search_cmd(
                              "text, embedded by all-MiniLM-L6-v2 (the 'text' extra; with MODEL 'auto', the 'conse' extra)."),
     descriptions: str = typer.Option(None, "--descriptions", metavar="CSV", help="With --text and MODEL 'auto': a 'class,text' "
                                      "CSV describing the store's tags in words; default the WordNet gloss of each tag."),
-    method: str = method_option("auto", "With --text and MODEL 'auto': auto (conse+captions on a tagged store of "
-                                "EfficientNet-Lite0 features, conse with no tags, eszsl on other features) | conse "
+    method: str = method_option("auto", "With --text and MODEL 'auto': auto (on EfficientNet-Lite0 features: conse+eszsl+captions "
+                                "when WordNet or --descriptions describe the tags, conse+captions when they cannot, conse "
+                                "with no tags; eszsl on other features) | conse "
                                 "(no training, [Norouzi14]) | eszsl | conse+eszsl | captions | conse+captions | "
                                 "conse+eszsl+captions | bucher16 ([Bucher16]); "
                                 "measured in results/text_search.json."),

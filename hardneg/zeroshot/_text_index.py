@@ -24,7 +24,8 @@ versions in docs/methods/zeroshot.md:
   ``"conse"`` alone the query is also centred on the class embeddings' mean before the cosine
   (``query_offset``): every class text shares a component that says nothing about the query.
 - Pseudo-relevance feedback (average query expansion, as [Chum07] does for visual words, here
-  from text to image): the :data:`FEEDBACK_TOP` best items of the first ranking are averaged in
+  from text to image): the :data:`FEEDBACK_TOP` best items of the first ranking (at most 1 % of
+  the rows searched, at least one) are averaged in
   the store's own feature space (centred, reduced to :data:`FEEDBACK_DIMS` principal directions
   estimated on the same sample), and the final score is ``z(text score) + FEEDBACK_WEIGHT ·
   z(cosine with that mean)``, each z-scored over the rows searched. The CNN features carry what
@@ -33,10 +34,12 @@ versions in docs/methods/zeroshot.md:
 [Chum07] Chum, Philbin, Sivic, Isard & Zisserman, "Total recall: automatic query expansion with a
 generative feature model for object retrieval", ICCV 2007.
 
-If ``"auto"``: :data:`AUTO_WITH_TAGS` (``"conse+captions"``) when the store has ConSE's
-features and at least two tagged items, ``"conse"`` when it has the features but no tags,
-``"eszsl"`` when it has usable tags but other features; otherwise a one-line error saying what
-to add. Why this choice: docs/methods/zeroshot.md.
+If ``"auto"``, on a store with ConSE's features: :data:`AUTO_WITH_DESCRIBED_TAGS`
+(``"conse+eszsl+captions"``) when at least two of its tags can be described (WordNet glosses or
+the descriptions file), :data:`AUTO_WITH_TAGS` (``"conse+captions"``) when at least two items are
+tagged but the tags cannot be described, ``"conse"`` with no tags; on a store of other features,
+``"eszsl"`` when it has described tags; otherwise a one-line error saying what to add. Why this
+choice (validation categories only): docs/methods/zeroshot.md.
 
 The index (one unit-norm vector per item, or the trained [Bucher16] model) is cached beside a
 local store in ``<store>.models/text-index/`` (where the service keeps its models), else under
@@ -67,7 +70,9 @@ __all__ = ["TEXT_METHODS", "TextIndex", "build_text_index", "cached_text_index",
 logger = logging.getLogger(__name__)
 
 TEXT_METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions", "bucher16")
-#: what ``auto`` stands for on a store with ConSE's features and usable tags (the validated choice, see the module docstring)
+#: what ``auto`` stands for on a store with ConSE's features and described tags (the validated choice, see the module docstring)
+AUTO_WITH_DESCRIBED_TAGS = "conse+eszsl+captions"
+#: ... and with tags that cannot be described (ESZSL needs a description per class)
 AUTO_WITH_TAGS = "conse+captions"
 _KIND = "hardneg.zeroshot.TextIndex"
 _VERSION = 1
@@ -207,12 +212,11 @@ def resolve_method(store, method: str = "auto", descriptions=None) -> str:
     if method != "auto":
         return method
     no_conse = _conse_ready(store)
-    if no_conse is None and "eszsl" not in AUTO_WITH_TAGS.split("+"):
-        n_tagged = sum(1 for ts in store.items.column("tags").to_pylist() if ts)
-        return AUTO_WITH_TAGS if n_tagged >= 2 else "conse"
-    no_tags = _usable_tags(store, descriptions)
     if no_conse is None:
-        return "conse" if no_tags else AUTO_WITH_TAGS
+        if sum(1 for ts in store.items.column("tags").to_pylist() if ts) < 2:
+            return "conse"
+        return AUTO_WITH_DESCRIBED_TAGS if _usable_tags(store, descriptions) is None else AUTO_WITH_TAGS
+    no_tags = _usable_tags(store, descriptions)
     if no_tags is None:
         return "eszsl"
     raise ValueError(f"{no_conse}; or {no_tags}")
@@ -304,7 +308,8 @@ class TextIndex:
         if not feedback or self.feedback is None:
             return s
         idx = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64)
-        m = min(int(self.info.get("feedback_top", FEEDBACK_TOP)), idx.size)
+        # at most 1 % of the rows searched: the best few of a small set would mix the query's items with others
+        m = max(1, min(int(self.info.get("feedback_top", FEEDBACK_TOP)), idx.size // 100))
         best = idx[np.argpartition(-s[idx], m - 1)[:m]]
         centre = _unit(self.feedback[best].astype(np.float32).mean(axis=0, keepdims=True))[0]
         s1 = self.feedback @ centre.astype(self.feedback.dtype)

@@ -13,7 +13,8 @@ from test_conse import make_conse_store, toy_conse  # noqa: F401 - the fixture i
 
 from hardneg.store import FeatureStore
 from hardneg.zeroshot._captions import CaptionKNN
-from hardneg.zeroshot._text_index import AUTO_WITH_TAGS, build_text_index, item_captions, open_text_index, resolve_method
+from hardneg.zeroshot import _text_index
+from hardneg.zeroshot._text_index import AUTO_WITH_DESCRIBED_TAGS, AUTO_WITH_TAGS, build_text_index, item_captions, open_text_index, resolve_method
 
 
 def reference_transform(X, train, C, k, tau, self_rows):
@@ -78,7 +79,6 @@ def test_words_of_captions_find_untagged_items(tmp_path, toy_conse):  # noqa: F8
     tags = [names.get(c, []) if i % 10 < 5 else [] for i, c in enumerate(y)]
     make_conse_store(tmp_path / "s", tags=tags)
     store = FeatureStore.open(tmp_path / "s")
-    assert resolve_method(store) == AUTO_WITH_TAGS
     index = build_text_index(store, method="captions")
     assert index.info["n_captioned"] == 10
     untagged = np.array([not t for t in tags])
@@ -89,12 +89,25 @@ def test_words_of_captions_find_untagged_items(tmp_path, toy_conse):  # noqa: F8
     assert not np.array_equal(cats.rows, cars.rows)
 
 
+def test_what_auto_stands_for(tmp_path, toy_conse, monkeypatch):  # noqa: F811 - the fixture
+    """Described tags: conse+eszsl+captions; tags with no description: conse+captions; fewer than two tagged items: conse."""
+    y = np.repeat(np.arange(4), 10)
+    make_conse_store(tmp_path / "s", tags=[["cat"] if c == 0 else ["car"] if c == 1 else [] for c in y])
+    store = FeatureStore.open(tmp_path / "s")
+    monkeypatch.setattr(_text_index, "_usable_tags", lambda store, descriptions, min_items=2: None)
+    assert resolve_method(store) == AUTO_WITH_DESCRIBED_TAGS == "conse+eszsl+captions"
+    monkeypatch.setattr(_text_index, "_usable_tags", lambda store, descriptions, min_items=2: "no WordNet noun")
+    assert resolve_method(store) == AUTO_WITH_TAGS == "conse+captions"
+    make_conse_store(tmp_path / "one", tags=[["cat"]] + [[]] * 39)
+    assert resolve_method(FeatureStore.open(tmp_path / "one")) == "conse"
+
+
 def test_auto_on_a_tagged_store_is_cached_and_ranks_by_text(tmp_path, toy_conse):  # noqa: F811 - the fixture
     names = ["cat", "car", "bird", "fish"]
     y = make_conse_store(tmp_path / "s", tags=[[names[c]] if i % 2 else [] for i, c in enumerate(np.repeat(np.arange(4), 10))])
     store = FeatureStore.open(tmp_path / "s")
     index, built = open_text_index(store)
-    assert built and index.method == AUTO_WITH_TAGS
+    assert built and index.method == resolve_method(store) and index.method in (AUTO_WITH_DESCRIBED_TAGS, AUTO_WITH_TAGS)
     assert (y[index.search("feathers and wings", k=5).rows] == 2).all()
     again, built = open_text_index(FeatureStore.open(tmp_path / "s"))
     assert not built and np.array_equal(again.vectors, index.vectors)
@@ -118,6 +131,9 @@ def test_cli_on_a_tagged_store_says_which_index_ranked(tmp_path, toy_conse, caps
     y = make_conse_store(tmp_path / "s", tags=[[names[c]] if i % 2 else [] for i, c in enumerate(np.repeat(np.arange(4), 10))])
     assert main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "fins and water", "-k", "5", "--json"]) == 0
     out = capsys.readouterr()
-    assert "built text index: ConSE [Norouzi14] + captions of the tagged items' neighbours" in out.err
+    said = " ".join(out.err.split())  # rich wraps the line
+    assert said.startswith("built text index: ConSE [Norouzi14] + ")
+    assert ("ESZSL + captions of the tagged items' neighbours, trained on 4 described classes" in said
+            if resolve_method(FeatureStore.open(tmp_path / "s")) == AUTO_WITH_DESCRIBED_TAGS else "+ captions of the" in said)
     rows = [int(r["id"].removeprefix("img").removesuffix(".png")) for r in json.loads(out.out)]
     assert (y[rows] == 3).all()
