@@ -711,7 +711,7 @@ def fig_text_search(w: Writer):
 # ----------------------------------------------------------------------------- tables
 #: method label in text_search.json -> what it is, in the table's order
 TEXT_SEARCH_METHODS = {
-    "conse": "ConSE [Norouzi14], T = 10, class text 'lemmas: definition' (no training; the default with no tags)",
+    "conse": "ConSE [Norouzi14], T = 10, class text 'lemmas: definition' (no training; as printed, arrays)",
     "conse_lemma": "ConSE, class text 'lemmas' (the paper's label embedding)",
     "conse_T1": "ConSE, T = 1",
     "conse_T5": "ConSE, T = 5",
@@ -721,7 +721,10 @@ TEXT_SEARCH_METHODS = {
     "eszsl": "ESZSL on the seen tags, cosine of Vᵀx (the text index's form)",
     "eszsl_raw": "ESZSL on the seen tags, its own score xᵀVq",
     "bucher16": "[Bucher16] on the seen tags (fit_text_search defaults)",
-    "conse+eszsl": "ConSE + ESZSL, sum of cosines (the default with tags; an extra)",
+    "index_paper": "text index of the no-tags store, [Norouzi14] as printed (extras=False)",
+    "index_prior": "text index, the class prior (a = 0.5) and the query offset, no feedback",
+    "index_default": "text index, the library's default (class prior, query offset, pseudo-relevance feedback)",
+    "conse+eszsl": "ConSE + ESZSL, sum of cosines (an extra)",
     "conse+bucher16": "ConSE + [Bucher16], sum of z-scores (an extra)",
     "random": "random ranking (the prevalence)",
 }
@@ -743,6 +746,7 @@ def table_text_search(w: Writer) -> str:
                   "captions": "captions of the 30 nearest tagged items (CaptionKNN, an extra)",
                   "conse+captions": "ConSE + captions (sum of cosines)", "conse+eszsl+captions": "ConSE + ESZSL + captions",
                   "auto": f"auto (= {idx['validated_choice']}, the best on validation)", "random": "random ranking (the prevalence)"}
+        labels.update({m + "/no-feedback": labels[m] + ", without the feedback" for m in list(labels) if "+" in m or m in ("conse", "captions")})
         for key, title in (("tags/val", "Validation: a fifth of the seen categories held out as well and queried (the only figures "
                              "used to choose)"), ("tags/test", "Test: the held-out categories, store tagged by folder"),
                             ("captions/val", "Validation, store captioned (seen items tagged with their SVG title and keywords)"),
@@ -763,9 +767,12 @@ def table_text_search(w: Writer) -> str:
     if nt:
         lines += ["", f"A store with no tags at all (every one of the {prot['n_categories']} categories queried; only ConSE "
                   "can rank it):", "", "| method | by name | by title |", "|---|---|---|"]
-        for key in ("conse", "conse_lemma", "conse_T1", "conse_T5", "conse_T20", "conse_both", "conse_centered", "random"):
+        r = nt["name"]["random"]
+        for key in ("conse", "conse_lemma", "conse_T1", "conse_T5", "conse_T20", "conse_both", "conse_centered",
+                    "index_paper", "index_prior", "index_default", "random"):
             if key in nt.get("name", {}):
-                lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} | {nt['title'][key]:.3f} |")
+                lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} ({nt['name'][key] / r:.1f}×) | "
+                             f"{nt['title'][key]:.3f} ({nt['title'][key] / r:.1f}×) |")
     tm = data.get("timing") or {}
     if not tm and (RESULTS / "text_search_timing.json").exists():  # written by --only-timing
         data = _load("text_search_timing")
