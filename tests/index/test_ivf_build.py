@@ -206,3 +206,27 @@ def test_store_source_builds_the_store_index(tmp_path):
     np.testing.assert_array_equal(index.codes(), hasher.transform(X))
     with pytest.raises(ValueError, match="64-d features"):
         StoreCodes(tmp_path / "store", LSHHasher(n_bits=8, random_state=0).fit(np.zeros((5, 3), np.float32)))
+
+
+def test_cli_hash_index_work_dir(tmp_path, capsys):
+    from sklearn.datasets import load_digits
+
+    from hardneg.cli.main import main
+    from hardneg.store import FeatureStore
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300].astype(np.float32), y[:300]
+    store_path = tmp_path / "store"
+    with FeatureStore.create(store_path, dim=X.shape[1]) as store:
+        store.append(X, ids=[f"d{i}" for i in range(300)], labels=y)
+    model, idx, work = tmp_path / "m.npz", tmp_path / "idx.bin", tmp_path / "work"
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--bits", "16", "--n-unlabeled", "100"]) == 0
+    assert main(["hash", "index", str(model), str(store_path), "--out", str(idx), "--work-dir", str(work)]) == 2
+    assert "only with --nlist" in capsys.readouterr().err
+    args = ["hash", "index", str(model), str(store_path), "--out", str(idx), "--nlist", "4", "--nprobe", "4", "--work-dir", str(work)]
+    assert main(args) == 0
+    assert HammingIndex.load(idx).row_ids and not work.exists()
+    capsys.readouterr()
+    assert main(["hash", "search", str(model), str(idx), "--store", str(store_path), "-q", "d3", "-k", "3", "--keep-query", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"id": "d3"' in out or '"d3"' in out
