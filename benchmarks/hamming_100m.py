@@ -36,7 +36,12 @@ time per worker; builds use both cores):
 Timings are from a shared 2-core machine: ratios against the exhaustive baseline measured in the
 same run are the figures to compare.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/hamming_100m.py [--n 10000000] [--quick]
+Goal 3 (--sharded, after the main run): the IVF index picked above, cut into --workers shards that keep
+its quantizer (hardneg.index.shard_index), searched on a Dask LocalCluster of worker processes with shard i
+pinned to worker i (hardneg.index.ShardedSearch), one merged top-k; equality with the single-machine index
+and single-query latency against it, in the same run -> hamming_100m_dask.json.
+
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/hamming_100m.py [--n 10000000] [--sharded]
 """
 
 from __future__ import annotations
@@ -429,6 +434,56 @@ def main(args) -> None:
     print("->", path)
 
 
+def main_sharded(args) -> None:
+    """Goal 3: the 100M IVF index cut into --workers shards (same quantizer), searched on a Dask LocalCluster of
+    worker processes (shard i pinned to worker i), one merged top-k; against the single-machine index in the same run."""
+    from benchmarks._common import RESULTS
+    from hardneg.distributed import get_runner
+    from hardneg.index import HammingIndex, ShardedSearch, shard_index
+
+    data_dir = Path(args.data_dir)
+    main_result = json.loads((RESULTS / "hamming_100m.json").read_text()) if args.n == 100 * BASE else None
+    best = main_result["ivf_best_at_recall_0.95"] if main_result else {"nlist": args.nlist[0], "nprobe": 1}
+    nlist, nprobe = best["nlist"], best["nprobe"]
+    q = np.load(data_dir / "query_codes.npy")[: args.gt_queries]
+    faiss.omp_set_num_threads(1)
+    t = time.perf_counter()
+    index = HammingIndex.load(data_dir / f"ivf{nlist}_{args.n}.index")
+    load_s = time.perf_counter() - t
+    t = time.perf_counter()
+    paths = shard_index(index, args.workers, data_dir / f"shards{args.workers}_ivf{nlist}")
+    shard_s = time.perf_counter() - t
+    result: dict = {"n": args.n, "k": K, "nlist": nlist, "nprobe": nprobe, "shards": args.workers, "load_s": load_s,
+                    "shard_s": shard_s, "queries": int(q.shape[0])}
+    print(result, flush=True)
+    single_rows, single_d = index.rank(q, K, nprobe=nprobe)
+    with get_runner(workers=args.workers, env=False) as runner:
+        search = ShardedSearch(paths, runner=runner)
+        t = time.perf_counter()
+        rows, dist = search.rank(q, K, nprobe=nprobe)  # first call: each worker opens its shard
+        result["first_batch_s_workers_open_shards"] = time.perf_counter() - t
+        result["distances_equal_single_machine"] = bool(np.array_equal(dist, single_d))
+        result["rows_equal_single_machine"] = float((rows == single_rows).mean())
+        result["rows_note"] = "rows may differ only among codes tied at the k-th distance (ties broken by row in the merge)"
+        rss = runner.client.run(lambda: __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss * 1024 / GIB)
+        result["worker_peak_rss_gib"] = sorted(rss.values())
+        # single queries, as a service sends them: the cluster, the same shards in process, the single-machine index
+        cluster_lat = latencies(lambda x: search.rank(x, K, nprobe=nprobe), q)
+        local = ShardedSearch(paths)
+        local_lat = latencies(lambda x: local.rank(x, K, nprobe=nprobe), q)
+        single_lat = latencies(lambda x: index.rank(x, K, nprobe=nprobe), q)
+        result["dask_cluster"] = lat_stats(cluster_lat)
+        result["shards_in_process"] = lat_stats(local_lat)
+        result["single_machine"] = lat_stats(single_lat)
+        result["p95_vs_single_machine"] = result["dask_cluster"]["p95_ms"] / result["single_machine"]["p95_ms"]
+        if main_result:
+            result["p95_speedup_vs_exhaustive_of_hamming_100m_json"] = main_result["exhaustive"]["p95_ms"] / result["dask_cluster"]["p95_ms"]
+        result["load_avg_1_5_15"] = load_avg()
+    print(result, flush=True)
+    path = write_results("hamming_100m_dask" if args.n == 100 * BASE else f"hamming_100m_dask_n{args.n // BASE}m", result)
+    print("->", path)
+
+
 def parse(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000_000)
@@ -443,6 +498,8 @@ def parse(argv=None):
     ap.add_argument("--subset", type=int, default=2_000_000, help="rows of the HNSW / multi-hash comparison")
     ap.add_argument("--name", default=None, help="result file name (default from --n)")
     ap.add_argument("--data-only", action="store_true")
+    ap.add_argument("--sharded", action="store_true", help="goal 3: the IVF index sharded over a Dask LocalCluster")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes (and shards) of --sharded")
     ap.add_argument("--build-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-nlist", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -455,6 +512,8 @@ if __name__ == "__main__":
         child_build(a)
     elif a.data_only:
         main_data(a)
+    elif a.sharded:
+        main_sharded(a)
     else:
         main_data(a)
         main(a)

@@ -75,7 +75,8 @@ def shard_index(index: HammingIndex, n_shards: int, folder: str | os.PathLike) -
     else:
         nlist = index.nlist
         src: Any = index._index  # an IndexBinaryIVF (invlists, add_core: missing from faiss 1.15's stub)
-        centroids = faiss.vector_to_array(index._quantizer.xb).reshape(nlist, index.n_bytes)  # type: ignore[attr-defined]
+        quantizer: Any = faiss.downcast_IndexBinary(src.quantizer)  # a loaded index's is a bare IndexBinary proxy
+        centroids = faiss.vector_to_array(quantizer.xb).reshape(nlist, index.n_bytes)
         ivfs: list[Any] = []
         for s in range(n_shards):
             q = faiss.IndexBinaryFlat(8 * index.n_bytes)

@@ -24,7 +24,7 @@ def shards(tmp_path_factory):
     exact = HammingIndex(64)
     exact.add(db)
     return {"db": db, "q": np.concatenate([_clustered_codes(1, 15), db[[7]]]), "ivf": ivf, "exact": exact,
-            "ivf_paths": shard_index(ivf, 3, folder / "ivf"), "exact_paths": shard_index(exact, 3, folder / "exact")}
+            "ivf_paths": shard_index(HammingIndex.load(folder / "whole.index"), 3, folder / "ivf"), "exact_paths": shard_index(exact, 3, folder / "exact")}
 
 
 def _check_same(got, ref, q, db):
