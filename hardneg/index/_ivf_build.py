@@ -42,7 +42,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import faiss
 import numpy as np
@@ -53,6 +53,10 @@ from hardneg._validation import check_positive_int
 from ._hamming import HammingIndex, _check_codes
 from ._nearest import nearest_centroid
 
+if TYPE_CHECKING:
+    from hardneg.hashing import BaseHasher
+    from hardneg.store import FeatureStore
+
 __all__ = ["ArrayCodes", "CodeSource", "IVFBuilder", "StoreCodes", "build_ivf_index"]
 
 logger = logging.getLogger(__name__)
@@ -60,27 +64,64 @@ logger = logging.getLogger(__name__)
 _PLAN_VERSION = 1
 
 
-class CodeSource(Protocol):
-    """What :class:`IVFBuilder` reads: ``n_rows`` packed codes of ``n_bits`` bits, in
-    ``n_chunks`` chunks addressable in any order (a rerun reads only the missing ones).
-
-    ``chunk(j)`` returns chunk ``j``'s codes, uint8 of shape (rows of the chunk, n_bytes);
-    ``bounds(j)`` its row range ``(lo, hi)``; ``take(rows)`` the codes of sorted rows (the
-    training sample). The same chunk must give the same codes on every call.
+class CodeSource:
+    """What :class:`IVFBuilder` reads (base class; any object with these members will do):
+    ``n_rows`` packed codes of ``n_bits`` bits, in ``n_chunks`` chunks addressable in any
+    order (a rerun reads only the missing ones). The same chunk must give the same codes on
+    every call.
     """
 
     n_rows: int
     n_bits: int
     n_chunks: int
 
-    def bounds(self, j: int) -> tuple[int, int]: ...
+    def bounds(self, j: int) -> tuple[int, int]:
+        """Row range of chunk ``j``.
 
-    def chunk(self, j: int) -> np.ndarray: ...
+        Parameters
+        ----------
+        j : int
+            Chunk number, ``0 <= j < n_chunks``.
 
-    def take(self, rows: np.ndarray) -> np.ndarray: ...
+        Returns
+        -------
+        tuple of int
+            ``(lo, hi)``: the chunk holds rows ``lo..hi-1``; the chunks cover ``0..n_rows`` in order.
+        """
+        raise NotImplementedError
+
+    def chunk(self, j: int) -> np.ndarray:
+        """Codes of chunk ``j``.
+
+        Parameters
+        ----------
+        j : int
+            Chunk number.
+
+        Returns
+        -------
+        ndarray of uint8, shape (hi - lo, n_bytes)
+            The packed codes of its rows, in row order.
+        """
+        raise NotImplementedError
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """Codes of some rows (the training sample).
+
+        Parameters
+        ----------
+        rows : ndarray of int64
+            Sorted, distinct rows.
+
+        Returns
+        -------
+        ndarray of uint8, shape (len(rows), n_bytes)
+            Their packed codes.
+        """
+        raise NotImplementedError
 
 
-class ArrayCodes:
+class ArrayCodes(CodeSource):
     """Packed codes already in an array (e.g. an ``np.memmap`` of a codes file) as a
     :class:`CodeSource`, ``chunk_rows`` rows per chunk.
 
@@ -123,7 +164,7 @@ class ArrayCodes:
         return np.ascontiguousarray(self.codes[rows])
 
 
-class StoreCodes:
+class StoreCodes(CodeSource):
     """A FeatureStore's rows encoded by a fitted hasher, as a :class:`CodeSource`: one chunk
     per partition of whole store chunks (``chunk_rows`` rows or a little more), encoded
     ``block_rows`` rows at a time when the builder asks for it.
@@ -140,12 +181,13 @@ class StoreCodes:
         Rows encoded per call of the hasher.
     """
 
-    def __init__(self, store, hasher, *, chunk_rows: int = 1_000_000, block_rows: int = 8192):
+    def __init__(self, store: FeatureStore | str | os.PathLike, hasher: BaseHasher | str | os.PathLike, *,
+                 chunk_rows: int = 1_000_000, block_rows: int = 8192):
         from hardneg.store import FeatureStore
 
         from .._parallel._partition import open_model, partitions, store_url
 
-        self.store = store if hasattr(store, "iter_chunks") else FeatureStore.open(store)
+        self.store: Any = store if hasattr(store, "iter_chunks") else FeatureStore.open(store)  # a FeatureStore
         self.hasher = open_model(hasher, "hasher")
         if getattr(self.hasher, "n_features_in_", self.store.dim) != self.store.dim:
             raise ValueError(f"{self.store.path} has {self.store.dim}-d features but the hasher expects "
@@ -299,7 +341,13 @@ class IVFBuilder:
 
     # step 1 --------------------------------------------------------------
     def train(self) -> faiss.IndexBinaryFlat:
-        """The quantizer (the ``nlist`` binary centroids): read back if saved, else trained and saved."""
+        """The quantizer (the ``nlist`` binary centroids): read back if saved, else trained and saved.
+
+        Returns
+        -------
+        faiss.IndexBinaryFlat
+            The centroids, as FAISS's IVF quantizer holds them.
+        """
         if self._quantizer is not None:
             return self._quantizer
         qpath = self.work_dir / "quantizer.npz"
@@ -368,7 +416,13 @@ class IVFBuilder:
 
     # step 3 --------------------------------------------------------------
     def finish(self) -> HammingIndex:
-        """Append every chunk with its precomputed lists and write the index (atomically)."""
+        """Append every chunk with its precomputed lists and write the index (atomically).
+
+        Returns
+        -------
+        HammingIndex
+            The index (``row_ids=True``), also written to ``path``.
+        """
         quantizer = self.train()
         out = HammingIndex(self.n_bits, meta=self.meta, nlist=self.nlist, nprobe=self.nprobe, row_ids=True)
         ivf: Any = out._index  # an IndexBinaryIVF; add_core is missing from faiss 1.15's stub
@@ -392,7 +446,13 @@ class IVFBuilder:
         return out
 
     def run(self) -> HammingIndex:
-        """All three steps: the index, also written to ``path``."""
+        """All three steps.
+
+        Returns
+        -------
+        HammingIndex
+            The index, also written to ``path``.
+        """
         self.train()
         self.assign()
         return self.finish()
@@ -440,3 +500,9 @@ def build_ivf_index(
         src, path, nlist=nlist, nprobe=nprobe, work_dir=work_dir, n_train=n_train, random_state=random_state,
         meta=meta, progress=progress, keep_work=keep_work,
     ).run()
+
+
+# the sources' methods keep the contract CodeSource documents
+for _cls in (ArrayCodes, StoreCodes):
+    for _name in ("bounds", "chunk", "take"):
+        getattr(_cls, _name).__doc__ = getattr(CodeSource, _name).__doc__

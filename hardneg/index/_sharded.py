@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ class ShardedSearch:
     ([[42]], [[0]])
     """
 
-    def __init__(self, paths, *, runner: Runner | None = None):
+    def __init__(self, paths: Sequence[str | os.PathLike], *, runner: Runner | None = None):
         self.paths = [str(p) for p in paths]
         if not self.paths:
             raise ValueError("paths: no shard files")
