@@ -187,7 +187,7 @@ class StoreCodes(CodeSource):
 
         from .._parallel._partition import open_model, partitions, store_url
 
-        self.store: Any = store if hasattr(store, "iter_chunks") else FeatureStore.open(store)  # a FeatureStore
+        self.store = cast(FeatureStore, store if hasattr(store, "iter_chunks") else FeatureStore.open(store))
         self.hasher = open_model(hasher, "hasher")
         if getattr(self.hasher, "n_features_in_", self.store.dim) != self.store.dim:
             raise ValueError(f"{self.store.path} has {self.store.dim}-d features but the hasher expects "
