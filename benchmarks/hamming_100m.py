@@ -447,17 +447,18 @@ def main_sharded(args) -> None:
     nlist, nprobe = best["nlist"], best["nprobe"]
     q = np.load(data_dir / "query_codes.npy")[: args.gt_queries]
     faiss.omp_set_num_threads(1)
-    t = time.perf_counter()
-    index = HammingIndex.load(data_dir / f"ivf{nlist}_{args.n}.index")
-    load_s = time.perf_counter() - t
-    t = time.perf_counter()
-    paths = shard_index(index, args.workers, data_dir / f"shards{args.workers}_ivf{nlist}")
-    shard_s = time.perf_counter() - t
-    result: dict = {"n": args.n, "k": K, "nlist": nlist, "nprobe": nprobe, "shards": args.workers, "load_s": load_s,
-                    "shard_s": shard_s, "queries": int(q.shape[0])}
-    print(result, flush=True)
-    single_rows, single_d = index.rank(q, K, nprobe=nprobe)
+    # the cluster first: its worker processes must not start as copies of a process holding the index
     with get_runner(workers=args.workers, env=False) as runner:
+        result: dict = {"n": args.n, "k": K, "nlist": nlist, "nprobe": nprobe, "shards": args.workers,
+                        "worker_rss_gib_before": sorted(runner.client.run(rss_gib).values())}
+        t = time.perf_counter()
+        index = HammingIndex.load(data_dir / f"ivf{nlist}_{args.n}.index")
+        result["load_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        paths = shard_index(index, args.workers, data_dir / f"shards{args.workers}_ivf{nlist}")
+        result.update(shard_s=time.perf_counter() - t, queries=int(q.shape[0]))
+        print(result, flush=True)
+        single_rows, single_d = index.rank(q, K, nprobe=nprobe)
         search = ShardedSearch(paths, runner=runner)
         t = time.perf_counter()
         rows, dist = search.rank(q, K, nprobe=nprobe)  # first call: each worker opens its shard
@@ -465,8 +466,7 @@ def main_sharded(args) -> None:
         result["distances_equal_single_machine"] = bool(np.array_equal(dist, single_d))
         result["rows_equal_single_machine"] = float((rows == single_rows).mean())
         result["rows_note"] = "rows may differ only among codes tied at the k-th distance (ties broken by row in the merge)"
-        rss = runner.client.run(lambda: __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss * 1024 / GIB)
-        result["worker_peak_rss_gib"] = sorted(rss.values())
+        result["worker_rss_gib_holding_shards"] = sorted(runner.client.run(rss_gib).values())
         # single queries, as a service sends them: the cluster, the same shards in process, the single-machine index
         cluster_lat = latencies(lambda x: search.rank(x, K, nprobe=nprobe), q)
         local = ShardedSearch(paths)
