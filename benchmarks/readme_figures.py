@@ -158,7 +158,10 @@ def hamming_100m() -> Row:
             f"one query p95 {best['p95_ms']:.2f} ms ({best['p95_speedup_vs_exhaustive']:.0f}× faster)")
     if svc:
         what += f"; through the service's handler p95 {svc['p95_ms']:.2f} ms"
-    what += (f"; streaming build {build_s / 60:.0f} min (killed once and resumed), peak {build['peak_rss_gib_child']:.1f} GiB")
+    killed = next((b for b in data["ivf_builds"] if b["resumed"]), None)
+    what += f"; streaming build {build_s / 60:.1f} min, peak {build['peak_rss_gib_child']:.1f} GiB"
+    if killed:
+        what += f" (the {killed['nlist']}-list build killed after {killed['runs'][0]['chunk_files_at_kill']} of {killed['n_chunks']} chunks resumed there)"
     base = f"FAISS IndexBinaryFlat (exhaustive) p95 {flat['p95_ms']:.0f} ms per query"
     return ("Query by example, 100M 64-bit codes on 2 cores", what, base, source(name))
 
