@@ -50,7 +50,8 @@ import numpy as np
 from hardneg._atomic import atomic_path
 from hardneg._typing import RandomState
 from hardneg._validation import check_positive_int
-from ._hamming import HammingIndex, _check_codes
+from .._parallel._partition import open_model, partitions, store_url
+from ._hamming import HammingIndex, _check_codes, encode_partition
 from ._nearest import nearest_centroid
 
 if TYPE_CHECKING:
@@ -185,8 +186,6 @@ class StoreCodes(CodeSource):
                  chunk_rows: int = 1_000_000, block_rows: int = 8192):
         from hardneg.store import FeatureStore
 
-        from .._parallel._partition import open_model, partitions, store_url
-
         self.store = cast(FeatureStore, store if hasattr(store, "iter_chunks") else FeatureStore.open(store))
         self.hasher = open_model(hasher, "hasher")
         if getattr(self.hasher, "n_features_in_", self.store.dim) != self.store.dim:
@@ -206,8 +205,6 @@ class StoreCodes(CodeSource):
         return int(part.lo), int(part.hi)
 
     def chunk(self, j: int) -> np.ndarray:
-        from ._hamming import encode_partition
-
         return encode_partition(self._parts[j], store=self._url, hasher=self.hasher, block_rows=self.block_rows)
 
     def take(self, rows: np.ndarray) -> np.ndarray:
