@@ -304,10 +304,12 @@ def search(
     k_search = min(k + (1 if drop else 0), len(idx))
     res = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
     found, dist = res.ids, res.distances
-    if idx.row_ids and store is not None:  # ids are store rows: the store's ids of the k rows found
+    pos = None
+    if idx.row_ids and store is not None:  # ids are store rows: the store's ids of the k rows found, and nothing more
         found = _row_ids_to_store_ids(store, res.rows)
+        pos = {str(i): int(r) for i, r in zip(found.ravel(), res.rows.ravel()) if r >= 0}
     _warn_ties(dist, idx.n_bits)
-    results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
+    results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d), pos=pos)
     title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
     emit_results(results, title=title, score="distance", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=_groups(queries, results), query_column=True)
@@ -332,9 +334,11 @@ def _open_store(store_path, idx, *, required: bool):
     return None
 
 
-def _rank_rows(store, queries, found_ids, values, k, drop, score, cast) -> list[dict]:
-    """Results of every query, with store columns; a stored query is dropped from its own results."""
-    pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
+def _rank_rows(store, queries, found_ids, values, k, drop, score, cast, *, pos=None) -> list[dict]:
+    """Results of every query, with store columns; a stored query is dropped from its own results.
+    ``pos``: the store row of each found id, when known (a row-id index), instead of a table of every id."""
+    if pos is None:
+        pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
     out = []
     for q, ids_row, val_row in zip(queries, found_ids, values):
         keep = [(str(i), v) for i, v in zip(ids_row, val_row) if not (drop and str(i) == q.get("id"))][:k]

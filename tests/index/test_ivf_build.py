@@ -229,4 +229,4 @@ def test_cli_hash_index_work_dir(tmp_path, capsys):
     capsys.readouterr()
     assert main(["hash", "search", str(model), str(idx), "--store", str(store_path), "-q", "d3", "-k", "3", "--keep-query", "--json"]) == 0
     out = capsys.readouterr().out
-    assert '"id": "d3"' in out or '"d3"' in out
+    assert '"id": "d3"' in out and '"label": "3"' in out  # ids and store columns of the rows found
