@@ -21,6 +21,7 @@ method                                                      unit                
 ``TSVMHashing.fit`` (``C="auto"``: its candidates too)      tree node trained      ``TSVMHashing.progress_total``
 ``hardneg.index.HammingIndex.from_store``                   row encoded            rows of the store
 ``hardneg.index.InvertedIndex.from_store``                  row indexed            rows of the store
+``hardneg.index.build_ivf_index``                           row assigned a list    rows of the source
 ``hardneg.index.knn_topk``                                  row indexed            database rows
 ``ESVMEncoder.fit``                                         pool row encoded       ``n_pool * (n_recursions - 1)``
 ``ESVMEncoder.transform``                                   row encoded            rows of ``X``

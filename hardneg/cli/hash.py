@@ -168,6 +168,11 @@ def index(
         "IndexBinaryIVF; about 1-4 x sqrt(n)). Default: exact, exhaustive search."
     ),
     nprobe: int = typer.Option(16, "--nprobe", min=1, help="Approximate search: lists scanned per query (saved with the index)."),
+    work_dir: str = typer.Option(
+        None, "--work-dir", help="With --nlist: build in bounded memory, saving each chunk's codes and lists in this "
+        "folder; a rerun after a kill resumes there (the folder is removed when the index is written). The index "
+        "numbers its codes by store row and keeps no id table (for stores of tens of millions of rows)."
+    ),
     runner=None,
 ):
     """Encode every row of a store and write a persistent Hamming index."""
@@ -185,6 +190,10 @@ def index(
     store = FeatureStore.open(store_url(store_path))
     if store.dim != hasher.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim}-d features but the model expects {hasher.n_features_in_}")
+    if work_dir is not None:
+        _index_streaming(store, hasher, out, nlist=nlist, nprobe=nprobe, work_dir=work_dir, block_rows=chunk_rows,
+                         in_process=runner.client is None)
+        return
     with task_progress("encoding", len(store)) as advance:
         # workers open the model file themselves; in process the loaded hasher is used
         idx = HammingIndex.from_store(store, hasher if runner.client is None else model_path, chunk_rows=chunk_rows, runner=runner,
@@ -196,6 +205,38 @@ def index(
     idx.save(out)
     mode = f", approximate: {nlist} lists, {nprobe} probed" if nlist is not None else ""
     console.print(f"indexed {len(idx):,} codes of {idx.n_bits} bits into {out}{mode}")
+
+
+def _index_streaming(store, hasher, out: str, *, nlist, nprobe: int, work_dir: str, block_rows: int, in_process: bool) -> None:
+    """`hash index --work-dir`: the resumable IVF build (hardneg.index.build_ivf_index) over the store."""
+    from ..index import StoreCodes, build_ivf_index
+
+    if nlist is None:
+        raise CLIError("--work-dir: only with --nlist (the resumable build makes an approximate index)")
+    if not in_process:
+        raise CLIError("--work-dir: the resumable build runs in this process; drop --scheduler/--workers")
+    if nlist > len(store):
+        raise CLIError(f"--nlist {nlist}: more lists than the {len(store):,} codes to index")
+    meta = {"hasher": type(hasher).__name__, "hasher_fingerprint": hasher.fingerprint(), "store": str(store.path)}
+    with task_progress("encoding", len(store)) as advance:
+        try:
+            idx = build_ivf_index(StoreCodes(store, hasher, block_rows=block_rows), out, nlist=nlist, nprobe=nprobe,
+                                  work_dir=work_dir, meta=meta, progress=advance)
+        except ValueError as exc:
+            raise CLIError(f"--work-dir {work_dir}: {exc}") from None
+    console.print(f"indexed {len(idx):,} codes of {idx.n_bits} bits into {out}, approximate: {nlist} lists, "
+                  f"{nprobe} probed (ids: store rows)")
+
+
+def _row_ids_to_store_ids(store, rows):
+    """Item ids of a row-id index's result rows (-1: ""), read from the store's item table for these rows only."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = np.asarray(rows)
+    flat = rows.ravel()
+    ids = store.items.column("id").take(pa.array(np.maximum(flat, 0))).to_numpy(zero_copy_only=False).astype(str)
+    return np.where(flat >= 0, ids, "").reshape(rows.shape)
 
 
 @app.command("search")
@@ -242,8 +283,11 @@ def search(
     store = _open_store(store_path, idx, required=bool(query_id or query_image))
     if store is not None and store.dim != hasher.n_features_in_:
         raise CLIError(f"--store {store_path or store.path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
-    if store is not None and is_same_store(idx.meta.get("store"), store.path):
-        check_index_current(idx.ids, store, index_path, f"hardneg hash index {model_path} {store.path} -o {index_path}")
+    rebuild = f"hardneg hash index {model_path} {store.path} -o {index_path}" if store is not None else ""
+    if store is not None and idx.row_ids and len(idx) != len(store):
+        raise CLIError(f"{index_path} holds {len(idx):,} codes but {store.path} has {len(store):,} rows; rebuild it: {rebuild}")
+    if store is not None and not idx.row_ids and is_same_store(idx.meta.get("store"), store.path):
+        check_index_current(idx.ids, store, index_path, rebuild)
     queries: list[dict] = []
     if query_npy:
         X = _load_queries(query_npy, hasher.n_features_in_)
@@ -260,8 +304,12 @@ def search(
     k_search = min(k + (1 if drop else 0), len(idx))
     res = idx.search(hasher.transform(X), k_search, nprobe=nprobe if idx.approximate else None)
     found, dist = res.ids, res.distances
+    pos = None
+    if idx.row_ids and store is not None:  # ids are store rows: the store's ids of the k rows found, and nothing more
+        found = _row_ids_to_store_ids(store, res.rows)
+        pos = {str(i): int(r) for i, r in zip(found.ravel(), res.rows.ravel()) if r >= 0}
     _warn_ties(dist, idx.n_bits)
-    results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d))
+    results = _rank_rows(store, queries, found, dist, k, drop, "distance", lambda d: int(d), pos=pos)
     title = f"top {min(k, len(idx))} by Hamming distance ({idx.n_bits} bits)"
     emit_results(results, title=title, score="distance", as_json=as_json, csv_out=csv_out, html_out=html_out,
                  groups=_groups(queries, results), query_column=True)
@@ -286,9 +334,11 @@ def _open_store(store_path, idx, *, required: bool):
     return None
 
 
-def _rank_rows(store, queries, found_ids, values, k, drop, score, cast) -> list[dict]:
-    """Results of every query, with store columns; a stored query is dropped from its own results."""
-    pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
+def _rank_rows(store, queries, found_ids, values, k, drop, score, cast, *, pos=None) -> list[dict]:
+    """Results of every query, with store columns; a stored query is dropped from its own results.
+    ``pos``: the store row of each found id, when known (a row-id index), instead of a table of every id."""
+    if pos is None:
+        pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
     out = []
     for q, ids_row, val_row in zip(queries, found_ids, values):
         keep = [(str(i), v) for i, v in zip(ids_row, val_row) if not (drop and str(i) == q.get("id"))][:k]

@@ -13,5 +13,10 @@ Examples
 from hardneg.index._flat import knn_topk
 from hardneg.index._hamming import HammingIndex
 from hardneg.index._inverted import InvertedIndex
+from hardneg.index._ivf_build import ArrayCodes, CodeSource, IVFBuilder, StoreCodes, build_ivf_index
+from hardneg.index._sharded import ShardedSearch, shard_index
 
-__all__ = ["HammingIndex", "InvertedIndex", "knn_topk"]
+__all__ = [
+    "ArrayCodes", "CodeSource", "HammingIndex", "IVFBuilder", "InvertedIndex", "ShardedSearch", "StoreCodes",
+    "build_ivf_index", "knn_topk", "shard_index",
+]

@@ -13,6 +13,15 @@ torn pair or a damaged index file is detected on load. An index built by
 Sidecars written before checksums existed load with a logged warning (the
 size and shape checks still apply).
 
+Row ids (``row_ids=True``): at 100 million codes a list of string ids would
+take gigabytes beside the 800 MB of codes, so such an index keeps none: a
+code's id is its row number, the int64 label FAISS stores and returns anyway,
+and ids (or a store's item ids) are looked up only for the ``k`` rows a
+search returns (:meth:`HammingIndex.ids_of`). The sidecar of such an index
+is format version 2 (no id array); version-1 sidecars load as before.
+:func:`hardneg.index.build_ivf_index` builds one from a store or any chunked
+source of codes, in bounded memory, resuming after a kill (docs/scaling.md).
+
 Approximate mode (``nlist`` given): FAISS ``IndexBinaryIVF`` clusters the
 codes into ``nlist`` lists by binary k-means (trained on the first codes
 added, or on :meth:`HammingIndex.train`'s sample) and a query scans only the
@@ -23,6 +32,7 @@ exhaustive scan and the speed-up: docs/methods/hashing.md.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -55,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 _KIND = "hamming-index"
 _VERSION = 1
+_VERSION_ROW_IDS = 2  # no id array: the ids are the row numbers
 _SCHEMA = {"ids": ArraySpec("US", 1)}
 _MAX_BITS = 1 << 16  # FAISS binary indexes take codes of at most a few thousand bits; far beyond is damage
 
@@ -107,6 +118,14 @@ class HammingIndex:
     nprobe : int
         Lists scanned per query in the approximate mode (more: slower, higher
         recall); saved with the index and changeable at any time.
+    row_ids : bool, default=False
+        If True, keep no id list: a code's id is its row number (int64),
+        and :meth:`search` gives ``str(row)`` as its id; map rows to item
+        ids with :meth:`ids_of` or a store's item table, for the ``k`` rows
+        returned only. The memory of the ids is then nothing beside FAISS's
+        own (for 100 million codes a string array would take gigabytes).
+        If False, :meth:`add` keeps the ids given (default: the row numbers
+        as strings).
 
     Examples
     --------
@@ -120,7 +139,12 @@ class HammingIndex:
     ('img0', 0, 2)
     """
 
-    def __init__(self, n_bits: int, *, meta: dict | None = None, nlist: int | None = None, nprobe: int = 16):
+    def __init__(
+        self, n_bits: int, *, meta: dict | None = None, nlist: int | None = None, nprobe: int = 16, row_ids: bool = False,
+    ):
+        if not isinstance(row_ids, (bool, np.bool_)):
+            raise TypeError(f"row_ids: expected True or False, got {row_ids!r}")
+        self.row_ids = bool(row_ids)
         self.n_bits = check_positive_int(n_bits, "n_bits")
         self.n_bytes = (self.n_bits + 7) // 8
         self.meta = dict(meta or {})
@@ -164,10 +188,41 @@ class HammingIndex:
 
     @property
     def ids(self) -> np.ndarray:
-        """Item ids of the indexed codes, in the order added (str array of shape (n_codes,))."""
+        """Item ids of the indexed codes, in the order added (str array of shape (n_codes,)).
+
+        A ``row_ids`` index makes them (its row numbers as strings) on each call: for a large
+        index use :meth:`ids_of` on the rows wanted instead.
+        """
+        if self.row_ids:
+            return np.arange(len(self)).astype(str)
         if len(self._ids) > 1:
             self._ids = [np.concatenate(self._ids)]
         return self._ids[0] if self._ids else np.zeros(0, dtype=str)
+
+    def ids_of(self, rows: ArrayLike) -> np.ndarray:
+        """Item ids of some index rows (row -1, a place an approximate search left empty: ``""``).
+
+        Parameters
+        ----------
+        rows : array-like of int
+            Index rows, any shape (e.g. a search's ``(n, k)`` rows).
+
+        Returns
+        -------
+        ndarray of str, the shape of ``rows``
+            Their ids: the ids added, or for a ``row_ids`` index the row numbers as strings.
+        """
+        rows = np.asarray(rows)
+        if rows.dtype.kind not in "iu":
+            raise TypeError(f"rows: expected integer row numbers, got dtype {rows.dtype}")
+        if rows.size and (rows.max() >= len(self) or rows.min() < -1):
+            raise ValueError(f"rows: expected rows in -1..{len(self) - 1}, got {rows.min()}..{rows.max()}")
+        if self.row_ids:
+            found = rows.astype(np.int64).astype(str)
+        else:
+            table = self.ids
+            found = np.take(table, np.maximum(rows, 0)) if rows.size else np.zeros(rows.shape, dtype="<U1")
+        return np.where(rows >= 0, found, "") if (rows < 0).any() else found
 
     def add(self, codes: ArrayLike, ids: ArrayLike | None = None) -> None:
         """Append codes; ``ids`` default to their row numbers as strings.
@@ -181,10 +236,15 @@ class HammingIndex:
             Their item ids; None numbers them on from the codes already held.
         """
         codes = _check_codes(codes, self.n_bytes, "codes")
-        if ids is None:
+        if self.row_ids:
+            if ids is not None:
+                raise ValueError("ids: a row_ids index numbers its codes by row; map rows to item ids with ids_of() "
+                                 "or the store's item table")
+            ids = np.zeros(0, dtype=str)
+        elif ids is None:
             ids = np.arange(len(self), len(self) + codes.shape[0]).astype(str)
         ids = np.asarray(ids).astype(str)
-        if ids.shape != (codes.shape[0],):
+        if not self.row_ids and ids.shape != (codes.shape[0],):
             raise ValueError(f"ids: expected {codes.shape[0]} ids, got shape {ids.shape}")
         if ids.size:
             # the narrowest string type: gathering the ids of n x k results copies their width
@@ -197,7 +257,8 @@ class HammingIndex:
             self._index.train(codes)
         if codes.shape[0]:
             self._index.add(codes)
-            self._ids.append(ids)
+            if not self.row_ids:
+                self._ids.append(ids)
 
     def rank(self, query_codes: ArrayLike, k: int, *, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` rows: ``(rows int64 (n, k), distances int32 (n, k))``, nearest first.
@@ -270,7 +331,10 @@ class HammingIndex:
         from hardneg._topk import TopK
 
         rows, dist = self.rank(query_codes, k, nprobe=nprobe)
-        return TopK(rows, dist, rows.shape[1], len(self), metric="hamming").with_ids(self.ids)
+        result = TopK(rows, dist, rows.shape[1], len(self), metric="hamming")
+        if self.row_ids:  # ids of the k rows found only, never a table of every code's
+            return dataclasses.replace(result, ids=self.ids_of(rows))
+        return result.with_ids(self.ids)
 
     def codes(self) -> np.ndarray:
         """All stored codes in the order added, shape (n, n_bytes).
@@ -308,14 +372,14 @@ class HammingIndex:
             The approximate copy (this index is unchanged).
         """
         nlist = check_positive_int(nlist, "nlist")  # as HammingIndex() checks it (n_bits is valid)
-        out = HammingIndex(self.n_bits, meta=self.meta, nlist=nlist, nprobe=nprobe)
+        out = HammingIndex(self.n_bits, meta=self.meta, nlist=nlist, nprobe=nprobe, row_ids=self.row_ids)
         if len(self) < nlist:
             raise ValueError(f"nlist={nlist}: the index holds only {len(self)} codes")
         codes = self.codes()
         rng = np.random.default_rng(random_state)
         sample = np.sort(rng.choice(len(self), min(len(self), 40 * nlist), replace=False))
         out.train(codes[sample])
-        out.add(codes, self.ids)
+        out.add(codes, None if self.row_ids else self.ids)
         return out
 
     # persistence ---------------------------------------------------------
@@ -341,7 +405,11 @@ class HammingIndex:
             }
             if self.approximate:
                 meta["ivf"] = {"nlist": self.nlist, "nprobe": self.nprobe}
-            save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
+            if self.row_ids:
+                meta["row_ids"] = True
+                save_model(_sidecar(path), _KIND, _VERSION_ROW_IDS, {"ids": np.zeros(0, dtype="<U1")}, meta)
+            else:
+                save_model(_sidecar(path), _KIND, _VERSION, {"ids": self.ids}, meta)
         return path
 
     @classmethod
@@ -370,7 +438,8 @@ class HammingIndex:
             if other is not None:  # a hardneg model file, of another kind
                 raise ModelFileError(f"{path}: holds a {other!r} model, expected {_KIND!r} (hardneg.load(path) reads any model file)")
             raise ModelFileError(f"{path}: not a Hamming index written by hardneg (no id sidecar {_sidecar(path).name} beside it)")
-        arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION,), schema=_SCHEMA)
+        arrays, meta = load_model(_sidecar(path), _KIND, (_VERSION, _VERSION_ROW_IDS), schema=_SCHEMA)
+        row_ids = meta.get("row_ids", False) is True
         n_bits = _sidecar_int(path, meta, "n_bits", 1, _MAX_BITS)
         ntotal = _sidecar_int(path, meta, "ntotal", 0)
         size = _sidecar_int(path, meta, "index_bytes", 1)
@@ -389,7 +458,7 @@ class HammingIndex:
             raise ModelFileError(f"{path}: {exc}") from None
         ivf = meta.get("ivf")
         if ivf is None:
-            out = cls(n_bits, meta=meta.get("meta"))
+            out = cls(n_bits, meta=meta.get("meta"), row_ids=row_ids)
             expected = (
                 isinstance(index, faiss.IndexBinaryFlat)
                 and index.xb.size() == ntotal * out.n_bytes  # type: ignore[attr-defined]  # missing from faiss 1.15's stub
@@ -398,20 +467,20 @@ class HammingIndex:
             ivf = ivf if isinstance(ivf, dict) else {}
             nlist = _sidecar_int(path, ivf, "nlist", 1, label="ivf nlist")
             nprobe = _sidecar_int(path, ivf, "nprobe", 1, label="ivf nprobe")
-            out = cls(n_bits, meta=meta.get("meta"), nlist=nlist, nprobe=nprobe)
+            out = cls(n_bits, meta=meta.get("meta"), nlist=nlist, nprobe=nprobe, row_ids=row_ids)
             expected = (
                 isinstance(index, faiss.IndexBinaryIVF) and index.nlist == nlist and index.is_trained
                 and index.quantizer.ntotal == nlist
             )
         if (
             not expected or index.d != 8 * out.n_bytes or index.code_size != out.n_bytes
-            or index.ntotal != ntotal or arrays["ids"].shape != (ntotal,)
+            or index.ntotal != ntotal or arrays["ids"].shape != ((0,) if row_ids else (ntotal,))
         ):
             raise ModelFileError(f"{path}: index holds {index.ntotal} codes of {index.d} bits, sidecar disagrees")
         if out.approximate:
             out._quantizer = index.quantizer
         out._index = index
-        out._ids = [arrays["ids"].astype(str)]
+        out._ids = [] if row_ids else [arrays["ids"].astype(str)]
         return out
 
     def check_hasher(self, hasher: BaseHasher) -> None:

@@ -205,6 +205,7 @@ class HammingMode(SearchMode):
     batched = True
 
     def __init__(self, hasher, index, rows):
+        # rows: the store row of each index row, or None when they are the same (a row-id index)
         self.hasher, self.index, self.rows = hasher, index, rows
         self.nprobe = index.nprobe if index.approximate else None
         self._exact = None if index.approximate else index
@@ -224,7 +225,13 @@ class HammingMode(SearchMode):
         index.check_hasher(hasher)
         if hasher.n_features_in_ != store.dim:
             raise ValueError(f"{hp}: expects {hasher.n_features_in_}-d input, the store has {store.dim}")
-        rows = _id_rows(store, index.ids)
+        if index.row_ids:  # ids are the store's rows (an index built by build_ivf_index): no id table in memory
+            if len(index) != len(store):
+                raise ValueError(f"{ip}: the index holds {len(index):,} codes but the store has {len(store):,} rows; "
+                                 "rebuild the index from the store")
+            rows = None
+        else:
+            rows = _id_rows(store, index.ids)
         hasher.transform(np.zeros((1, store.dim), np.float32))  # warm up (lazy imports) before serving
         out = cls(hasher, index, rows)
         ivf = f", IVF {index.nlist} lists" if index.approximate else ""
@@ -250,8 +257,8 @@ class HammingMode(SearchMode):
                 if self._exact is None:
                     from hardneg.index import HammingIndex
 
-                    flat = HammingIndex(self.index.n_bits, meta=self.index.meta)
-                    flat.add(self.index.codes(), self.index.ids)
+                    flat = HammingIndex(self.index.n_bits, meta=self.index.meta, row_ids=self.index.row_ids)
+                    flat.add(self.index.codes(), None if self.index.row_ids else self.index.ids)
                     self._exact = flat
         return self._exact
 
@@ -294,7 +301,7 @@ class HammingMode(SearchMode):
             r, d = hamming_topk(planes, codes, min(k, planes.shape[1]))
         else:
             r, d = self.index.rank(codes, min(k, len(self.index)), nprobe=p)
-        rows = np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
+        rows = r if self.rows is None else np.where(r >= 0, self.rows[np.maximum(r, 0)], -1)
         return TopK(rows, -d.astype(np.float64), r.shape[1], metric="neg_hamming", higher_is_better=True)
 
     def rank(self, x, k):

@@ -175,6 +175,18 @@ def case_inverted(dense, sparse):
     _check(c, 23)
 
 
+def case_ivf_build(dense, sparse):
+    import tempfile
+
+    from hardneg.index import build_ivf_index
+
+    codes = np.random.default_rng(0).integers(0, 256, (230, 2), dtype=np.uint8)
+    c = ProgressCounter()
+    with tempfile.TemporaryDirectory() as d:
+        build_ivf_index(codes, f"{d}/x.index", nlist=4, chunk_rows=50, progress=c)
+    _check(c, 230)
+
+
 def case_esvm(dense, sparse):
     from hardneg.encoding import ESVMEncoder, encode_store
     from hardneg.store import FeatureStore
@@ -259,6 +271,7 @@ CASES = {
     "hardneg.hashing._tsvm_hashing:TSVMHashing.fit": case_hashing,
     "hardneg.index._hamming:HammingIndex.from_store": case_hashing,
     "hardneg.index._inverted:InvertedIndex.from_store": case_inverted,
+    "hardneg.index._ivf_build:build_ivf_index": case_ivf_build,
     "hardneg.encoding._esvm:ESVMEncoder.fit": case_esvm,
     "hardneg.encoding._esvm:ESVMEncoder.transform": case_esvm,
     "hardneg.encoding._store:encode_store": case_esvm,
