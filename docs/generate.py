@@ -730,6 +730,28 @@ TEXT_SEARCH_METHODS = {
 }
 
 
+def _shared_titles(data: dict) -> list[str]:
+    """The no-tags title queries split by whether another category's title query is the same text."""
+    import statistics
+    from collections import Counter
+
+    queries, rows = data.get("queries") or {}, [r for r in data.get("notags_rows") or [] if r["query"] == "title"]
+    if not rows or "index_default" not in rows[0]:
+        return []
+    count = Counter(v["title"] for v in queries.values())
+    out = ["By title on the store with no tags, split by whether the title is the same text as another category's "
+           "title query (collection and theme names: " + ", ".join(f"'{t}' ×{n}" for t, n in count.items() if n > 1) + "):", "",
+           "| title queries | n | [Norouzi14] as printed | default | random |", "|---|---|---|---|---|"]
+    for label, keep in (("own text", lambda n: n == 1), ("shared with another category", lambda n: n > 1)):
+        sel = [r for r in rows if keep(count[queries[r["category"]]["title"]])]
+        if sel:
+            rnd = float(statistics.fmean([r["random"] for r in sel]))
+            cells = [f"{float(statistics.fmean([r[m] for r in sel])):.3f} ({float(statistics.fmean([r[m] for r in sel])) / rnd:.1f}×)"
+                     for m in ("index_paper", "index_default")]
+            out.append(f"| {label} | {len(sel)} | {cells[0]} | {cells[1]} | {rnd:.3f} |")
+    return out
+
+
 def table_text_search(w: Writer) -> str:
     """Search by description (text_search.json): mean AP over the whole collection, by name and by title."""
     data = _load("text_search")
@@ -773,6 +795,7 @@ def table_text_search(w: Writer) -> str:
             if key in nt.get("name", {}):
                 lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} ({nt['name'][key] / r:.1f}×) | "
                              f"{nt['title'][key]:.3f} ({nt['title'][key] / r:.1f}×) |")
+        lines += ["", *_shared_titles(data)]
     tm = data.get("timing") or {}
     if not tm and (RESULTS / "text_search_timing.json").exists():  # written by --only-timing
         data = _load("text_search_timing")
