@@ -2,8 +2,7 @@
 ``IndexBinaryIVF`` (``quantizer->assign(n, x, idx)`` in FAISS), with the CPU's popcount.
 
 The generic FAISS wheel computes Hamming distances without the popcount instruction
-(an ad-hoc timing on the 2-core machine, not a result file: about 1.5-3 ns per code
-and centroid, some 4x this kernel's). This kernel computes the
+(no result file compares the two: the build time in docs/scaling.md is this kernel's). This kernel computes the
 distances of one code to every centroid in a branch-free loop (one xor and one
 hardware popcount per 64-bit word, vectorized by LLVM), then takes the first
 minimum: the lowest-numbered of the nearest centroids, as FAISS's k = 1 search
