@@ -330,7 +330,7 @@ def main():
 
     attrs = dict(FeatureStore.open(store_path).attrs)
     # no tags at all: ConSE alone over every category, as arrays (the paper's variants) and through the text index
-    # of a store with no tags (what the CLI ranks): the paper's Eq. (2)-(3) (extras=False), the class prior and
+    # of a store with no tags (what the CLI ranks): [Norouzi14] Eq. (2)-(3) (extras=False), the class prior and
     # query offset without the feedback, and the library's default (all extras)
     with tempfile.TemporaryDirectory() as tmp:
         st = FeatureStore.create(Path(tmp) / "notags", dim=X.shape[1], attrs=dict(attrs))

@@ -33,6 +33,36 @@ _HAMMING_CLASSES = {METHODS[name].cls for name in _HAMMING_METHODS}
 _METHODS_HELP = ", ".join(f"{name} ({METHODS[name].summary})" for name in _HAMMING_METHODS) + "."
 
 
+#: labeled rows TSVM hashing trains on by default (``hash train --max-labeled``)
+MAX_LABELED = 5000
+
+
+def stratified_sample(rows, labels, n: int, rng):
+    """``min(n, rows.size)`` of ``rows`` (sorted), without replacement, each class in proportion to its
+    count and every class kept while ``n`` allows (with fewer rows than classes, the largest classes)."""
+    import numpy as np
+
+    classes, counts = np.unique(labels, return_counts=True)
+    n = min(int(n), int(counts.sum()))
+    share = counts * n / counts.sum()
+    by_size = np.argsort(-counts, kind="stable")
+    quota = np.zeros(classes.size, np.int64)
+    if n < classes.size:  # one row from each of the n largest classes
+        quota[by_size[:n]] = 1
+    quota = np.maximum(quota, np.floor(share).astype(np.int64))
+    if n >= classes.size:
+        quota = np.maximum(quota, 1)
+    while quota.sum() > n:  # the one row of each small class came from the largest ones
+        quota[next(i for i in by_size if quota[i] > 1)] -= 1
+    for i in np.argsort(-(share - np.floor(share)), kind="stable"):  # what floor() left out, largest remainders first
+        if quota.sum() >= n:
+            break
+        if quota[i] < counts[i]:
+            quota[i] += 1
+    picked = [rng.choice(rows[labels == c], q, replace=False) for c, q in zip(classes, quota) if q]
+    return np.sort(np.concatenate(picked))
+
+
 @app.command("train")
 def train(
     store_path: str = typer.Argument(..., metavar="STORE", help="FeatureStore with the training features."),
@@ -46,6 +76,11 @@ def train(
         None, "--split", help="Train on the rows of this split ('' for all rows). Default: train when the store has one, else all rows."
     ),
     n_unlabeled: int = typer.Option(10000, "--n-unlabeled", min=0, help="Unlabeled rows sampled for TSVM hashing (0: none)."),
+    max_labeled: int = typer.Option(
+        MAX_LABELED, "--max-labeled", min=0,
+        help=f"TSVM hashing: at most this many labeled rows, sampled per class in proportion (0: all). Default {MAX_LABELED:,}: "
+             "training time grows with the labeled rows, retrieval mAP hardly does past it (benchmarks/results/hash_labeled_cap.json).",
+    ),
     mode: str = typer.Option(
         "bits", "--embedding",
         help="TSVM hashing: bits ([Cevikalp17] Eq. (12)) or itq (the paper's embedding: the outputs of every node of 20 trees, then ITQ).",
@@ -98,6 +133,9 @@ def train(
             raise CLIError(f"{store_path}: TSVM hashing needs labeled rows; found {labeled.size}; the store has {store.summary()}")
         pool = rows[labels < 0] if (labels < 0).any() else rows[labels >= 0]
         rng = np.random.default_rng(seed)
+        if 0 < max_labeled < labeled.size:
+            labeled = stratified_sample(labeled, store.labels()[labeled], max_labeled, rng)
+            console.print(f"TSVM hashing on {labeled.size:,} of the labeled rows (--max-labeled; 0 for all)")
         unl = np.sort(rng.choice(pool, min(n_unlabeled, pool.size), replace=False)) if n_unlabeled > 0 else None
         X = _dense(store.take(labeled))
         XU = None if unl is None or unl.size == 0 else _dense(store.take(unl))

@@ -26,7 +26,7 @@ Departures from [Norouzi14], declared: the label embedding is a sentence embeddi
 label name corresponds to ``class_text="lemma"``; docs/methods/zeroshot.md compares the two);
 the classifier is EfficientNet-Lite0's ImageNet head, not the paper's ImageNet CNN.
 
-Extra, not in [Norouzi14] (``prior_power``, default 0: the paper's Eq. (2)): the class
+Extra, not in [Norouzi14] (``prior_power``, default 0: [Norouzi14] Eq. (2) as printed): the class
 probabilities are divided by the collection's mean probability of each class to the power
 ``a`` before the top ``T`` are taken, ``p̃(y | x) ∝ p(y | x) / p̄(y)^a`` with
 ``p̄(y) = mean_x p(y | x)`` over the data given to :meth:`fit`. A collection unlike ImageNet
@@ -180,8 +180,8 @@ class ConSE(BaseEstimator):
         ``s(y)`` for each seen class, in the head's order. None: the all-MiniLM-L6-v2
         embeddings of the ImageNet class texts (the ``conse`` extra).
     prior_power : float, default 0.0
-        ``a`` of the prior correction (an extra, see the module docstring): 0 is the paper's
-        Eq. (2); above 0, :meth:`fit` needs the collection ``X`` to estimate ``p̄(y)``.
+        ``a`` of the prior correction (an extra, see the module docstring): 0 is
+        [Norouzi14] Eq. (2); above 0, :meth:`fit` needs the collection ``X`` to estimate ``p̄(y)``.
 
     Attributes
     ----------

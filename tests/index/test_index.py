@@ -224,3 +224,38 @@ def test_to_approximate_and_cli_nlist(tmp_path):
     assert back.approximate and back.nlist == 4 and back.nprobe == 2 and len(back) == 300
     assert main(["hash", "search", str(model), str(idx), "-q", "d3", "-k", "5", "--nprobe", "4"]) == 0
     assert main(["hash", "index", str(model), str(store_path), "--out", str(tmp_path / "x.bin"), "--nlist", "301"]) == 2
+
+
+
+def test_stratified_sample_keeps_class_proportions():
+    from hardneg.cli.hash import stratified_sample
+
+    rows = np.arange(1000, 2000)
+    labels = np.repeat([0, 1, 2], [600, 300, 100])
+    got = stratified_sample(rows, labels, 100, np.random.default_rng(0))
+    assert got.size == 100 and np.all(np.diff(got) > 0) and np.isin(got, rows).all()
+    assert np.bincount(labels[got - 1000]).tolist() == [60, 30, 10]
+    # a rare class keeps one row, taken from the largest class
+    labels = np.repeat([0, 1, 2], [997, 2, 1])
+    got = stratified_sample(rows, labels, 10, np.random.default_rng(1))
+    assert np.bincount(labels[got - 1000], minlength=3).tolist() == [8, 1, 1]
+    # fewer rows than classes: the largest classes; more than the rows: all of them
+    assert np.bincount(labels[stratified_sample(rows, labels, 2, np.random.default_rng(1)) - 1000], minlength=3).tolist() == [1, 1, 0]
+    assert stratified_sample(rows, labels, 5000, np.random.default_rng(1)).tolist() == rows.tolist()
+
+
+def test_hash_train_max_labeled_trains_on_the_cap(tmp_path, capsys):
+    from hardneg.cli.main import main
+    from hardneg.store import FeatureStore
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400].astype(np.float32), y[:400]
+    with FeatureStore.create(tmp_path / "store", dim=X.shape[1]) as store:
+        store.append(X, ids=[f"d{i}" for i in range(400)], labels=y)
+    model = tmp_path / "m.npz"
+    args = ["hash", "train", str(tmp_path / "store"), "--out", str(model), "--bits", "8", "--n-unlabeled", "50", "--cost", "1"]
+    assert main([*args, "--max-labeled", "100"]) == 0
+    assert "TSVM hashing on 100 of the labeled rows" in capsys.readouterr().out
+    assert load_hasher(model).n_bits_ == 8
+    assert main([*args, "--max-labeled", "0"]) == 0  # 0: every labeled row, no line about a cap
+    assert "of the labeled rows" not in capsys.readouterr().out
