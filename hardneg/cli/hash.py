@@ -79,7 +79,7 @@ def train(
     max_labeled: int = typer.Option(
         MAX_LABELED, "--max-labeled", min=0,
         help=f"TSVM hashing: at most this many labeled rows, sampled per class in proportion (0: all). Default {MAX_LABELED:,}: "
-             "training time grows with the labeled rows, retrieval mAP hardly does past it (benchmarks/results/hash_labeled_cap.json).",
+             "training time grows faster than retrieval mAP with the labeled rows (the trade-off: docs/methods/hashing.md).",
     ),
     mode: str = typer.Option(
         "bits", "--embedding",
