@@ -13,7 +13,8 @@ Runs, each step a fresh ``hardneg`` process as a user would, in a temporary fold
 7. ``hash search --query-image``: query by an image file (a test image written as PNG).
 
 Writes each step's wall time, its share of the total, the total and the slowest step to
-``benchmarks/results/pipeline_fashion.json`` (``--limit``: ``pipeline_fashion_limit<N>.json``).
+``benchmarks/results/pipeline_fashion.json`` (``--limit``: ``pipeline_fashion_limit<N>.json``;
+``--max-labeled N``, passed to ``hash train``: ``pipeline_fashion_maxlabeled<N>.json``).
 Nothing else should run on the machine meanwhile.
 """
 
@@ -50,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=None, help="images per split (a trial run)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-labeled", type=int, default=None, help="hash train --max-labeled (default: the command's own default)")
     args = ap.parse_args()
 
     from PIL import Image
@@ -63,10 +65,14 @@ def main() -> None:
     query = np.flatnonzero(ds.split == "test")[0]
     Image.fromarray(ds.images[query]).save(work / "query.png")
     limit = ["--limit", str(args.limit)] if args.limit else []
-    name = "pipeline_fashion" + (f"_limit{args.limit}" if args.limit else "")
+    name = ("pipeline_fashion" + (f"_limit{args.limit}" if args.limit else "")
+            + (f"_maxlabeled{args.max_labeled}" if args.max_labeled is not None else ""))
+    cap = ["--max-labeled", str(args.max_labeled)] if args.max_labeled is not None else []
     protocol = ("the CLI, one fresh process per step, Fashion-MNIST "
                 + (f"(first {args.limit:,} images of each split)" if args.limit else "(all 70,000 images)")
-                + f"; concept {CONCEPT!r} from 50 positives; 64-bit TSVM hashing; 1 query image")
+                + f"; concept {CONCEPT!r} from 50 positives; 64-bit TSVM hashing"
+                + (f" on at most {args.max_labeled:,} labeled rows" if args.max_labeled is not None else " (the command's defaults)")
+                + "; 1 query image")
     steps: list[dict] = []
     # the file is rewritten after every step: a run cut short still says how far it got
     pending = [
@@ -75,7 +81,7 @@ def main() -> None:
         lambda: run("tag from labels", ["store", "tag", store, "--from-labels"], work, env),
         lambda: run("concept from 50 positives", ["concept", "train", store, "-c", CONCEPT, "-p", "50", "-o", "c.npz"], work, env),
         lambda: run("concept search (top 100)", ["concept", "search", "c.npz", store, "-k", "100", "--json"], work, env),
-        lambda: run("hash train (64 bits)", ["hash", "train", store, "-o", "h.npz", "--bits", "64"], work, env),
+        lambda: run("hash train (64 bits)", ["hash", "train", store, "-o", "h.npz", "--bits", "64", *cap], work, env),
         lambda: run("hash index", ["hash", "index", "h.npz", store, "-o", "fm.index"], work, env),
         lambda: run("query by image", ["hash", "search", "h.npz", "fm.index", "--store", store, "--query-image", "query.png",
                                "-k", "10", "--json"], work, env),
