@@ -84,21 +84,12 @@ def peak_gib(who=resource.RUSAGE_SELF) -> float:
 # data ----------------------------------------------------------------------
 def make_data(data_dir: Path, n: int, n_queries: int, noise: float) -> dict:
     """The real 1M codes, the measured flip rates, the expansion to n codes (memory-mapped file)."""
-    from hardneg.datasets import load_fashion_mnist
-    from hardneg.hashing import TSVMHashing
+    from benchmarks.hamming_ann import fashion_hasher
 
     data_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
-    fm = load_fashion_mnist()
-    X, y = (fm.X / 255.0).astype(np.float32), fm.y
-    tr, te = np.flatnonzero(fm.split == "train"), np.flatnonzero(fm.split == "test")
-    lab = np.concatenate([rng.permutation(tr[y[tr] == c])[:300] for c in range(10)])
-    unl = rng.permutation(np.setdiff1d(tr, lab))[:3000]
-    t = time.perf_counter()
-    hasher = TSVMHashing(n_bits=64, C=10.0, random_state=0).fit(X[lab], y[lab], X_unlabeled=X[unl])
-    fit_s = time.perf_counter() - t
-    print(f"hasher fitted in {fit_s:.0f} s", flush=True)
+    X, tr, te, hasher, fit_s = fashion_hasher(rng)  # the same real model as hamming_ann.py
     hasher.save(data_dir / "hasher.npz")
     train_codes = hasher.transform(X[tr])
     blocks, flips = [train_codes], np.zeros(64, np.int64)
