@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pyarrow as pa
 from .._atomic import atomic_path
 from ..exceptions import StoreDamagedError
 from ._feature_store import FeatureStore
-from ._folder import check_replaceable, clear_stale_builds, local_store_path, remove_replaced
+from ._folder import check_replaceable, clear_stale_builds, local_store_path, remove_replaced, swap_dir, swap_in
 from ._item_table import _row_index, edit_items, replace_items, store_summary
 from ._writer import next_part_name
 
@@ -34,66 +33,6 @@ __all__ = ["edit_items", "next_part_name", "rebuild_store", "relocate_images", "
 
 
 # ---------------------------------------------------------------------------- removing and relocating items
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two folders in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
-
-    False where the system or the filesystem lacks it; the caller then
-    falls back to two renames.
-    """
-    import ctypes
-    import errno
-
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    renameat2.restype = ctypes.c_int
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), str(a), None, str(b))
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _swap_dir(path: Path) -> Path:
-    """A free sibling name for a store being rebuilt beside ``path`` (hidden, removed on success)."""
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
-
-
-def swap_in(tmp: Path, path: Path) -> Path:
-    """Put the folder ``tmp`` at ``path`` (which exists) in one atomic exchange; returns where the
-    old folder now is (to remove). Where the system lacks the exchange, two renames: a kill
-    between them leaves the old store under a ``.swap`` name beside an empty ``path``."""
-    _fsync_dir(tmp)
-    if _exchange(tmp, path):
-        _fsync_dir(path.parent)
-        return tmp
-    trash = _swap_dir(path)
-    os.rename(path, trash)
-    try:
-        os.rename(tmp, path)
-    except BaseException:
-        os.rename(trash, path)
-        raise
-    return trash
 
 
 def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, progress=None) -> int:
@@ -128,7 +67,7 @@ def rebuild_store(path, keep: np.ndarray, *, block_rows: int | None = None, prog
                                     "with fresh checksums")
         clear_stale_builds(path)
         table = store.items.filter(pa.array(keep))
-        tmp = _swap_dir(path)
+        tmp = swap_dir(path)
         try:
             with FeatureStore.create(tmp, store.dim, sparse=store.is_sparse, chunk_rows=store.chunk_rows, attrs=store.attrs) as new:
                 kept_ids = table.column("id").to_pylist()

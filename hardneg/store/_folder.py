@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import shutil
+import uuid
 from pathlib import Path
 
 from ._errors import StoreError
@@ -258,3 +259,62 @@ def clear_stale_builds(path: Path) -> None:
         finally:
             lock.release()
 
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    False where the system or the filesystem lacks it; the caller then
+    falls back to two renames.
+    """
+    import ctypes
+    import errno
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def swap_dir(path: Path) -> Path:
+    """A free sibling name for a store being rebuilt beside ``path`` (hidden, removed on success)."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.swap")
+
+
+def swap_in(tmp: Path, path: Path) -> Path:
+    """Put the folder ``tmp`` at ``path`` (which exists) in one atomic exchange; returns where the
+    old folder now is (to remove). Where the system lacks the exchange, two renames: a kill
+    between them leaves the old store under a ``.swap`` name beside an empty ``path``."""
+    fsync_dir(tmp)
+    if _exchange(tmp, path):
+        fsync_dir(path.parent)
+        return tmp
+    trash = swap_dir(path)
+    os.rename(path, trash)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(trash, path)
+        raise
+    return trash

@@ -396,7 +396,7 @@ def import_embeddings(
     (3, 3, ['0', '1', '2'])
     """
     from .._validation import check_positive_int
-    from ._edit import _fsync_dir, _swap_dir, clear_stale_builds, swap_in
+    from ._folder import clear_stale_builds, fsync_dir, swap_dir, swap_in
     from ._feature_store import FeatureStore
     from ._folder import check_replaceable, local_store_path, remove_replaced
     from ._writer import lock_for_overwrite
@@ -463,7 +463,7 @@ def import_embeddings(
     if out.exists() or out.is_symlink():
         check_replaceable(out)
         old = lock_for_overwrite(out) if (out / "meta.json").is_file() else None
-    tmp = _swap_dir(out)
+    tmp = swap_dir(out)
     leftover: Path | None = tmp  # the folder to remove at the end: the new one until it is in place
     try:
         clear_stale_builds(out)
@@ -492,7 +492,7 @@ def import_embeddings(
                 lo = hi
             if lo != n:
                 raise ValueError(f"{source}: read {lo} rows, the header says {n}")
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
             # still inside the with: the build's own lock is held until it is in place (clear_stale_builds)
             if out.exists() or out.is_symlink():
                 check_replaceable(out)

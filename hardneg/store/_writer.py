@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import tempfile
-import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from .._atomic import atomic_path
 from .._validation import check_positive_int
 from ._chunks import ChunkReader
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
-from ._folder import TREE_ENTRY, ZARR_TEMP, check_replaceable, clear_stale_builds, local_store_path, remove_replaced
+from ._folder import TREE_ENTRY, ZARR_TEMP, check_replaceable, clear_stale_builds, local_store_path, remove_replaced, swap_in
 from ._meta import CHECKSUM_ALGORITHM, FORMAT_VERSION, META, first_line
 from ._summary import SUMMARY, make_summary
 from ._verify import extend_checksums, n_chunks
@@ -129,13 +128,7 @@ def create_store(path, dim: int, *, sparse: bool, chunk_rows: int | None, overwr
         try:
             _build(tmp, dim, sparse, chunk_rows, attrs)
             if exists:
-                trash = path.with_name(f"{path.name}.{uuid.uuid4().hex}.deleting")
-                os.rename(path, trash)
-                try:
-                    os.rename(tmp, path)
-                except BaseException:
-                    os.rename(trash, path)
-                    raise
+                trash = swap_in(tmp, path)
                 if old_lock is not None:
                     old_lock.release()
                     old_lock = None

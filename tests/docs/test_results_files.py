@@ -50,8 +50,6 @@ NO_PROVENANCE = {
     "esvm_retrieval_dsift": "the same on dense SIFT",
     "esvm_retrieval_vlad": "the same on VLAD",
     "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
-    "esvm_speed": "E-SVM solvers timed over many exemplars",
-    "esvm_speed_cnn": "the same on CNN features",
     "features_fashion_retrieval": "CNN and dense-SIFT extraction of Fashion-MNIST",
     "features_throughput": "extraction throughput over many images",
     "hamming_ann": "its index fit alone took 126 s",
