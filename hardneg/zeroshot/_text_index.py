@@ -252,7 +252,9 @@ class TextIndex:
     query_offset : ndarray (384,), optional
         Subtracted from a query's embedding before it is normalised (see the module docstring).
     feedback : ndarray (n_items, n_dims), optional
-        The items in the feedback space (unit rows), for pseudo-relevance feedback.
+        The items in the feedback space (unit rows), for pseudo-relevance feedback. Saved as
+        float16 (half the file), held as float32: NumPy has no BLAS product for float16, and every
+        query multiplies the whole array.
     """
 
     def __init__(self, vectors: np.ndarray | None, ids: Any, method: str, key: str = "", model: Any = None, info: dict | None = None,
@@ -264,7 +266,7 @@ class TextIndex:
         self.key = key
         self.model = model
         self.query_offset = None if query_offset is None else np.asarray(query_offset, dtype=np.float32).ravel()
-        self.feedback = None if feedback is None else np.ascontiguousarray(feedback)
+        self.feedback = None if feedback is None else np.ascontiguousarray(feedback, dtype=np.float32)
         if self.feedback is not None and self.feedback.shape[0] != self.ids.size:
             raise ValueError(f"feedback: expected one row per item ({self.ids.size}), got {self.feedback.shape[0]}")
 
@@ -311,10 +313,9 @@ class TextIndex:
         # at most 1 % of the rows searched: the best few of a small set would mix the query's items with others
         m = max(1, min(int(self.info.get("feedback_top", FEEDBACK_TOP)), idx.size // 100))
         best = idx[np.argpartition(-s[idx], m - 1)[:m]]
-        centre = _unit(self.feedback[best].astype(np.float32).mean(axis=0, keepdims=True))[0]
-        s1 = self.feedback @ centre.astype(self.feedback.dtype)
+        centre = _unit(self.feedback[best].mean(axis=0, keepdims=True))[0]
         weight = float(self.info.get("feedback_weight", FEEDBACK_WEIGHT))
-        return (_zscore(s, idx) + weight * _zscore(s1.astype(np.float32), idx)).astype(np.float32)
+        return (_zscore(s, idx) + weight * _zscore(self.feedback @ centre, idx)).astype(np.float32)
 
     def search(self, text, k: int = 10, *, rows=None, data=None, feedback: bool = True) -> TopK:
         """The ``k`` items closest to ``text`` (a string, embedded by MiniLM, or a vector), best first.
@@ -377,7 +378,7 @@ class TextIndex:
         if self.query_offset is not None:
             arrays["query_offset"] = self.query_offset
         if self.feedback is not None:
-            arrays["feedback"] = self.feedback
+            arrays["feedback"] = self.feedback.astype(np.float16)
         return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key, "info": self.info})
 
     @classmethod
@@ -503,6 +504,7 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     out = _scan(store, fn, progress)
     feedback = None
     if space is not None:
+        # rounded to float16 as saved: a built index ranks as the same index read back from its file
         out, feedback = out[:, :-space[1].shape[1]], out[:, -space[1].shape[1]:].astype(np.float16)
         info.update(feedback_top=FEEDBACK_TOP, feedback_weight=FEEDBACK_WEIGHT, feedback_dims=int(feedback.shape[1]))
     return TextIndex(np.ascontiguousarray(out), ids, method, info=info, query_offset=offset, feedback=feedback)
