@@ -322,8 +322,12 @@ def search(
     if store is not None and store.dim != hasher.n_features_in_:
         raise CLIError(f"--store {store_path or store.path} has {store.dim}-d features but {model_path} expects {hasher.n_features_in_}")
     rebuild = f"hardneg hash index {model_path} {store.path} -o {index_path}" if store is not None else ""
-    if store is not None and idx.row_ids and len(idx) != len(store):
-        raise CLIError(f"{index_path} holds {len(idx):,} codes but {store.path} has {len(store):,} rows; rebuild it: {rebuild}")
+    if store is not None and idx.row_ids:
+        rebuild += f" --nlist {idx.nlist} --work-dir DIR"
+        try:
+            idx.check_store(store)
+        except ValueError as exc:
+            raise CLIError(f"{index_path}: {exc} ({store.path}); rebuild it: {rebuild}") from None
     if store is not None and not idx.row_ids and is_same_store(idx.meta.get("store"), store.path):
         check_index_current(idx.ids, store, index_path, rebuild)
     queries: list[dict] = []

@@ -509,6 +509,30 @@ class HammingIndex:
                 f"not this {type(hasher).__name__} ({hasher.fingerprint()[:12]}); rebuild the index with this hasher"
             )
 
+    def check_store(self, store) -> None:
+        """Raise ``ValueError`` when a ``row_ids`` index no longer numbers ``store``'s rows.
+
+        Such an index returns row numbers that are looked up in the store at query time, so its
+        row ``r`` must still hold the code of the store's row ``r``. The row counts must match,
+        and when the build recorded the store's :meth:`~hardneg.store.FeatureStore.vectors_digest`
+        (:func:`build_ivf_index` from a :class:`StoreCodes`) so must the digest: items removed
+        and as many appended keep the count but change it. Label and tag edits change neither.
+        An index with its own ids is not checked here (its ids are compared with the store's).
+
+        Parameters
+        ----------
+        store : FeatureStore
+            The store whose rows the index numbers.
+        """
+        if not self.row_ids:
+            return
+        if len(self) != len(store):
+            raise ValueError(f"the index holds {len(self):,} codes but the store has {len(store):,} rows")
+        recorded, now = self.meta.get("source_digest"), store.vectors_digest()
+        if recorded and now and recorded != now:
+            raise ValueError(f"the store's vectors changed since the index was built (items removed, appended or "
+                             f"rebuilt; still {len(store):,} rows), so its rows are no longer the index's")
+
     @classmethod
     def from_store(
         cls, store, hasher, *, chunk_rows: int = 8192, progress=None, nlist: int | None = None, nprobe: int = 16,

@@ -70,11 +70,16 @@ class CodeSource:
     ``n_rows`` packed codes of ``n_bits`` bits, in ``n_chunks`` chunks addressable in any
     order (a rerun reads only the missing ones). The same chunk must give the same codes on
     every call.
+
+    ``digest`` (optional, default None) names the content of the codes' source: a build records
+    it in its plan (a resume then refuses a source that changed) and in the index's meta as
+    ``"source_digest"`` (:meth:`HammingIndex.check_store` compares it with the store's).
     """
 
     n_rows: int
     n_bits: int
     n_chunks: int
+    digest: str | None = None
 
     def bounds(self, j: int) -> tuple[int, int]:
         """Row range of chunk ``j``.
@@ -197,6 +202,7 @@ class StoreCodes(CodeSource):
         self.n_bits = int(self.hasher.n_bits_)
         self.block_rows = check_positive_int(block_rows, "block_rows")
         self._url = store_url(self.store.path)
+        self.digest = self.store.vectors_digest()
         self._parts = partitions(self.store, check_positive_int(chunk_rows, "chunk_rows"))
         self.n_chunks = len(self._parts)
 
@@ -317,6 +323,10 @@ class IVFBuilder:
         self.bounds = bounds
         plan = {"version": _PLAN_VERSION, "n_rows": self.n_rows, "n_bits": self.n_bits, "nlist": self.nlist,
                 "n_train": self.n_train, "seed": self.seed, "chunks": _digest(np.asarray(bounds, np.int64))}
+        source_digest = getattr(self.source, "digest", None)
+        if source_digest:  # the store's vectors at planning time: a resume over a changed store is refused
+            plan["source"] = source_digest
+            self.meta["source_digest"] = source_digest
         self.work_dir.mkdir(parents=True, exist_ok=True)
         plan_path = self.work_dir / "plan.json"
         if plan_path.is_file():

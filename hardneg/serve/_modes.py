@@ -226,9 +226,10 @@ class HammingMode(SearchMode):
         if hasher.n_features_in_ != store.dim:
             raise ValueError(f"{hp}: expects {hasher.n_features_in_}-d input, the store has {store.dim}")
         if index.row_ids:  # ids are the store's rows (an index built by build_ivf_index): no id table in memory
-            if len(index) != len(store):
-                raise ValueError(f"{ip}: the index holds {len(index):,} codes but the store has {len(store):,} rows; "
-                                 "rebuild the index from the store")
+            try:
+                index.check_store(store)
+            except ValueError as exc:
+                raise ValueError(f"{ip}: {exc}; rebuild the index from the store") from None
             rows = None
         else:
             rows = _id_rows(store, index.ids)

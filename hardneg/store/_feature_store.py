@@ -323,6 +323,29 @@ class FeatureStore:
         """Committed rows of array ``name`` (see :meth:`ChunkReader.committed`)."""
         return self._reader.committed(name)
 
+    def vectors_digest(self) -> str | None:
+        """A digest of the rows' vectors, in order: the shape and the checksums of every vector chunk.
+
+        It changes when any row's vector changes (an append, a removal, a rebuild) and not when
+        labels or tags are edited, so an index that numbers its codes by store row records it at
+        build time and can tell, without reading the vectors, whether its row ``r`` is still the
+        store's row ``r``.
+
+        Returns
+        -------
+        str or None
+            32 hex digits; None for a store written before checksums were recorded.
+        """
+        import hashlib
+        import json
+
+        sums = self._meta.get("checksums")
+        if not sums:
+            return None
+        state = {"shape": [len(self), self.dim], "sparse": self.is_sparse, "chunk_rows": self.chunk_rows,
+                 "algorithm": sums["algorithm"], "chunks": sums["chunks"]}
+        return hashlib.blake2b(json.dumps(state, sort_keys=True).encode(), digest_size=16).hexdigest()
+
     # ------------------------------------------------------------------ integrity
     def verify(self) -> VerifyReport:
         """Read every committed chunk and item part and check it.

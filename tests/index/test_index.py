@@ -259,3 +259,36 @@ def test_hash_train_max_labeled_trains_on_the_cap(tmp_path, capsys):
     assert load_hasher(model).n_bits_ == 8
     assert main([*args, "--max-labeled", "0"]) == 0  # 0: every labeled row, no line about a cap
     assert "of the labeled rows" not in capsys.readouterr().out
+
+
+def test_a_row_id_index_is_refused_once_the_stores_rows_change(tmp_path, capsys):
+    """Items removed and as many appended keep the row count, yet the index's row r is no longer the
+    store's row r: `hash search` must refuse it, not return the wrong items; tag edits change nothing."""
+    from hardneg.cli.main import main
+    from hardneg.store import FeatureStore, remove_items
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:300].astype(np.float32)
+    store_path = tmp_path / "store"
+    with FeatureStore.create(store_path, dim=X.shape[1], chunk_rows=64) as store:
+        store.append(X[:200], ids=[f"d{i}" for i in range(200)], labels=y[:200])
+    model, idx = tmp_path / "m.npz", tmp_path / "idx.bin"
+    assert main(["hash", "train", str(store_path), "--out", str(model), "--method", "lsh", "--bits", "16"]) == 0
+    build = ["hash", "index", str(model), str(store_path), "--out", str(idx), "--nlist", "4", "--work-dir", str(tmp_path / "w")]
+    assert main(build) == 0
+    assert HammingIndex.load(idx).row_ids
+    search = ["hash", "search", str(model), str(idx), "-q", "d150", "-k", "3", "--json"]
+    with FeatureStore.open(store_path, mode="a") as store:
+        store.edit_items(add_tags={"d3": ["kept"]})
+    capsys.readouterr()
+    assert main(search) == 0  # a tag edit leaves the rows as they were
+    assert remove_items(store_path, ["d0", "d1"]) == 2
+    with FeatureStore.open(store_path, mode="a") as store:
+        store.append(X[200:202], ids=["n0", "n1"])
+    capsys.readouterr()
+    assert main(search) == 2
+    err = capsys.readouterr().err
+    assert "vectors changed since the index was built" in err and "rebuild it: hardneg hash index" in err
+    assert "--nlist 4 --work-dir" in err  # the hint rebuilds the same kind of index
+    assert main(build) == 0
+    assert main(search) == 0

@@ -206,6 +206,20 @@ def test_store_source_builds_the_store_index(tmp_path):
     np.testing.assert_array_equal(index.codes(), hasher.transform(X))
     with pytest.raises(ValueError, match="64-d features"):
         StoreCodes(tmp_path / "store", LSHHasher(n_bits=8, random_state=0).fit(np.zeros((5, 3), np.float32)))
+    # a build left half done over a store whose rows then change is not resumed over the new rows
+    work = tmp_path / "work"
+    builder = IVFBuilder(StoreCodes(tmp_path / "store", hasher, chunk_rows=100), tmp_path / "t.index", nlist=8, work_dir=work)
+    builder.train()
+    with FeatureStore.open(tmp_path / "store", mode="a") as store:
+        store.edit_items(add_tags={"d1": ["x"]})  # not the rows' vectors: the build resumes
+    IVFBuilder(StoreCodes(tmp_path / "store", hasher, chunk_rows=100), tmp_path / "t.index", nlist=8, work_dir=work)
+    from hardneg.store import remove_items
+
+    remove_items(tmp_path / "store", ["d0"])
+    with FeatureStore.open(tmp_path / "store", mode="a") as store:
+        store.append(X[:1], ids=["again"])
+    with pytest.raises(ValueError, match="holds another build"):
+        IVFBuilder(StoreCodes(tmp_path / "store", hasher, chunk_rows=100), tmp_path / "t.index", nlist=8, work_dir=work)
 
 
 def test_cli_hash_index_work_dir(tmp_path, capsys):

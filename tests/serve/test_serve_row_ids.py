@@ -36,3 +36,28 @@ def test_row_id_index_serves_like_an_id_index(tmp_path):
         small.append(X[:100], ids=[f"d{i}" for i in range(100)])
     with pytest.raises(ValueError, match="rebuild the index"):
         HammingMode.open(FeatureStore.open(tmp_path / "small"), models)
+
+
+def test_a_row_id_index_over_changed_rows_is_refused(tmp_path):
+    """Same row count, other rows (two removed, two appended): the index's digest of the store's vectors
+    no longer matches, so the service refuses to open it instead of serving the wrong items."""
+    from hardneg.store import remove_items
+
+    X = load_digits().data[:300].astype(np.float32)
+    with FeatureStore.create(tmp_path / "store", dim=X.shape[1], chunk_rows=64) as store:
+        store.append(X[:200], ids=[f"d{i}" for i in range(200)])
+    store = FeatureStore.open(tmp_path / "store")
+    hasher = LSHHasher(n_bits=32, random_state=0).fit(X)
+    models = tmp_path / "models"
+    models.mkdir()
+    hasher.save(models / HammingMode.HASHER)
+    index = build_ivf_index(StoreCodes(store, hasher), models / HammingMode.INDEX, nlist=4)
+    assert index.meta["source_digest"] == store.vectors_digest()
+    store.close()
+    remove_items(tmp_path / "store", ["d5", "d6"])
+    with FeatureStore.open(tmp_path / "store", mode="a") as store:
+        store.append(X[200:202], ids=["n0", "n1"])
+    changed = FeatureStore.open(tmp_path / "store")
+    assert len(changed) == len(index)
+    with pytest.raises(ValueError, match="vectors changed since the index was built"):
+        HammingMode.open(changed, models)

@@ -162,3 +162,23 @@ def test_cli_remove_and_relocate(tmp_path, capsys, monkeypatch):
     assert store.ids().tolist() == ["cats/1.png"] and store.to_numpy().tolist() == [[2.0, 3.0]] and store.verify().ok
     code, _, err = run(capsys, "store", "remove", "s.store", "--id", "nope")
     assert code == 2 and "nope" in err
+
+
+def test_vectors_digest_follows_the_rows_vectors_not_their_tags(tmp_path):
+    X = np.arange(40, dtype=np.float32).reshape(10, 4)
+    path = tmp_path / "s"
+    with FeatureStore.create(path, dim=4, chunk_rows=3) as st:
+        st.append(X[:6], ids=[f"i{j}" for j in range(6)])
+    first = FeatureStore.open(path).vectors_digest()
+    assert isinstance(first, str) and len(first) == 32
+    with FeatureStore.open(path, mode="a") as st:
+        st.edit_items(add_tags={"i1": ["t"]}, labels={"i2": 3})
+    assert FeatureStore.open(path).vectors_digest() == first  # labels and tags are not the rows' vectors
+    remove_items(path, ["i0"])
+    with FeatureStore.open(path, mode="a") as st:
+        st.append(X[6:7], ids=["new"])
+    assert len(FeatureStore.open(path)) == 6 and FeatureStore.open(path).vectors_digest() != first
+    # the same rows written again give the same digest (it depends on content, not on history)
+    with FeatureStore.create(tmp_path / "again", dim=4, chunk_rows=3) as st:
+        st.append(X[:6], ids=[f"x{j}" for j in range(6)])
+    assert FeatureStore.open(tmp_path / "again").vectors_digest() == first
