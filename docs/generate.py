@@ -1015,6 +1015,7 @@ def build(out: Path) -> dict:
     w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
     w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
     w.text("zeroshot_lr_table.md", zeroshot_lr_table())
+    w.text("zeroshot_offline_tables.md", zeroshot_offline_tables())
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1202,6 +1203,70 @@ def zeroshot_openclipart_tables() -> str:
                 f"{setup.get('tuned_grid_note', '')}. Source: `benchmarks/results/{name}.json`, "
                 f"{provenance(name, data).strip()}", ""]
     return "\n".join(out) + "\n" if out else "*No zeroshot_openclipart result from issue 38 yet.*\n"
+
+
+def _paired(runs, base) -> str:
+    """Mean ± std of the split-by-split difference (the same unseen classes in both)."""
+    import numpy as np
+
+    d = np.asarray(runs, dtype=float) - np.asarray(base, dtype=float)
+    return f"{d.mean():+.2f} ± {d.std():.2f}"
+
+
+def zeroshot_offline_tables() -> str:
+    """[Bucher16]'s tables on the offline protocols (zeroshot_tables_*.json): Table 1 with the paired difference to
+    Bucher [1], Table 2, GZSL, the Fig. 1 summary and the training speed, one section per result file."""
+    import numpy as np
+
+    out: list[str] = []
+    for name in ("zeroshot_tables_mnist", "zeroshot_tables_fashion_mnist", "zeroshot_tables_mnist_cnn",
+                 "zeroshot_tables_fashion_mnist_cnn"):
+        if not (RESULTS / f"{name}.json").exists():
+            continue
+        data = _load(name)
+        t1, setup = data["table1"], data.get("setup", {})
+        protocols = list(t1)
+        paper = setup.get("paper_table1_aPY", {})
+        tuned = {p: data["tuning"][p]["best"] for p in protocols if p in data.get("tuning", {})}
+        tuned_text = "; ".join(f"{p}: " + ", ".join(f"{k} {v:g}" for k, v in b.items()) for p, b in tuned.items())
+        out += [f"#### `{name}.json`", "", f"*{setup.get('data', '')}.* Tuned per protocol: {tuned_text}. "
+                f"Best n (Table 2): " + ", ".join(f"{k} {v}" for k, v in data.get("best_n", {}).items()) + ".", "",
+                "| method | " + " | ".join(protocols) + " | paired vs Bucher [1]: " + " / ".join(protocols) + " | paper, aP&Y |",
+                "|---|" + "---|" * (len(protocols) + 2)]
+        methods = list(dict.fromkeys(m for p in protocols for m in t1[p]))
+        for m in methods:
+            cells = [f"{t1[p][m]['mean']:.2f} ± {t1[p][m]['std']:.2f}" if m in t1[p] else "n/a (needs per-image vectors)"
+                     for p in protocols]
+            paired = ["-" if m not in t1[p] or m == "Bucher [1]" else _paired(t1[p][m]["runs"], t1[p]["Bucher [1]"]["runs"])
+                      for p in protocols]
+            out.append(f"| {m} | " + " | ".join(cells) + f" | {' / '.join(paired)} | {paper.get(m, '-')} |")
+        t2 = data["table2"]
+        ns = list(next(iter(t2.values())))
+        out += ["", "Table 2 (accuracy vs negatives per positive n; split 0, per-image protocol):", "",
+                "| sampler | " + " | ".join(f"n={n}" for n in ns) + " |", "|---|" + "---|" * len(ns)]
+        out += [f"| {s} | " + " | ".join(f"{v[n]['accuracy']:.2f}" for n in ns) + " |" for s, v in t2.items()]
+        g = data["gzsl"]
+        out += ["", "GZSL, mean over runs: seen / unseen / H (%):", "",
+                "| method | " + " | ".join(protocols) + " |", "|---|" + "---|" * len(protocols)]
+        for m in methods:
+            cells = []
+            for p in protocols:
+                runs = g.get(p, {}).get(m)
+                cells.append(" / ".join(f"{np.mean([r[k] for r in runs]):.1f}" for k in ("seen", "unseen", "harmonic"))
+                             if runs else "n/a")
+            out.append(f"| {m} | " + " | ".join(cells) + " |")
+        fig1 = data.get("fig1", {}).get("pixels", {})
+        if fig1:
+            out += ["", "Fig. 1 (split 0, pixels protocol), unseen accuracy per epoch: " + "; ".join(
+                f"{m} best at epoch {int(np.argmax(v)) + 1} ({max(v):.1f}), final {v[-1]:.1f}" for m, v in fig1.items()) + "."]
+        speed = data.get("speed", {})
+        if speed:
+            out += ["", "Training speed (pairs per second over all epochs and runs; share of the epoch time spent sampling): "
+                    + "; ".join(f"{p} / {m} {np.sum([r['pairs_per_s'] * r['fit_s'] for r in runs]) / np.sum([r['fit_s'] for r in runs]):,.0f}"
+                                f" ({100 * np.mean([r['sampler_share'] for r in runs]):.0f} %)"
+                                for p, ms in speed.items() for m, runs in ms.items()) + "."]
+        out += ["", provenance(name, data), ""]
+    return "\n".join(out) + "\n" if out else "*No zeroshot_tables result yet.*\n"
 
 
 def zeroshot_lr_table() -> str:

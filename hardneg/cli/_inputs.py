@@ -181,11 +181,11 @@ def check_index_current(index_ids, store, index_path: str, rebuild: str) -> None
 
 def rows_of_ids(store, ids: list[str], option: str) -> list[int]:
     """Row numbers of item ids in ``store``; a CLIError names the unknown ones."""
-    pos = {v: i for i, v in enumerate(store.ids().tolist())}
-    missing = [q for q in ids if q not in pos]
+    rows = store.rows_of(ids)
+    missing = [q for q, r in zip(ids, rows) if r < 0]
     if missing:
         raise CLIError(f"{option}: not in {store.path}: {', '.join(missing[:5])}")
-    return [pos[q] for q in ids]
+    return rows.tolist()
 
 
 def stored_queries(store, ids: list[str], option: str = "--query-id"):

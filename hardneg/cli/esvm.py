@@ -9,7 +9,7 @@ import typer
 
 from ._cluster import cluster_options
 from ._console import console, task_progress
-from ._inputs import check_input_file, check_output_dir, check_output_file, item_info
+from ._inputs import check_input_file, check_output_dir, check_output_file, item_info, rows_of_ids
 from ._results import check_result_outputs, emit_results
 from ..exceptions import CLIError
 from ._options import csv_option, html_option, json_option, k_option, out_option, query_id_option, solver_option
@@ -133,10 +133,7 @@ def search(
     store = FeatureStore.open(store_path)
     if store.dim != enc.n_features_in_:
         raise CLIError(f"{store_path} has {store.dim} features but the encoder was fitted on {enc.n_features_in_}")
-    pos = {v: i for i, v in enumerate(store.ids())}
-    missing = [q for q in query_id if q not in pos]
-    if missing:
-        raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
+    query_rows = rows_of_ids(store, list(query_id), "--query-id")
     if k < 1:
         raise CLIError(f"--k: must be >= 1, got {k}")
     if mode == "symmetric" and codes_path is None:
@@ -144,7 +141,7 @@ def search(
     k = min(k, len(store))
     with task_progress("scoring", len(store)) as advance:
         try:
-            best = esvm_search(enc, store, store.take(np.array([pos[i] for i in query_id])), k, mode=mode, codes=codes_path,
+            best = esvm_search(enc, store, store.take(np.array(query_rows)), k, mode=mode, codes=codes_path,
                                chunk_rows=chunk_rows, runner=runner, progress=advance)
         except ValueError as exc:
             if not str(exc).startswith("codes "):
@@ -156,7 +153,7 @@ def search(
         for rank, ((r, s), info) in enumerate(zip(keep, item_info(store, [r for r, _ in keep])), 1):
             results.append({"query": name, "rank": rank, "id": info["id"], "score": s, "label": info["label"],
                             "tags": info["tags"], "path": info["path"]})
-    groups = [{"name": f"query {q}", "query_path": item_info(store, [pos[q]])[0]["path"],
+    groups = [{"name": f"query {q}", "query_path": item_info(store, [query_rows[query_id.index(q)]])[0]["path"],
                "results": [r for r in results if r["query"] == q]} for q in dict.fromkeys(query_id)]
     emit_results(results, title=f"top {k} by {mode} E-SVM score", score="score", as_json=as_json, csv_out=csv_out,
                  html_out=html_out, groups=groups, query_column=True)

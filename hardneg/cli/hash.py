@@ -379,8 +379,10 @@ def _open_store(store_path, idx, *, required: bool):
 def _rank_rows(store, queries, found_ids, values, k, drop, score, cast, *, pos=None) -> list[dict]:
     """Results of every query, with store columns; a stored query is dropped from its own results.
     ``pos``: the store row of each found id, when known (a row-id index), instead of a table of every id."""
-    if pos is None:
-        pos = {v: i for i, v in enumerate(store.ids().tolist())} if store is not None else {}
+    if pos is None and store is not None:
+        flat = [str(i) for row in found_ids for i in row]
+        pos = {i: int(r) for i, r in zip(flat, store.rows_of(flat)) if r >= 0}
+    pos = pos or {}
     out = []
     for q, ids_row, val_row in zip(queries, found_ids, values):
         keep = [(str(i), v) for i, v in zip(ids_row, val_row) if not (drop and str(i) == q.get("id"))][:k]

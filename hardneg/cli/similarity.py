@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ._console import console, task_progress
-from ._inputs import check_index_current, check_output_file, is_same_store, item_info
+from ._inputs import check_index_current, check_output_file, is_same_store, item_info, rows_of_ids
 from ._results import check_result_outputs, emit_results
 from ..exceptions import CLIError
 from ._options import (
@@ -176,16 +176,13 @@ def search(
         raise CLIError(f"{store_path} has {store.dim} words but the index covers {idx.n_words}")
     if is_same_store(idx.meta.get("store"), store.path):
         check_index_current(idx.ids, store, index_path, f"hardneg similarity index MODEL {store.path} -o {index_path}")
-    pos = {v: i for i, v in enumerate(store.ids())}
-    missing = [q for q in query_id if q not in pos]
-    if missing:
-        raise CLIError(f"--query-id: not in {store_path}: {', '.join(missing[:5])}")
-    res = idx.search(store.take(np.array([pos[q] for q in query_id])), k)
+    res = idx.search(store.take(np.array(rows_of_ids(store, list(query_id), "--query-id"))), k)
     found, scores = res.ids, res.scores
+    found_rows = store.rows_of(np.asarray(found).ravel()).reshape(np.shape(found))
     # item columns (label, tags, path) when the indexed items are rows of --store
     results = []
-    for name, row_ids, row_scores in zip(query_id, found, scores):
-        rows = [pos.get(i) for i in row_ids]
+    for name, row_ids, row_scores, row_rows in zip(query_id, found, scores, found_rows):
+        rows = [int(r) if r >= 0 else None for r in row_rows]
         infos = dict(zip([r for r in rows if r is not None], item_info(store, [r for r in rows if r is not None])))
         for rank, (i, s, r) in enumerate(zip(row_ids, row_scores, rows), 1):
             info = infos.get(r, {}) if r is not None else {}

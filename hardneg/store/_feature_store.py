@@ -589,6 +589,34 @@ class FeatureStore:
         """
         return np.asarray(self.items.column("id").to_pylist(), dtype=object)
 
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """Store rows of item ids, ``-1`` for an id the store does not hold.
+
+        One vectorized pass over the id column (Arrow's ``is_in``); no table of every id is
+        built, so looking up a few ids of a 100-million-row store costs a scan, not gigabytes
+        of Python strings.
+
+        Parameters
+        ----------
+        ids : sequence of str
+            Item ids, in any order, repeats allowed.
+
+        Returns
+        -------
+        ndarray of int64, shape (len(ids),)
+            The row of each id, or -1.
+        """
+        wanted = [str(i) for i in ids]
+        out = np.full(len(wanted), -1, dtype=np.int64)
+        if not wanted or len(self) == 0:
+            return out
+        column = self.items.column("id")
+        hit = pc.is_in(column, value_set=pa.array(list(dict.fromkeys(wanted)), type=column.type))
+        rows = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+        found = dict(zip(column.take(pa.array(rows)).to_pylist(), rows.tolist()))
+        out[:] = [found.get(i, -1) for i in wanted]
+        return out
+
     def _mask_tags(self, tags) -> np.ndarray:
         col = self.items.column("tags").combine_chunks()
         flat = pc.list_flatten(col)

@@ -182,3 +182,14 @@ def test_vectors_digest_follows_the_rows_vectors_not_their_tags(tmp_path):
     with FeatureStore.create(tmp_path / "again", dim=4, chunk_rows=3) as st:
         st.append(X[:6], ids=[f"x{j}" for j in range(6)])
     assert FeatureStore.open(tmp_path / "again").vectors_digest() == first
+
+
+def test_rows_of_finds_ids_in_one_pass_and_marks_the_missing(tmp_path):
+    with FeatureStore.create(tmp_path / "s", dim=2, chunk_rows=2) as st:
+        st.append(np.zeros((3, 2), np.float32), ids=["a", "b", "c"])
+        st.append(np.zeros((2, 2), np.float32), ids=["d", "e"])  # a second item-table part
+    st = FeatureStore.open(tmp_path / "s")
+    np.testing.assert_array_equal(st.rows_of(["e", "zz", "a", "e", "c"]), [4, -1, 0, 4, 2])
+    assert st.rows_of([]).shape == (0,) and st.rows_of(["a"]).dtype == np.int64
+    remove_items(tmp_path / "s", ["b"])
+    np.testing.assert_array_equal(FeatureStore.open(tmp_path / "s").rows_of(["b", "c", "e"]), [-1, 1, 3])
