@@ -30,6 +30,10 @@ versions in docs/methods/zeroshot.md:
   estimated on the same sample), and the final score is ``z(text score) + FEEDBACK_WEIGHT ·
   z(cosine with that mean)``, each z-scored over the rows searched. The CNN features carry what
   the 1,000 ImageNet classes (or the tags) do not; the text picks the examples.
+- File names as captions (:mod:`hardneg.zeroshot._file_names`): the words of each item's file
+  name (``turkey_on_platter.png``: "turkey on platter"; never its folders) embedded by MiniLM,
+  one more cosine added to the first ranking (weight :data:`NAMES_WEIGHT`, as every part's), when
+  at least half of the store's items have a name with words (camera and hash names have none).
 
 [Chum07] Chum, Philbin, Sivic, Isard & Zisserman, "Total recall: automatic query expansion with a
 generative feature model for object retrieval", ICCV 2007.
@@ -77,7 +81,7 @@ AUTO_WITH_TAGS = "conse+captions"
 _KIND = "hardneg.zeroshot.TextIndex"
 _VERSION = 1
 #: bumped when what an index holds for the same inputs changes (old cache files are then ignored)
-_ALGORITHM = 3
+_ALGORITHM = 4
 #: ``a`` of ConSE's class-prior correction in the index (0 is [Norouzi14] Eq. (2); chosen on validation categories)
 CONSE_PRIOR_POWER = 0.5
 #: rows of the store read to estimate ConSE's class prior and the feedback space
@@ -86,6 +90,9 @@ SAMPLE_ROWS = 20_000
 FEEDBACK_TOP = 10
 FEEDBACK_DIMS = 128
 FEEDBACK_WEIGHT = 4.0
+_MINILM_DIM = 384
+#: weight of the file-name cosine in the first ranking: the same as each method's part (a sum of cosines)
+NAMES_WEIGHT = 1.0
 
 #: count of indexes built in this process (tests check that a second query does not rebuild)
 BUILDS = {"n": 0}
@@ -255,10 +262,13 @@ class TextIndex:
         The items in the feedback space (unit rows), for pseudo-relevance feedback. Saved as
         float16 (half the file), held as float32: NumPy has no BLAS product for float16, and every
         query multiplies the whole array.
+    names : ndarray (n_items, 384), optional
+        Each item's file-name caption embedded (unit rows; zero for an item whose name has no
+        word); a query adds ``NAMES_WEIGHT · names @ q`` to its first ranking. Saved as float16.
     """
 
     def __init__(self, vectors: np.ndarray | None, ids: Any, method: str, key: str = "", model: Any = None, info: dict | None = None,
-                 query_offset: np.ndarray | None = None, feedback: np.ndarray | None = None):
+                 query_offset: np.ndarray | None = None, feedback: np.ndarray | None = None, names: np.ndarray | None = None):
         self.info = dict(info or {})
         self.vectors = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
         self.ids = np.asarray(ids).astype(str)
@@ -269,11 +279,16 @@ class TextIndex:
         self.feedback = None if feedback is None else np.ascontiguousarray(feedback, dtype=np.float32)
         if self.feedback is not None and self.feedback.shape[0] != self.ids.size:
             raise ValueError(f"feedback: expected one row per item ({self.ids.size}), got {self.feedback.shape[0]}")
+        self.names = None if names is None else np.ascontiguousarray(names, dtype=np.float32)
+        if self.names is not None and (self.names.shape[0] != self.ids.size or self.vectors is None
+                                       or self.names.shape[1] != self.vectors.shape[1]):
+            raise ValueError(f"names: expected one {0 if self.vectors is None else self.vectors.shape[1]}-d row per item "
+                             f"({self.ids.size}), got {self.names.shape}")
 
     def __len__(self) -> int:
         return int(self.ids.size)
 
-    def scores(self, query: Any, data: Any = None, *, rows: Any = None, feedback: bool = True) -> np.ndarray:
+    def scores(self, query: Any, data: Any = None, *, rows: Any = None, feedback: bool = True, names: bool = True) -> np.ndarray:
         """The score of every item for one query (larger is closer).
 
         Parameters
@@ -287,12 +302,15 @@ class TextIndex:
             computed over them (the other rows' scores are on that scale too).
         feedback : bool, default True
             Apply the index's pseudo-relevance feedback, when it has one (False: the first ranking).
+        names : bool, default True
+            Add the file-name cosine, when the index has file names (False: without them).
 
         Returns
         -------
         ndarray (n_items,)
-            ``vectors @ query``, or ``-S(x, query)`` ([Bucher16] Eq. (1)) for ``bucher16``; with
-            feedback, ``z(vectors @ query) + FEEDBACK_WEIGHT · z(feedback @ mean of the best)``.
+            ``vectors @ query`` (plus ``NAMES_WEIGHT · names @ query``), or ``-S(x, query)``
+            ([Bucher16] Eq. (1)) for ``bucher16``; with feedback, ``z(that) + FEEDBACK_WEIGHT ·
+            z(feedback @ mean of the best)``.
         """
         q = np.asarray(query, dtype=np.float32).ravel()
         if self.model is not None:
@@ -304,9 +322,9 @@ class TextIndex:
             return TextQueryScorer(self.model, q).decision_function(np.asarray(X, dtype=np.float32))
         if self.vectors is None or q.shape[0] != self.vectors.shape[1] or not np.isfinite(q).all():
             raise ValueError(f"text: expected a finite {0 if self.vectors is None else self.vectors.shape[1]}-d query vector, got {q.shape}")
-        if self.query_offset is not None:
-            q = _unit((q - self.query_offset)[None, :])[0]
-        s = self.vectors @ q
+        s = self.vectors @ (q if self.query_offset is None else _unit((q - self.query_offset)[None, :])[0])
+        if names and self.names is not None:  # the raw query: the offset is ConSE's class texts', not the names'
+            s += np.float32(self.info.get("names_weight", NAMES_WEIGHT)) * (self.names @ q)
         if not feedback or self.feedback is None:
             return s
         idx = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64)
@@ -317,7 +335,7 @@ class TextIndex:
         weight = float(self.info.get("feedback_weight", FEEDBACK_WEIGHT))
         return (_zscore(s, idx) + weight * _zscore(self.feedback @ centre, idx)).astype(np.float32)
 
-    def search(self, text, k: int = 10, *, rows=None, data=None, feedback: bool = True) -> TopK:
+    def search(self, text, k: int = 10, *, rows=None, data=None, feedback: bool = True, names: bool = True) -> TopK:
         """The ``k`` items closest to ``text`` (a string, embedded by MiniLM, or a vector), best first.
 
         Parameters
@@ -329,7 +347,7 @@ class TextIndex:
             Search only these rows.
         data : FeatureStore or array, optional
             The store's rows (``bucher16`` only).
-        feedback : bool, default True
+        feedback, names : bool, default True
             As :meth:`scores`.
 
         Returns
@@ -350,7 +368,7 @@ class TextIndex:
         k = min(check_positive_int(k, "k"), idx.size)
         if k == 0:
             raise ValueError("data: no rows to search")
-        s = self.scores(q, data, rows=None if rows is None else idx, feedback=feedback)
+        s = self.scores(q, data, rows=None if rows is None else idx, feedback=feedback, names=names)
         res = topk_of(idx, s[idx].astype(np.float64), k, metric="decision").for_query(0)
         res.ids = [str(self.ids[r]) for r in res.rows]
         return res
@@ -379,6 +397,8 @@ class TextIndex:
             arrays["query_offset"] = self.query_offset
         if self.feedback is not None:
             arrays["feedback"] = self.feedback.astype(np.float16)
+        if self.names is not None:
+            arrays["names"] = self.names.astype(np.float16)
         return save_model(path, _KIND, _VERSION, arrays, {"method": self.method, "key": self.key, "info": self.info})
 
     @classmethod
@@ -396,7 +416,7 @@ class TextIndex:
         """
         arrays, meta = load_model(path, _KIND, {_VERSION}, schema={
             "ids": ArraySpec("U", 1), "vectors": ArraySpec("f", 2, optional=True), "query_offset": ArraySpec("f", 1, optional=True),
-            "feedback": ArraySpec("f", 2, optional=True)})
+            "feedback": ArraySpec("f", 2, optional=True), "names": ArraySpec("f", 2, optional=True)})
         method = meta.get("method")
         model = None
         if method == "bucher16":
@@ -405,12 +425,14 @@ class TextIndex:
             model = load(str(path) + ".model.npz")
         elif "vectors" not in arrays or arrays["vectors"].shape[0] != arrays["ids"].shape[0]:
             raise ModelFileError(f"{path}: text index without one vector per item")
-        offset, feedback = arrays.get("query_offset"), arrays.get("feedback")
-        if (offset is not None and (arrays.get("vectors") is None or offset.shape[0] != arrays["vectors"].shape[1])) or (
-                feedback is not None and feedback.shape[0] != arrays["ids"].shape[0]):
-            raise ModelFileError(f"{path}: text index with a query offset or feedback rows of the wrong size")
-        return cls(arrays.get("vectors"), arrays["ids"], str(method), str(meta.get("key", "")), model, meta.get("info") or {},
-                   query_offset=offset, feedback=feedback)
+        offset, feedback, names = arrays.get("query_offset"), arrays.get("feedback"), arrays.get("names")
+        vectors = arrays.get("vectors")
+        if (offset is not None and (vectors is None or offset.shape[0] != vectors.shape[1])) or (
+                feedback is not None and feedback.shape[0] != arrays["ids"].shape[0]) or (
+                names is not None and (vectors is None or names.shape != vectors.shape)):
+            raise ModelFileError(f"{path}: text index with a query offset, feedback or name rows of the wrong size")
+        return cls(vectors, arrays["ids"], str(method), str(meta.get("key", "")), model, meta.get("info") or {},
+                   query_offset=offset, feedback=feedback, names=names)
 
 
 def _scan(store, fn, progress, rows_per_step: int = 1024) -> np.ndarray:
@@ -424,7 +446,8 @@ def _scan(store, fn, progress, rows_per_step: int = 1024) -> np.ndarray:
 
 
 def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
-                     progress: Callable[[int], object] | None = None, random_state: int = 0, extras: bool = True) -> TextIndex:
+                     progress: Callable[[int], object] | None = None, random_state: int = 0, extras: bool = True,
+                     file_names: bool = True) -> TextIndex:
     """Build the text index of a store (no cache; see :func:`open_text_index`).
 
     Parameters
@@ -441,8 +464,11 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     random_state : int
         Seed of the learned models' row sampling and training, and of the sample of rows.
     extras : bool, default True
-        ConSE's class prior, the query offset and the pseudo-relevance feedback (see the module
-        docstring); False builds the papers' versions (for comparison).
+        ConSE's class prior, the query offset, the pseudo-relevance feedback and the file names
+        (see the module docstring); False builds the papers' versions (for comparison).
+    file_names : bool, default True
+        With ``extras``: use the items' file names as captions when at least
+        :data:`~hardneg.zeroshot._file_names.MIN_NAMED_SHARE` of them have words (False: never).
 
     Returns
     -------
@@ -493,21 +519,53 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
         parts.append(caption_vectors)
 
     space = _feedback_space(sample, random_state) if sample is not None and sample.shape[0] >= 2 else None
+    name_texts = None
+    if extras and file_names:
+        from ._file_names import MIN_NAMED_SHARE, item_name_texts, named_share
+
+        name_texts = item_name_texts(store)
+        share = named_share(name_texts)
+        info["named_share"] = share
+        if share < MIN_NAMED_SHARE:
+            name_texts = None
+        else:
+            info.update(names_weight=NAMES_WEIGHT)
 
     def fn(X, first):
-        V = np.sum([_unit(f(X, first)) for f in parts], axis=0).astype(np.float32)
-        if space is None:
-            return V
-        mean, basis = space
-        return np.hstack([V, _unit((X - mean) @ basis)])
+        cols = [np.sum([_unit(f(X, first)) for f in parts], axis=0).astype(np.float32)]
+        if name_texts is not None:
+            cols.append(_name_vectors(name_texts[first:first + X.shape[0]]))
+        if space is not None:
+            mean, basis = space
+            cols.append(_unit((X - mean) @ basis))
+        return np.hstack(cols)
 
     out = _scan(store, fn, progress)
-    feedback = None
-    if space is not None:
-        # rounded to float16 as saved: a built index ranks as the same index read back from its file
-        out, feedback = out[:, :-space[1].shape[1]], out[:, -space[1].shape[1]:].astype(np.float16)
+    n_names = 0 if name_texts is None else _MINILM_DIM
+    n_feedback = 0 if space is None else space[1].shape[1]
+    n_vectors = out.shape[1] - n_names - n_feedback
+    # the extras' rows are rounded to float16 as saved: a built index ranks as the same index read back from its file
+    vectors = out[:, :n_vectors]
+    names = out[:, n_vectors:n_vectors + n_names].astype(np.float16) if n_names else None
+    feedback = out[:, n_vectors + n_names:].astype(np.float16) if n_feedback else None
+    if feedback is not None:
         info.update(feedback_top=FEEDBACK_TOP, feedback_weight=FEEDBACK_WEIGHT, feedback_dims=int(feedback.shape[1]))
-    return TextIndex(np.ascontiguousarray(out), ids, method, info=info, query_offset=offset, feedback=feedback)
+    return TextIndex(np.ascontiguousarray(vectors), ids, method, info=info, query_offset=offset, feedback=feedback, names=names)
+
+
+def _name_vectors(texts: list[str | None]) -> np.ndarray:
+    """MiniLM embeddings of file-name captions (each distinct text once), zero rows for None."""
+    from ._descriptions import embed_texts
+
+    out = np.zeros((len(texts), _MINILM_DIM), np.float32)
+    distinct = sorted({t for t in texts if t is not None})
+    if distinct:
+        E = embed_texts(distinct, cache=False)
+        row = {t: i for i, t in enumerate(distinct)}
+        for r, t in enumerate(texts):
+            if t is not None:
+                out[r] = E[row[t]]
+    return out
 
 
 def _feedback_space(sample: np.ndarray, random_state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -556,7 +614,7 @@ def default_cache_dir(store) -> Path:
 
 
 def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: int = 10, class_text: str = "lemma_definition",
-                    cache_dir=None, random_state: int = 0) -> tuple[Path, str, str]:
+                    cache_dir=None, random_state: int = 0, file_names: bool = True) -> tuple[Path, str, str]:
     """``(path, key, method)``: where the store's index for these settings is cached, its key, and the method asked for.
 
     The key is a digest of the store's content fingerprint (:func:`store_fingerprint`), the
@@ -566,7 +624,8 @@ def text_index_file(store, *, method: str = "auto", descriptions=None, n_top: in
     check_text_request(store, method, descriptions)
     # keyed by the method asked for: resolving "auto" reads WordNet, which a cached query must not wait for
     spec = {"algorithm": _ALGORITHM, "store": store_fingerprint(store), "method": method,
-            "descriptions": None if descriptions is None else _file_digest(descriptions), "seed": int(random_state)}
+            "descriptions": None if descriptions is None else _file_digest(descriptions), "seed": int(random_state),
+            "file_names": bool(file_names)}
     if method == "auto" or "conse" in method.split("+"):
         spec.update(n_top=int(n_top), class_text=class_text)
     key = hashlib.blake2b(json.dumps(spec, sort_keys=True).encode(), digest_size=16).hexdigest()
@@ -591,7 +650,7 @@ def cached_text_index(store, **settings) -> TextIndex | None:
 
 def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.PathLike | None = None, n_top: int = 10,
                     class_text: str = "lemma_definition", cache_dir: str | os.PathLike | None = None, progress: Callable[[int], object] | None = None,
-                    random_state: int = 0) -> tuple[TextIndex, bool]:
+                    random_state: int = 0, file_names: bool = True) -> tuple[TextIndex, bool]:
     """The store's text index from the cache, or built and cached: ``(index, built)``.
 
     The first query after the store changes (vectors, items or tags) builds a new index
@@ -599,7 +658,7 @@ def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.
 
     Parameters
     ----------
-    store, method, descriptions, n_top, class_text, progress, random_state
+    store, method, descriptions, n_top, class_text, progress, random_state, file_names
         As :func:`build_text_index`.
     cache_dir : str or Path, optional
         Default :func:`default_cache_dir`.
@@ -611,13 +670,13 @@ def open_text_index(store: Any, *, method: str = "auto", descriptions: str | os.
         True when it was built by this call.
     """
     settings: dict[str, Any] = {"method": method, "descriptions": descriptions, "n_top": n_top, "class_text": class_text,
-                "cache_dir": cache_dir, "random_state": random_state}
+                "cache_dir": cache_dir, "random_state": random_state, "file_names": file_names}
     index = cached_text_index(store, **settings)
     if index is not None:
         return index, False
     path, key, _ = text_index_file(store, **settings)
     index = build_text_index(store, method=method, descriptions=descriptions, n_top=n_top, class_text=class_text,
-                             progress=progress, random_state=random_state)
+                             progress=progress, random_state=random_state, file_names=file_names)
     index.key = key
     path.parent.mkdir(parents=True, exist_ok=True)
     index.save(path)
