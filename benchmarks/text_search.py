@@ -11,9 +11,10 @@ their tags are removed from every item before a learned model is trained, so the
 never saw. Each held-out category is queried twice: by its name (``"hot air balloons"``) and by
 the title of one of its items (the ``<dc:title>`` of the item's SVG source in Debian
 ``openclipart-svg``; the file name stem when that package is missing, recorded in the results).
-Every query ranks the whole collection; AP against the category's tag; mean over the held-out
-categories of a split, then mean and sd over splits. Random: the prevalence (expected AP of a
-random ranking).
+Every query ranks the whole collection; AP against the category's tag (for a title query, the
+item whose title it is is left out of the ranking scored: finding the item a title was copied
+from is no search by description); mean over the held-out categories of a split, then mean and
+sd over splits. Random: the prevalence (expected AP of a random ranking).
 
 The text index (what ``hardneg concept search auto`` ranks), by default: per split, two stores
 are written and every method of ``INDEX_METHODS`` (and ``auto``) is built on them with
@@ -41,7 +42,10 @@ With ``--learned``, the array-level comparison below as well (ESZSL's raw score,
   pseudo-relevance feedback: the library's default).
 
 Every text-index method is scored with the pseudo-relevance feedback (the default) and without it
-(``METHOD/no-feedback``, the same index); the validation compares all of them.
+(``METHOD/no-feedback``, the same index), and without the file-name captions (``METHOD/no-names``:
+the stores' item ids are the images' relative paths, so each item's file-name stem is its name;
+never its folders, which are the tags); the validation compares all of them. On the no-tags store
+``index_no_names`` is the default less the file names (the previous default).
 
 Timing (``timing``; ``--only-timing`` writes it alone to ``NAME_timing.json``): :func:`hardneg.zeroshot.open_text_index` on a store of ``--timing-items``
 (10,000: the openclipart vectors repeated) with an empty cache: the first query (builds the index)
@@ -80,8 +84,10 @@ NOISE = {"hash", "magick", "unsorted", "clip", "art", "clipart", "openclipart", 
 INDEX_METHODS = ("conse", "conse+eszsl", "captions", "conse+captions", "conse+eszsl+captions")
 #: suffix of a method's figures without the pseudo-relevance feedback (the same index, ``feedback=False``)
 NO_FEEDBACK = "/no-feedback"
-#: every ranking the validation compares: each method with and without the feedback
-INDEX_RANKINGS = tuple(m + f for m in INDEX_METHODS for f in ("", NO_FEEDBACK))
+#: suffix of a method's figures without the file-name captions (the same index, ``names=False``)
+NO_NAMES = "/no-names"
+#: every ranking the validation compares: each method as built, without the feedback, without the file names
+INDEX_RANKINGS = tuple(m + f for m in INDEX_METHODS for f in ("", NO_FEEDBACK, NO_NAMES))
 
 
 def item_keywords(item_id: str) -> list[str]:
@@ -129,9 +135,19 @@ def unit(A):
     return A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-12)
 
 
+def scored_ap(rel, scores, left_out=None):
+    """AP of ``scores`` against ``rel``, the row ``left_out`` (a title query's own item) not scored."""
+    from hardneg.eval import average_precision
+
+    if left_out is None:
+        return float(average_precision(rel, scores))
+    keep = np.ones(rel.size, dtype=bool)
+    keep[left_out] = False
+    return float(average_precision(rel[keep], np.asarray(scores)[keep]))
+
+
 def run_split(X, tags, cats, unseen, queries, conse_vecs, args, seed):
     """Mean AP per method over the unseen categories, by name and by title."""
-    from hardneg.eval import average_precision
     from hardneg.zeroshot import ESZSL, TrainingDivergedError, fit_text_search
 
     held = set(unseen)
@@ -162,7 +178,7 @@ def run_split(X, tags, cats, unseen, queries, conse_vecs, args, seed):
                 sc["bucher16"] = b
                 sc["conse+bucher16"] = zscore(sc["conse"]) + zscore(b)
             row = {"category": c, "query": kind, "random": float(rel.mean())}
-            row.update({m: float(average_precision(rel, s)) for m, s in sc.items()})
+            row.update({m: scored_ap(rel, s, queries[c].get(f"{kind}_row")) for m, s in sc.items()})
             rows.append(row)
     return rows, {"eszsl_fit_s": eszsl_s, "bucher16_fit_s": bucher_s, "bucher16_diverged": diverged}
 
@@ -188,7 +204,6 @@ def scenario_tags(tags, keywords, held, scenario):
 def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, tmp):
     """AP of every text-index method (and ``auto``) on a store whose ``held`` categories are untagged,
     for the ``queried`` categories by name and by title: what ``hardneg concept search auto`` ranks."""
-    from hardneg.eval import average_precision
     from hardneg.store import FeatureStore
     from hardneg.zeroshot._text_index import build_text_index, resolve_method
 
@@ -209,15 +224,17 @@ def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, t
         for kind in ("name", "title"):
             q = queries[c][kind]
             row = {"category": c, "query": kind, "random": float(rel.mean())}
-            for m, index in indexes.items():  # with the pseudo-relevance feedback (the library's default) and without
-                row[m] = float(average_precision(rel, index.scores(q)))
-                row[m + NO_FEEDBACK] = float(average_precision(rel, index.scores(q, feedback=False)))
+            out = queries[c].get(f"{kind}_row")
+            for m, index in indexes.items():  # as built (the library's default), without the feedback, without the names
+                row[m] = scored_ap(rel, index.scores(q), out)
+                row[m + NO_FEEDBACK] = scored_ap(rel, index.scores(q, feedback=False), out)
+                row[m + NO_NAMES] = scored_ap(rel, index.scores(q, names=False), out)
             row["auto"] = row[auto]
             rows.append(row)
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    return rows, {"auto": auto, "build_s": secs}
+    return rows, {"auto": auto, "build_s": secs, "named_share": indexes[INDEX_METHODS[0]].info.get("named_share")}
 
 
 def summarize(rows, methods):
@@ -292,7 +309,6 @@ def main():
     ap.add_argument("--only-timing", action="store_true", help="only the timing (written to NAME_timing.json)")
     args = ap.parse_args()
 
-    from hardneg.eval import average_precision
     from hardneg.zeroshot import ConSE
     from hardneg.zeroshot._descriptions import embed_texts
 
@@ -307,14 +323,15 @@ def main():
     cats = categories(ids, args.min_images)
     cats = [c for c in cats if sum(c in ts for ts in tags) >= 2]
     rng = np.random.default_rng(0)
-    titles, sources = {}, {}
+    titles, sources, title_rows = {}, {}, {}
     for c in cats:
-        members = [i for i, ts in zip(ids, tags) if c in ts]
-        titles[c], sources[c] = item_title(members[int(rng.integers(len(members)))])
+        members = [r for r, ts in enumerate(tags) if c in ts]
+        title_rows[c] = members[int(rng.integers(len(members)))]
+        titles[c], sources[c] = item_title(ids[title_rows[c]])
     names = {c: c.replace("_", " ").replace("-", " ") for c in cats}
     Qn = embed_texts([names[c] for c in cats])
     Qt = embed_texts([titles[c] for c in cats])
-    queries = {c: {"name": Qn[i], "title": Qt[i]} for i, c in enumerate(cats)}
+    queries = {c: {"name": Qn[i], "title": Qt[i], "title_row": title_rows[c]} for i, c in enumerate(cats)}
 
     conse_vecs = {}
     for label, kw in {"conse": {}, "conse_lemma": {"class_text": "lemma"}, "conse_T1": {"n_top": 1},
@@ -338,15 +355,17 @@ def main():
         st.close()
         st = FeatureStore.open(Path(tmp) / "notags")
         paper, extras = build_text_index(st, method="conse", extras=False), build_text_index(st, method="conse")
-    notags_rankings = {"index_paper": lambda q: paper.scores(q), "index_prior": lambda q: extras.scores(q, feedback=False),
-                       "index_default": lambda q: extras.scores(q)}
+    notags_rankings = {"index_paper": lambda q: paper.scores(q),
+                       "index_prior": lambda q: extras.scores(q, feedback=False, names=False),
+                       "index_no_names": lambda q: extras.scores(q, names=False), "index_default": lambda q: extras.scores(q)}
     notags = []
     for c in cats:
         rel = np.array([c in ts for ts in tags], dtype=int)
         for kind in ("name", "title"):
             row = {"category": c, "query": kind, "random": float(rel.mean())}
-            row.update({m: float(average_precision(rel, V @ queries[c][kind])) for m, V in conse_vecs.items()})
-            row.update({m: float(average_precision(rel, f(queries[c][kind]))) for m, f in notags_rankings.items()})
+            out = queries[c].get(f"{kind}_row")
+            row.update({m: scored_ap(rel, V @ queries[c][kind], out) for m, V in conse_vecs.items()})
+            row.update({m: scored_ap(rel, f(queries[c][kind]), out) for m, f in notags_rankings.items()})
             notags.append(row)
     notags_methods = [*conse_vecs, *notags_rankings]
 
@@ -428,8 +447,10 @@ def main():
     path = write_results(args.name, {
         "protocol": {"store": str(store_path), "n_items": int(X.shape[0]), "n_categories": len(cats), "splits": args.splits,
                      "unseen_fraction": args.unseen, "title_source": sorted(set(sources.values())),
+                     "title_query_item": "left out of the ranking scored",
                      "title_sources": {s: sum(v == s for v in sources.values()) for s in set(sources.values())}},
-        "queries": {c: {"name": names[c], "title": titles[c]} for c in cats},
+        "queries": {c: {"name": names[c], "title": titles[c], "title_item": ids[title_rows[c]]} for c in cats},
+        "notags_index_info": extras.info,
         "index": {"methods": list(INDEX_RANKINGS), "summary": index_summary, "validation_score": val_score,
                   "validated_choice": chosen, "builds": index_info, "rows": index_rows},
         "summary": summary, "per_split": per_split, "notags": notags_summary,
