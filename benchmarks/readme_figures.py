@@ -260,12 +260,13 @@ def text_search() -> Row:
     what = (f"mean AP by category name / by an item's title, {prot['n_categories']} openclipart categories, "
             f"{int(100 * prot['unseen_fraction'])} % held out, {prot['splits']} splits, whole collection ranked: "
             f"default ({idx['validated_choice']} with pseudo-relevance feedback, chosen on held-out seen categories) {ap(tags, 'auto')}; "
-            f"store captioned by SVG keywords {ap(caps, 'auto')}; no tags at all, ConSE with the class prior and the "
-            f"feedback {ap(nt, 'index_default')}")
+            f"store captioned by SVG keywords {ap(caps, 'auto')}; no tags at all (ConSE with the class prior, the "
+            f"feedback and the file names) {ap(nt, 'index_default')}")
     base = (f"random {tags['name']['random']:.3f}; no tags, [Norouzi14] as printed {ap(nt, 'index_paper')}; "
+            f"no tags without the file names {ap(nt, 'index_no_names')}; "
             f"default without the feedback {ap(tags, idx['validated_choice'] + '/no-feedback')}")
-    return ("Search by description ([Norouzi14] ConSE + ESZSL + captions of tagged neighbours, a text index per store state)", what,
-            base, source(name))
+    return ("Search by description ([Norouzi14] ConSE + ESZSL + captions of tagged neighbours + file names, a text index per "
+            "store state)", what, base, source(name))
 
 
 def extraction() -> Row:

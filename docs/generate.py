@@ -723,7 +723,8 @@ TEXT_SEARCH_METHODS = {
     "bucher16": "[Bucher16] on the seen tags (fit_text_search defaults)",
     "index_paper": "text index of the no-tags store, [Norouzi14] as printed (extras=False)",
     "index_prior": "text index, the class prior (a = 0.5) and the query offset, no feedback",
-    "index_default": "text index, the library's default (class prior, query offset, pseudo-relevance feedback)",
+    "index_no_names": "text index, class prior, query offset and pseudo-relevance feedback, no file names (the previous default)",
+    "index_default": "text index, the library's default (class prior, query offset, pseudo-relevance feedback, file names)",
     "conse+eszsl": "ConSE + ESZSL, sum of cosines (an extra)",
     "conse+bucher16": "ConSE + [Bucher16], sum of z-scores (an extra)",
     "random": "random ranking (the prevalence)",
@@ -741,14 +742,15 @@ def _shared_titles(data: dict) -> list[str]:
     count = Counter(v["title"] for v in queries.values())
     out = ["By title on the store with no tags, split by whether the title is the same text as another category's "
            "title query (collection and theme names: " + ", ".join(f"'{t}' ×{n}" for t, n in count.items() if n > 1) + "):", "",
-           "| title queries | n | [Norouzi14] as printed | default | random |", "|---|---|---|---|---|"]
+           "| title queries | n | [Norouzi14] as printed | default without the file names | default | random |",
+           "|---|---|---|---|---|---|"]
     for label, keep in (("own text", lambda n: n == 1), ("shared with another category", lambda n: n > 1)):
         sel = [r for r in rows if keep(count[queries[r["category"]]["title"]])]
         if sel:
             rnd = float(statistics.fmean([r["random"] for r in sel]))
             cells = [f"{float(statistics.fmean([r[m] for r in sel])):.3f} ({float(statistics.fmean([r[m] for r in sel])) / rnd:.1f}×)"
-                     for m in ("index_paper", "index_default")]
-            out.append(f"| {label} | {len(sel)} | {cells[0]} | {cells[1]} | {rnd:.3f} |")
+                     for m in ("index_paper", "index_no_names", "index_default") if m in sel[0]]
+            out.append(f"| {label} | {len(sel)} | " + " | ".join(cells) + f" | {rnd:.3f} |")
     return out
 
 
@@ -768,7 +770,8 @@ def table_text_search(w: Writer) -> str:
                   "captions": "captions of the 30 nearest tagged items (CaptionKNN, an extra)",
                   "conse+captions": "ConSE + captions (sum of cosines)", "conse+eszsl+captions": "ConSE + ESZSL + captions",
                   "auto": f"auto (= {idx['validated_choice']}, the best on validation)", "random": "random ranking (the prevalence)"}
-        labels.update({m + "/no-feedback": labels[m] + ", without the feedback" for m in list(labels) if "+" in m or m in ("conse", "captions")})
+        labels.update({m + suffix: labels[m] + text for m in list(labels) if "+" in m or m in ("conse", "captions")
+                       for suffix, text in (("/no-feedback", ", without the feedback"), ("/no-names", ", without the file names"))})
         for key, title in (("tags/val", "Validation: a fifth of the seen categories held out as well and queried (the only figures "
                              "used to choose)"), ("tags/test", "Test: the held-out categories, store tagged by folder"),
                             ("captions/val", "Validation, store captioned (seen items tagged with their SVG title and keywords)"),
@@ -787,11 +790,11 @@ def table_text_search(w: Writer) -> str:
             lines.append(f"| {label} | {n['mean']:.3f} ± {n['sd']:.3f} | {t['mean']:.3f} ± {t['sd']:.3f} |")
     nt = data.get("notags") or {}
     if nt:
-        lines += ["", f"A store with no tags at all (every one of the {prot['n_categories']} categories queried; only ConSE "
-                  "can rank it):", "", "| method | by name | by title |", "|---|---|---|"]
+        lines += ["", f"A store with no tags at all (every one of the {prot['n_categories']} categories queried; no learned model "
+                  "can rank it: ConSE and the items' file names):", "", "| method | by name | by title |", "|---|---|---|"]
         r = nt["name"]["random"]
         for key in ("conse", "conse_lemma", "conse_T1", "conse_T5", "conse_T20", "conse_both", "conse_centered",
-                    "index_paper", "index_prior", "index_default", "random"):
+                    "index_paper", "index_prior", "index_no_names", "index_default", "random"):
             if key in nt.get("name", {}):
                 lines.append(f"| {TEXT_SEARCH_METHODS[key].split(' (')[0]} | {nt['name'][key]:.3f} ({nt['name'][key] / r:.1f}×) | "
                              f"{nt['title'][key]:.3f} ({nt['title'][key] / r:.1f}×) |")

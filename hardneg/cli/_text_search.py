@@ -121,8 +121,9 @@ def _auto_search(store, store_path, *, text, query, descriptions, method, k, row
     except (ValueError, ImportError) as exc:
         raise CLIError(str(exc).splitlines()[0]) from None
     n = index.info.get("n_classes")
+    named = f", + the file names of {index.info['named_share']:.0%} of the items" if index.names is not None else ""
     err_console.print(escape(f"{'built' if built else 'cached'} text index: {METHOD_NAMES.get(index.method, index.method)}"
-                             + (f", trained on {n} described classes" if n else "")))
+                             + (f", trained on {n} described classes" if n else "") + named))
     results = ranked_results(store, res, relevant_tag=relevant_tag, relevant_label=relevant_label)
     emit_results(results, title=f"top {len(results)} for the text {text!r}", score="score", as_json=as_json, csv_out=csv_out,
                  html_out=html_out, groups=[{"name": f"text {text!r} on {store_path}", "results": results}])

@@ -72,6 +72,7 @@ def test_text_index_is_built_once_and_survives_a_restart(tmp_path, fake_text):
         first = c.post("/api/search/text", json={"text": "wings", "k": 5}).json()
         st = c.get("/api/search/text/status").json()
         assert st["state"] == "ready" and st["method"] == "eszsl" and st["done"] == st["total"] == 150
+        assert st["named_share"] is None  # img<i>.png: no words, so no file-name captions
         second = c.post("/api/search/text", json={"text": "wheels", "k": 5}).json()
         assert "train_s" in first["timings"] and "train_s" not in second["timings"]
         assert [it["tags"] for it in second["results"]] == [["car"]] * 5

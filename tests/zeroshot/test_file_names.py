@@ -91,3 +91,17 @@ def test_a_store_of_camera_names_gets_no_name_captions(tmp_path, uninformative_c
     names = [f"whiskers_{i}.png" for i in range(n_named)] + [f"DSC{i:05d}.JPG" for i in range(10 - n_named)]
     index = _text_index.build_text_index(_named_store(tmp_path / "s", names), method="conse")
     assert index.names is None and index.info["named_share"] == pytest.approx(n_named / 10)
+
+
+def test_the_cli_says_when_file_names_rank(tmp_path, uninformative_conse, capsys):
+    from hardneg.cli.main import main
+
+    names = [f"whiskers_{i}.png" for i in range(10)] + [f"fins_and_water_{i}.png" for i in range(10)] + \
+            [f"IMG_{i:04d}.jpg" for i in range(10)]
+    _named_store(tmp_path / "s", names).close()
+    assert main(["concept", "search", "auto", str(tmp_path / "s"), "--text", "fins and water", "-k", "10", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "+ the file names of 67% of the items" in " ".join(out.err.split())  # the console wraps long lines
+    import json
+
+    assert {r["path"].rsplit("/", 1)[-1].split("_")[0] for r in json.loads(out.out)} == {"fins"}

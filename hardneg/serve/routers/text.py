@@ -46,6 +46,8 @@ class TextIndexStatus(BaseModel):
     done: int = Field(0, description="Rows of the store mapped so far (while building).")
     total: int = Field(0, description="Rows of the store.")
     method: str | None = Field(None, description="auto (the default) or another of hardneg.zeroshot._text_index.TEXT_METHODS.")
+    named_share: float | None = Field(None, description="Once built: the share of items whose file names the index uses "
+                                                        "as captions (None: file names not used).")
     error: str | None = None
 
 
@@ -73,6 +75,7 @@ def text_index(state: ServeState):
                     prog["method"] = resolve_method(state.store)
                     index, _ = open_text_index(state.store, cache_dir=state.models_dir / "text-index", progress=advance)
                 prog["method"] = index.method
+                prog["named_share"] = index.info.get("named_share") if index.names is not None else None
             except ImportError as exc:
                 prog["state"] = "failed"
                 raise ServeError(422, str(exc).splitlines()[0]) from None
