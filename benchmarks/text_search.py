@@ -22,9 +22,11 @@ are written and every method of ``INDEX_METHODS`` (and ``auto``) is built on the
 less the held-out ones) and ``captions`` (an item of a held-out category has no tag at all; every
 other item its folder tags plus its SVG title and ``<dc:subject>`` keywords, its caption). Test:
 the held-out categories queried. Validation: a fifth (``--val``) of the seen categories held out
-as well and queried instead; the method of best mean validation AP over both stores and both query
-kinds is the validated choice (``auto`` must be it), and ConSE's variants are compared on the same
-validation categories of the no-tags store. The unseen categories are never used to choose.
+as well and queried instead; the ranking of best mean validation AP over both stores and both query
+kinds is the validated choice (``auto`` must be it): among those with the file names for a store
+whose names carry words (``auto``), among the ``/no-names`` ones for a store whose names carry
+none (``auto/no-names``). ConSE's variants are compared on the same validation categories of the
+no-tags store. The unseen categories are never used to choose.
 
 With ``--learned``, the array-level comparison below as well (ESZSL's raw score, [Bucher16]):
 
@@ -212,7 +214,8 @@ def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, t
     st.append(X, ids=ids, tags=scenario_tags(tags, keywords, held, scenario))
     st.close()
     st = FeatureStore.open(path)
-    auto = resolve_method(st, "auto")
+    auto = resolve_method(st, "auto")  # the store's file names carry words: what auto does on such a store
+    auto_unnamed = resolve_method(st, "auto", file_names=False)  # ... and on a store whose names carry none
     indexes, secs = {}, {}
     for m in INDEX_METHODS:
         t = time.perf_counter()
@@ -230,11 +233,12 @@ def run_index(X, ids, tags, keywords, held, queried, queries, attrs, scenario, t
                 row[m + NO_FEEDBACK] = scored_ap(rel, index.scores(q, feedback=False), out)
                 row[m + NO_NAMES] = scored_ap(rel, index.scores(q, names=False), out)
             row["auto"] = row[auto]
+            row["auto" + NO_NAMES] = row[auto_unnamed + NO_NAMES]
             rows.append(row)
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    return rows, {"auto": auto, "build_s": secs, "named_share": indexes[INDEX_METHODS[0]].info.get("named_share")}
+    return rows, {"auto": auto, "auto_unnamed": auto_unnamed, "build_s": secs, "named_share": indexes[INDEX_METHODS[0]].info.get("named_share")}
 
 
 def summarize(rows, methods):
@@ -392,14 +396,17 @@ def main():
     for scenario in ("tags", "captions"):
         for part in ("val", "test"):
             sel = [r for r in index_rows if r["scenario"] == scenario and r["part"] == part]
-            per = [summarize([r for r in sel if r["split"] == s], ["random", *INDEX_RANKINGS, "auto"]) for s in range(args.splits)]
+            per = [summarize([r for r in sel if r["split"] == s], ["random", *INDEX_RANKINGS, "auto", "auto" + NO_NAMES])
+                   for s in range(args.splits)]
             index_summary[f"{scenario}/{part}"] = {kind: {m: float(np.mean([p[kind][m] for p in per]))
                                                           for m in per[0][kind]} for kind in ("name", "title")}
-    # the validated choice: best mean validation AP over both scenarios and both query kinds
+    # the validated choices: best mean validation AP over both scenarios and both query kinds, for a store whose
+    # file names carry words (the rankings with them) and for one whose names carry none (the /no-names rankings)
     val_score = {m: float(np.mean([index_summary[f"{sc}/val"][k][m] for sc in ("tags", "captions") for k in ("name", "title")]))
                  for m in INDEX_RANKINGS}
-    chosen = max(val_score, key=val_score.get)
-    print("validation (mean AP, both scenarios, name and title):", val_score, "->", chosen)
+    chosen = max((m for m in INDEX_RANKINGS if not m.endswith(NO_NAMES)), key=val_score.get)
+    chosen_unnamed = max((m for m in INDEX_RANKINGS if m.endswith(NO_NAMES)), key=val_score.get)
+    print("validation (mean AP, both scenarios, name and title):", val_score, "->", chosen, "/", chosen_unnamed)
 
     all_rows, fits = [], []
     for seed in range(args.splits if args.learned else 0):
@@ -452,7 +459,8 @@ def main():
         "queries": {c: {"name": names[c], "title": titles[c], "title_item": ids[title_rows[c]]} for c in cats},
         "notags_index_info": extras.info,
         "index": {"methods": list(INDEX_RANKINGS), "summary": index_summary, "validation_score": val_score,
-                  "validated_choice": chosen, "builds": index_info, "rows": index_rows},
+                  "validated_choice": chosen, "validated_choice_unnamed": chosen_unnamed, "builds": index_info,
+                  "rows": index_rows},
         "summary": summary, "per_split": per_split, "notags": notags_summary,
         "notags_validation": notags_val_summary, "conse_validation_score": conse_val, "validation_categories": val_lists, "fits": fits, "timing": time_res,
         "rows": all_rows, "notags_rows": notags, "wall_s": time.perf_counter() - t0,

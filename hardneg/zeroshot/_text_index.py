@@ -38,7 +38,8 @@ versions in docs/methods/zeroshot.md:
 [Chum07] Chum, Philbin, Sivic, Isard & Zisserman, "Total recall: automatic query expansion with a
 generative feature model for object retrieval", ICCV 2007.
 
-If ``"auto"``, on a store with ConSE's features: :data:`AUTO_WITH_DESCRIBED_TAGS`
+If ``"auto"``, on a store with ConSE's features: :data:`AUTO_WITH_NAMES` (``"conse"``, with
+the file names) when the items' file names are used; else :data:`AUTO_WITH_DESCRIBED_TAGS`
 (``"conse+eszsl+captions"``) when at least two of its tags can be described (WordNet glosses or
 the descriptions file), :data:`AUTO_WITH_TAGS` (``"conse+captions"``) when at least two items are
 tagged but the tags cannot be described, ``"conse"`` with no tags; on a store of other features,
@@ -78,6 +79,8 @@ TEXT_METHODS = ("auto", "conse", "eszsl", "conse+eszsl", "captions", "conse+capt
 AUTO_WITH_DESCRIBED_TAGS = "conse+eszsl+captions"
 #: ... and with tags that cannot be described (ESZSL needs a description per class)
 AUTO_WITH_TAGS = "conse+captions"
+#: ... on a store whose file names carry words, tagged or not (they outrank what the tags add: the validated choice)
+AUTO_WITH_NAMES = "conse"
 _KIND = "hardneg.zeroshot.TextIndex"
 _VERSION = 1
 #: bumped when what an index holds for the same inputs changes (old cache files are then ignored)
@@ -213,13 +216,18 @@ def check_text_request(store, method: str = "auto", descriptions=None) -> None:
             raise ValueError(no_conse)
 
 
-def resolve_method(store, method: str = "auto", descriptions=None) -> str:
-    """The method ``auto`` stands for on this store (see the module docstring); others are checked."""
+def resolve_method(store, method: str = "auto", descriptions=None, file_names: bool = True) -> str:
+    """The method ``auto`` stands for on this store (see the module docstring); others are checked.
+    ``file_names=False``: as for a store whose file names carry no word."""
     check_text_request(store, method, descriptions)
     if method != "auto":
         return method
     no_conse = _conse_ready(store)
     if no_conse is None:
+        from ._file_names import MIN_NAMED_SHARE, store_named_share
+
+        if file_names and store_named_share(store) >= MIN_NAMED_SHARE:
+            return AUTO_WITH_NAMES
         if sum(1 for ts in store.items.column("tags").to_pylist() if ts) < 2:
             return "conse"
         return AUTO_WITH_DESCRIBED_TAGS if _usable_tags(store, descriptions) is None else AUTO_WITH_TAGS
@@ -478,7 +486,7 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     from ._eszsl import ESZSL
     from ._text_search import fit_text_search
 
-    method = resolve_method(store, method, descriptions)
+    method = resolve_method(store, method, descriptions, file_names=extras and file_names)
     BUILDS["n"] += 1
     ids = store.ids()
     if method == "bucher16":
@@ -521,14 +529,11 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     space = _feedback_space(sample, random_state) if sample is not None and sample.shape[0] >= 2 else None
     name_texts = None
     if extras and file_names:
-        from ._file_names import MIN_NAMED_SHARE, item_name_texts, named_share
+        from ._file_names import MIN_NAMED_SHARE, item_name_texts, store_named_share
 
-        name_texts = item_name_texts(store)
-        share = named_share(name_texts)
-        info["named_share"] = share
-        if share < MIN_NAMED_SHARE:
-            name_texts = None
-        else:
+        info["named_share"] = share = store_named_share(store)
+        if share >= MIN_NAMED_SHARE:
+            name_texts = item_name_texts(store)
             info.update(names_weight=NAMES_WEIGHT)
 
     def fn(X, first):

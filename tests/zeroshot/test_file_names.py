@@ -105,3 +105,22 @@ def test_the_cli_says_when_file_names_rank(tmp_path, uninformative_conse, capsys
     import json
 
     assert {r["path"].rsplit("/", 1)[-1].split("_")[0] for r in json.loads(out.out)} == {"fins"}
+
+
+def test_auto_on_a_named_store_is_conse_with_the_names_tags_or_not(tmp_path, uninformative_conse, monkeypatch):
+    from hardneg.zeroshot import _file_names
+
+    names = [f"whiskers_{i}.png" for i in range(10)] + [f"fins_and_water_{i}.png" for i in range(10)]
+    X = np.full((20, 1280), 0.1, np.float32)
+    tags = [["cat"]] * 10 + [["fish"]] * 10
+    with FeatureStore.create(tmp_path / "s", dim=1280, attrs={"extractor": dict(EXTRACTOR)}) as store:
+        store.append(X, paths=names, tags=tags)
+    store = FeatureStore.open(tmp_path / "s")
+    assert _text_index.resolve_method(store) == _text_index.AUTO_WITH_NAMES == "conse"
+    assert _text_index.resolve_method(store, file_names=False) == _text_index.AUTO_WITH_DESCRIBED_TAGS
+    # the share is read from evenly spaced items: rows 0, 6, 12 and 19 of 20
+    monkeypatch.setattr(_file_names, "SAMPLE_ITEMS", 4)
+    seen = []
+    real = _file_names.item_name_texts
+    monkeypatch.setattr(_file_names, "item_name_texts", lambda st, rows=None: seen.append(rows) or real(st, rows))
+    assert _file_names.store_named_share(store) == 1.0 and seen[0].tolist() == [0, 6, 12, 19]
