@@ -257,14 +257,14 @@ def text_search() -> Row:
         return (f"{summ['name'][method]:.3f} / {summ['title'][method]:.3f} "
                 f"({summ['name'][method] / r:.1f}× / {summ['title'][method] / r:.1f}× random)")
 
+    unnamed = idx.get("validated_choice_unnamed", "").replace("/no-names", "")
     what = (f"mean AP by category name / by an item's title, {prot['n_categories']} openclipart categories, "
-            f"{int(100 * prot['unseen_fraction'])} % held out, {prot['splits']} splits, whole collection ranked: "
-            f"default ({idx['validated_choice']} with pseudo-relevance feedback, chosen on held-out seen categories) {ap(tags, 'auto')}; "
-            f"store captioned by SVG keywords {ap(caps, 'auto')}; no tags at all (ConSE with the class prior, the "
-            f"feedback and the file names) {ap(nt, 'index_default')}")
-    base = (f"random {tags['name']['random']:.3f}; no tags, [Norouzi14] as printed {ap(nt, 'index_paper')}; "
-            f"no tags without the file names {ap(nt, 'index_no_names')}; "
-            f"default without the feedback {ap(tags, idx['validated_choice'] + '/no-feedback')}")
+            f"{int(100 * prot['unseen_fraction'])} % held out, {prot['splits']} splits, whole collection ranked; "
+            f"default (chosen on held-out seen categories) on a folder-tagged store whose file names carry words "
+            f"({idx['validated_choice']} + file names + pseudo-relevance feedback) {ap(tags, 'auto')}, whose names carry none "
+            f"({unnamed} + feedback) {ap(tags, 'auto/no-names')}; store captioned by SVG keywords {ap(caps, 'auto')} / "
+            f"{ap(caps, 'auto/no-names')}; no tags at all {ap(nt, 'index_default')} / {ap(nt, 'index_no_names')}")
+    base = f"random {tags['name']['random']:.3f}; no tags, [Norouzi14] as printed {ap(nt, 'index_paper')}"
     return ("Search by description ([Norouzi14] ConSE + ESZSL + captions of tagged neighbours + file names, a text index per "
             "store state)", what, base, source(name))
 

@@ -34,7 +34,7 @@ from sklearn.decomposition import PCA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import RESULTS, markdown_table, write_results  # noqa: E402
+from benchmarks._common import markdown_table, write_results  # noqa: E402
 
 from hardneg.datasets import load_mnist_5k  # noqa: E402
 from hardneg.eval import mean_per_class_accuracy
@@ -225,15 +225,7 @@ def main():
         "gzsl": "generalized zero-shot scores: an extra of this package, not in [Bucher16]",
     }
     name = args.name or f"zeroshot_tables_{args.dataset}{'_cnn' if args.features == 'cnn' else ''}"
-    write_results(name, results)
-    from hardneg.report import HTMLReport, svg_line_chart
-
-    report = HTMLReport(f"Zero-shot accuracy vs epoch (Fig. 1 analogue, {args.dataset}, split 0)")
-    for protocol, curves in results["fig1"].items():
-        report.heading(f"protocol: {protocol}")
-        report.svg(svg_line_chart({k: list(enumerate(v, 1)) for k, v in curves.items()}, x_label="epoch",
-                                  y_label="mean per-class accuracy on unseen classes (%)"))
-    report.write(RESULTS / f"{name.replace('tables', 'fig1')}.html")
+    write_fig1_page(write_results(name, results))
     for protocol, t in results["table1"].items():
         rows = [{"method": k, "acc": f"{v['mean']:.2f} ± {v['std']:.2f}",
                  "minus Bucher [1], paired": f"{v['minus_bucher_mean']:+.2f} ± {v['minus_bucher_std']:.2f}",
@@ -241,6 +233,27 @@ def main():
         print(f"\nTable 1, protocol {protocol}\n" + markdown_table(rows, ["method", "acc", "minus Bucher [1], paired", "paper aP&Y"]))
     rows = [{"sampler": s, **{f"n={n}": f"{v[n]['accuracy']:.2f}" for n in v}} for s, v in results["table2"].items()]
     print("\nTable 2\n" + markdown_table(rows, list(rows[0])))
+
+
+def write_fig1_page(result_file: Path) -> Path:
+    """The Fig. 1 page (``zeroshot_fig1_*.html``) of a results file, with the command and commit that made it.
+
+        PYTHONPATH=. .venv/bin/python -c "from benchmarks.zeroshot_tables import *; write_fig1_page(Path('benchmarks/results/zeroshot_tables_mnist.json'))"
+    """
+    import json
+
+    from hardneg.report import HTMLReport, svg_line_chart
+
+    results = json.loads(Path(result_file).read_text())
+    dataset = "mnist" if "MNIST 5k" in results["setup"]["data"] else "fashion_mnist"
+    report = HTMLReport(f"Zero-shot accuracy vs epoch (Fig. 1 analogue, {dataset}, split 0)")
+    report.paragraph(f"From {Path(result_file).name}: command {' '.join(map(str, results.get('command', ['?'])))}, "
+                     f"commit {results.get('commit', '?')}.")
+    for protocol, curves in results["fig1"].items():
+        report.heading(f"protocol: {protocol}")
+        report.svg(svg_line_chart({k: list(enumerate(v, 1)) for k, v in curves.items()}, x_label="epoch",
+                                  y_label="mean per-class accuracy on unseen classes (%)"))
+    return report.write(Path(result_file).with_name(Path(result_file).stem.replace("tables", "fig1") + ".html"))
 
 
 if __name__ == "__main__":

@@ -69,20 +69,6 @@ NO_PROVENANCE = {
     "store_scan": "a 1,000,000 x 1,280 store built and scanned",
 }
 
-#: read by the zero-shot page, without provenance; another change of issue 40 regenerates them now (with
-#: write_results's provenance fix). Once one records its command and commit, the staleness test below asks
-#: for it to leave this list
-PENDING_ZEROSHOT_REGENERATION = {
-    "zeroshot_fig1_fashion_mnist.html": "a figure page written beside zeroshot_tables_fashion_mnist.json",
-    "zeroshot_fig1_fashion_mnist_cnn.html": "a figure page written beside zeroshot_tables_fashion_mnist_cnn.json",
-    "zeroshot_fig1_mnist.html": "a figure page written beside zeroshot_tables_mnist.json",
-    "zeroshot_fig1_mnist_cnn.html": "a figure page written beside zeroshot_tables_mnist_cnn.json",
-    "zeroshot_tables_fashion_mnist.json": "written before provenance was recorded",
-    "zeroshot_tables_fashion_mnist_cnn.json": "written before provenance was recorded",
-    "zeroshot_tables_mnist.json": "written before provenance was recorded",
-    "zeroshot_tables_mnist_cnn.json": "written before provenance was recorded",
-}
-
 
 def _result_files() -> list[Path]:
     return sorted(p for p in RESULTS.iterdir() if p.is_file() and not p.name.endswith(".tmp"))
@@ -197,7 +183,7 @@ def test_every_result_file_is_read_by_a_page():
 
 def test_every_result_file_records_its_command_and_commit():
     missing = {p.name: m for p in _result_files()
-               if (m := _missing_provenance(p)) and p.stem not in NO_PROVENANCE and p.name not in PENDING_ZEROSHOT_REGENERATION}
+               if (m := _missing_provenance(p)) and p.stem not in NO_PROVENANCE}
     assert not missing, ("result files without the command and commit that produced them (rerun their benchmark: "
                          f"benchmarks/_common.write_results records both): {missing}")
 
@@ -207,7 +193,6 @@ def test_the_allow_lists_hold_only_files_that_still_need_them():
     by_stem = {p.stem: p for p in _result_files()}
     by_name = {p.name: p for p in _result_files()}
     stale = [s for s in NO_PROVENANCE if s not in by_stem or not _missing_provenance(by_stem[s])]
-    stale += [n for n in PENDING_ZEROSHOT_REGENERATION if n not in by_name or not _missing_provenance(by_name[n])]
     assert not stale, f"allow-listed but deleted or now recorded: remove them from the list: {stale}"
 
 
