@@ -847,6 +847,10 @@ def table_text_search(w: Writer) -> str:
             if "second_cpu_s" in c:
                 lines.append(f"| CLI, CPU time of the process (user + system) | {c['first_cpu_s']:.2f} | {c['second_cpu_s']:.2f} "
                              f"(third {c['third_cpu_s']:.2f}) | {c['first_cpu_s'] / c['second_cpu_s']:.0f}× |")
+        if "cli_named" in tm:
+            c = tm["cli_named"]
+            lines.append(f"| CLI, the same store with the clip-art file names (auto: conse + file names) | {c['first_s']:.2f} | "
+                         f"{c['second_s']:.2f} (third {c['third_s']:.2f}) | {c['ratio']:.0f}× |")
             if tm.get("load_average_after"):
                 lines += ["", f"(Machine load average {tm['load_average_after'][0]:.1f} after the run, on "
                           f"{data.get('machine', {}).get('cpu_count', '?')} cores: wall times are those of a shared machine.)"]
