@@ -191,7 +191,6 @@ def test_every_result_file_records_its_command_and_commit():
 def test_the_allow_lists_hold_only_files_that_still_need_them():
     # a rerun (or a deletion) must take the file off the list, so the list never hides a new gap
     by_stem = {p.stem: p for p in _result_files()}
-    by_name = {p.name: p for p in _result_files()}
     stale = [s for s in NO_PROVENANCE if s not in by_stem or not _missing_provenance(by_stem[s])]
     assert not stale, f"allow-listed but deleted or now recorded: remove them from the list: {stale}"
 
