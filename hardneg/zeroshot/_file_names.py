@@ -84,5 +84,8 @@ def store_named_share(store) -> float:
 
 
 def named_share(texts: list[str | None]) -> float:
-    """The share of items with a name that has words (0 for no items)."""
-    return float(np.mean([t is not None for t in texts])) if texts else 0.0
+    """The share of items with a name that has words; 0 for no items, and when every such name is the
+    same text (``item-0001.png``, ``item-0002.png``, ...: a word every item shares says nothing)."""
+    if len({t for t in texts if t is not None}) < 2:
+        return 0.0
+    return float(np.mean([t is not None for t in texts]))

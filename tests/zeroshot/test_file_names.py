@@ -29,6 +29,7 @@ def test_the_words_of_a_file_name(name, words):
 
 def test_named_share():
     assert named_share([]) == 0.0 and named_share(["a cat", None, "dog", None]) == 0.5
+    assert named_share(["item"] * 4) == 0.0  # item-0001.png, item-0002.png, ...: one word for every item
 
 
 def test_scores_add_the_name_cosine_to_the_raw_query_by_hand():
@@ -88,7 +89,8 @@ def test_file_names_rank_an_untagged_store_and_round_trip(tmp_path, uninformativ
 
 def test_a_store_of_camera_names_gets_no_name_captions(tmp_path, uninformative_conse):
     n_named = int(MIN_NAMED_SHARE * 10) - 1  # just under the share
-    names = [f"whiskers_{i}.png" for i in range(n_named)] + [f"DSC{i:05d}.JPG" for i in range(10 - n_named)]
+    names = [f"{('whiskers', 'fins_and_water')[i % 2]}_{i}.png" for i in range(n_named)] + \
+            [f"DSC{i:05d}.JPG" for i in range(10 - n_named)]
     index = _text_index.build_text_index(_named_store(tmp_path / "s", names), method="conse")
     assert index.names is None and index.info["named_share"] == pytest.approx(n_named / 10)
 
