@@ -153,7 +153,8 @@ def search(
         for rank, ((r, s), info) in enumerate(zip(keep, item_info(store, [r for r, _ in keep])), 1):
             results.append({"query": name, "rank": rank, "id": info["id"], "score": s, "label": info["label"],
                             "tags": info["tags"], "path": info["path"]})
-    groups = [{"name": f"query {q}", "query_path": item_info(store, [query_rows[query_id.index(q)]])[0]["path"],
+    row_of = dict(zip(query_id, query_rows))
+    groups = [{"name": f"query {q}", "query_path": item_info(store, [row_of[q]])[0]["path"],
                "results": [r for r in results if r["query"] == q]} for q in dict.fromkeys(query_id)]
     emit_results(results, title=f"top {k} by {mode} E-SVM score", score="score", as_json=as_json, csv_out=csv_out,
                  html_out=html_out, groups=groups, query_column=True)
