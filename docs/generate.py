@@ -1055,6 +1055,9 @@ def build(out: Path) -> dict:
     w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
     w.text("zeroshot_lr_table.md", zeroshot_lr_table())
     w.text("zeroshot_offline_tables.md", zeroshot_offline_tables())
+    for name in ESVM_RETRIEVAL_FILES:
+        if (RESULTS / f"{name}.json").exists():
+            w.text(f"{name}_table.md", esvm_retrieval_table(name))
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1306,6 +1309,31 @@ def zeroshot_offline_tables() -> str:
                                 for p, ms in speed.items() for m, runs in ms.items()) + "."]
         out += ["", provenance(name, data), ""]
     return "\n".join(out) + "\n" if out else "*No zeroshot_tables result yet.*\n"
+
+
+#: esvm_retrieval result files, in the page's order, and what their base features are
+ESVM_RETRIEVAL_FILES = {"esvm_retrieval": "raw pixels", "esvm_retrieval_cnn": "CNN features", "esvm_retrieval_dsift": "dense-SIFT BoW-1K",
+                        "esvm_retrieval_vlad": "dense-SIFT VLAD-64", "esvm_retrieval_vlad_N20000": "VLAD-64, N = 20,000"}
+
+
+def esvm_retrieval_table(name: str) -> str:
+    """One esvm_retrieval*.json run as a table: mAP (symmetric, asymmetric), kNN and NCM accuracy per encoding."""
+    data = _load(name)
+    setup = data.get("setup", {})
+    names = {"centring": "centring (baseline)", "centring + PCA-whitening (256)": "centring + PCA-whitening 256 (baseline)"}
+
+    def encoding(e: str) -> str:
+        return names.get(e, e.replace("(batch)", "(exact)").replace("(lda)", "(LDA, extra)"))
+
+    def num(v) -> str:
+        return "—" if v is None else f"{v:.3f}"
+
+    out = [f"*{setup.get('features', name)}; pool N = {setup.get('N', '?'):,}, {setup.get('queries', '?')} queries against "
+           f"{setup.get('database', '?'):,} items; parameters {setup.get('params', {})}.*", "",
+           "| encoding | mAP sym | mAP asym | kNN acc | NCM acc |", "|---|---|---|---|---|"]
+    out += [f"| {encoding(r['encoding'])} | {num(r.get('mAP_symmetric'))} | {num(r.get('mAP_asymmetric'))} | "
+            f"{num(r.get('knn_acc'))} | {num(r.get('ncm_acc'))} |" for r in data["rows"]]
+    return "\n".join(out + ["", provenance(name, data), ""])
 
 
 def zeroshot_lr_table() -> str:

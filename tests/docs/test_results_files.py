@@ -46,7 +46,6 @@ NO_PROVENANCE = {
     "concept_quality": "4 feature sets x T up to 50 x 5 methods x every class",
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
-    "esvm_retrieval_cnn": "the same on CNN features",
     "esvm_retrieval_dsift": "the same on dense SIFT",
     "esvm_retrieval_vlad": "the same on VLAD",
     "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
