@@ -55,7 +55,8 @@ vs the second (reads it), in process, each including the query's embedding; repo
 Then ``hardneg concept search auto STORE --text ...`` three times in fresh processes (``cli``): the
 first builds the ``auto`` index, the next read it (wall time of the whole command, start-up included,
 and its CPU time, user + system, which a shared machine does not inflate); then the same on a copy
-of that store whose item ids are the clip-art files' paths (``cli_named``: ``auto`` uses the file names).
+of that store whose item ids are the clip-art files' paths (``cli_named``: ``auto`` uses the file names),
+and the ``conse`` index of that store built in process with and without the file names (``build_names``).
 
     taskset -c 1 env OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/text_search.py
 """
@@ -307,6 +308,19 @@ def timing(store_path, n_items, threads):
 
         out["cli"] = cli_runs(Path(tmp) / "store")
         out["cli_named"] = cli_runs(Path(tmp) / "named")
+        # what the file names cost the build: the same conse index of the named store with and without them
+        from hardneg.zeroshot._file_names import item_name_texts
+        from hardneg.zeroshot._text_index import build_text_index
+
+        named = FeatureStore.open(Path(tmp) / "named")
+        build = {}
+        for file_names in (False, True):
+            t = time.perf_counter()
+            build_text_index(named, method="conse", file_names=file_names)
+            build[file_names] = time.perf_counter() - t
+        out["build_names"] = {"method": "conse", "without_s": build[False], "with_s": build[True],
+                              "ratio": build[True] / build[False],
+                              "distinct_names": len({t for t in item_name_texts(named) if t is not None})}
         out["load_average_after"] = os.getloadavg()
     return {"n_items": n_items, **out}
 

@@ -853,6 +853,11 @@ def table_text_search(w: Writer) -> str:
             c = tm["cli_named"]
             lines.append(f"| CLI, the same store with the clip-art file names (auto: conse + file names) | {c['first_s']:.2f} | "
                          f"{c['second_s']:.2f} (third {c['third_s']:.2f}) | {c['ratio']:.0f}× |")
+        if "build_names" in tm:
+            b = tm["build_names"]
+            lines += ["", f"Building the `{b['method']}` index of the named store in process: {b['without_s']:.1f} s without the file "
+                      f"names, {b['with_s']:.1f} s with them ({b['ratio']:.1f}×; {b['distinct_names']:,} distinct names embedded "
+                      f"by MiniLM, about {b['distinct_names'] / max(b['with_s'] - b['without_s'], 1e-9):,.0f} a second)."]
             if tm.get("load_average_after"):
                 lines += ["", f"(Machine load average {tm['load_average_after'][0]:.1f} after the run, on "
                           f"{data.get('machine', {}).get('cpu_count', '?')} cores: wall times are those of a shared machine.)"]
