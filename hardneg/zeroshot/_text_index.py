@@ -536,10 +536,12 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
             name_texts = item_name_texts(store)
             info.update(names_weight=NAMES_WEIGHT)
 
+    embedded: dict[str, np.ndarray] = {}  # each distinct name is embedded once, whichever block it is in
+
     def fn(X, first):
         cols = [np.sum([_unit(f(X, first)) for f in parts], axis=0).astype(np.float32)]
         if name_texts is not None:
-            cols.append(_name_vectors(name_texts[first:first + X.shape[0]]))
+            cols.append(_name_vectors(name_texts[first:first + X.shape[0]], embedded))
         if space is not None:
             mean, basis = space
             cols.append(_unit((X - mean) @ basis))
@@ -558,18 +560,18 @@ def build_text_index(store, *, method: str = "auto", descriptions=None, n_top: i
     return TextIndex(np.ascontiguousarray(vectors), ids, method, info=info, query_offset=offset, feedback=feedback, names=names)
 
 
-def _name_vectors(texts: list[str | None]) -> np.ndarray:
-    """MiniLM embeddings of file-name captions (each distinct text once), zero rows for None."""
+def _name_vectors(texts: list[str | None], embedded: dict[str, np.ndarray]) -> np.ndarray:
+    """MiniLM embeddings of file-name captions, zero rows for None; ``embedded`` (text -> float16 row) holds
+    the names embedded so far and gains the new ones, so that a name shared by many blocks is embedded once."""
     from ._descriptions import embed_texts
 
+    new = sorted({t for t in texts if t is not None and t not in embedded})
+    if new:
+        embedded.update(zip(new, embed_texts(new, cache=False).astype(np.float16)))
     out = np.zeros((len(texts), _MINILM_DIM), np.float32)
-    distinct = sorted({t for t in texts if t is not None})
-    if distinct:
-        E = embed_texts(distinct, cache=False)
-        row = {t: i for i, t in enumerate(distinct)}
-        for r, t in enumerate(texts):
-            if t is not None:
-                out[r] = E[row[t]]
+    for r, t in enumerate(texts):
+        if t is not None:
+            out[r] = embedded[t]
     return out
 
 
