@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import fake_text_models
-from test_conse import EXTRACTOR, TOY_TEXTS
+from test_conse import EXTRACTOR, toy_conse  # noqa: F401 - a fixture (usefixtures)
 
 from hardneg._persist import ModelFileError, save_model
 from hardneg.store import FeatureStore
-from hardneg.zeroshot import _conse, _text_index
+from hardneg.zeroshot import _text_index
 from hardneg.zeroshot._file_names import MIN_NAMED_SHARE, item_name_texts, name_text, named_share
 
 
@@ -45,24 +44,16 @@ def test_scores_add_the_name_cosine_to_the_raw_query_by_hand():
         _text_index.TextIndex(V, ["a", "b", "c"], "conse", names=N[:2])
 
 
-@pytest.fixture
-def uninformative_conse(monkeypatch):
-    """A toy ImageNet head that cannot tell the items apart: only their names can."""
-    fake_text_models(monkeypatch)
-    W = np.zeros((4, 1280), np.float32)
-    W[np.arange(4), np.arange(4)] = 3.0
-    monkeypatch.setattr(_conse, "imagenet_head", lambda: (W, np.zeros(4, np.float32)))
-    monkeypatch.setattr(_conse, "imagenet_classes", lambda class_text="lemma_definition": ([f"n{i}" for i in range(4)], TOY_TEXTS))
-
-
 def _named_store(path, names):
+    """Items whose features are all alike (the toy ConSE head cannot tell them apart): only their names can."""
     X = np.full((len(names), 1280), 0.1, np.float32) + np.random.default_rng(0).random((len(names), 1280)).astype(np.float32) * 1e-3
     with FeatureStore.create(path, dim=1280, attrs={"extractor": dict(EXTRACTOR)}) as store:
         store.append(X, paths=names)
     return FeatureStore.open(path)
 
 
-def test_file_names_rank_an_untagged_store_and_round_trip(tmp_path, uninformative_conse):
+@pytest.mark.usefixtures("toy_conse")
+def test_file_names_rank_an_untagged_store_and_round_trip(tmp_path):
     names = [f"whiskers_{i}.png" for i in range(10)] + [f"fins_and_water_{i}.png" for i in range(10)] + \
             [f"IMG_{i:04d}.jpg" for i in range(10)]
     store = _named_store(tmp_path / "s", names)
@@ -87,7 +78,8 @@ def test_file_names_rank_an_untagged_store_and_round_trip(tmp_path, uninformativ
         _text_index.TextIndex.load(tmp_path / "bad.npz")
 
 
-def test_a_store_of_camera_names_gets_no_name_captions(tmp_path, uninformative_conse):
+@pytest.mark.usefixtures("toy_conse")
+def test_a_store_of_camera_names_gets_no_name_captions(tmp_path):
     n_named = int(MIN_NAMED_SHARE * 10) - 1  # just under the share
     names = [f"{('whiskers', 'fins_and_water')[i % 2]}_{i}.png" for i in range(n_named)] + \
             [f"DSC{i:05d}.JPG" for i in range(10 - n_named)]
@@ -95,7 +87,8 @@ def test_a_store_of_camera_names_gets_no_name_captions(tmp_path, uninformative_c
     assert index.names is None and index.info["named_share"] == pytest.approx(n_named / 10)
 
 
-def test_the_cli_says_when_file_names_rank(tmp_path, uninformative_conse, capsys):
+@pytest.mark.usefixtures("toy_conse")
+def test_the_cli_says_when_file_names_rank(tmp_path, capsys):
     from hardneg.cli.main import main
 
     names = [f"whiskers_{i}.png" for i in range(10)] + [f"fins_and_water_{i}.png" for i in range(10)] + \
@@ -109,7 +102,8 @@ def test_the_cli_says_when_file_names_rank(tmp_path, uninformative_conse, capsys
     assert {r["path"].rsplit("/", 1)[-1].split("_")[0] for r in json.loads(out.out)} == {"fins"}
 
 
-def test_auto_on_a_named_store_is_conse_with_the_names_tags_or_not(tmp_path, uninformative_conse, monkeypatch):
+@pytest.mark.usefixtures("toy_conse")
+def test_auto_on_a_named_store_is_conse_with_the_names_tags_or_not(tmp_path, monkeypatch):
     from hardneg.zeroshot import _file_names
 
     names = [f"whiskers_{i}.png" for i in range(10)] + [f"fins_and_water_{i}.png" for i in range(10)]
