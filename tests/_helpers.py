@@ -113,7 +113,7 @@ GLOSSES = {
 }
 
 
-def fake_embed(texts, cache=True):
+def fake_embed(texts, cache=True, quantized=False):
     """Keyword counts, unit norm, padded to MiniLM's 384 dimensions (deterministic): MiniLM's stand-in."""
     out = np.zeros((len(texts), 384), np.float32)
     for i, t in enumerate(texts):

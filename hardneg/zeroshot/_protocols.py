@@ -164,18 +164,22 @@ def _sentence_model():
         return SentenceTransformer(str(path), device="cpu")
 
 
-def embed_texts(texts, *, cache: bool = True) -> np.ndarray:
+def embed_texts(texts, *, cache: bool = True, quantized: bool = False) -> np.ndarray:
     """Unit-norm 384-d all-MiniLM-L6-v2 embeddings of ``texts`` (n, 384), float32, cached on disk
-    (``cache=False``: neither read nor written, e.g. for one-off search queries)."""
+    (``cache=False``: neither read nor written, e.g. for one-off search queries or texts an index
+    keeps itself). ``quantized`` (with ``cache=False`` only): ONNX Runtime's int8 graph, for
+    one-off queries; texts an index is built from stay on the float graph."""
     texts = [str(t) for t in texts]
     if not texts:
         raise ValueError("texts: is empty")
+    if quantized and cache:
+        raise ValueError("quantized: only for texts embedded without the disk cache (one-off queries)")
     if not cache:
-        # a one-off query in a fresh process: ONNX Runtime's int8 graph loads in a fraction of sentence-transformers' time
+        # ONNX Runtime loads in a fraction of sentence-transformers' time (its int8 graph for a one-off query)
         from ._minilm_onnx import embed_onnx
 
         try:
-            fast = embed_onnx(texts, _model_path(), _sentence_model, quantized=True)
+            fast = embed_onnx(texts, _model_path(), _sentence_model, quantized=quantized)
         except ImportError:
             fast = None
         if fast is not None:

@@ -567,6 +567,7 @@ def _name_vectors(texts: list[str | None], embedded: dict[str, np.ndarray]) -> n
 
     new = sorted({t for t in texts if t is not None and t not in embedded})
     if new:
+        # not the disk cache (the names are kept in the index), and the float graph (index texts, not a one-off query)
         embedded.update(zip(new, embed_texts(new, cache=False).astype(np.float16)))
     out = np.zeros((len(texts), _MINILM_DIM), np.float32)
     for r, t in enumerate(texts):

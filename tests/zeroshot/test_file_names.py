@@ -120,3 +120,20 @@ def test_auto_on_a_named_store_is_conse_with_the_names_tags_or_not(tmp_path, mon
     real = _file_names.item_name_texts
     monkeypatch.setattr(_file_names, "item_name_texts", lambda st, rows=None: seen.append(rows) or real(st, rows))
     assert _file_names.store_named_share(store) == 1.0 and seen[0].tolist() == [0, 6, 12, 19]
+
+
+@pytest.mark.usefixtures("toy_conse")
+def test_names_are_embedded_as_index_texts_and_queries_as_queries(tmp_path, monkeypatch):
+    """The names an index keeps go to the float graph without the disk cache; a query to the int8 graph."""
+    from _helpers import fake_embed
+
+    from hardneg.zeroshot import _descriptions
+
+    calls = []
+    monkeypatch.setattr(_descriptions, "embed_texts",
+                        lambda texts, cache=True, quantized=False: calls.append((list(texts), cache, quantized)) or fake_embed(texts))
+    store = _named_store(tmp_path / "s", [f"whiskers_{i}.png" for i in range(5)] + [f"fins_{i}.png" for i in range(5)])
+    index = _text_index.build_text_index(store, method="conse")
+    assert (["fins", "whiskers"], False, False) in calls  # each distinct name once, float graph, no cache file
+    index.search("whiskers", k=3)
+    assert calls[-1] == (["whiskers"], False, True)
