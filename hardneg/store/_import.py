@@ -396,9 +396,8 @@ def import_embeddings(
     (3, 3, ['0', '1', '2'])
     """
     from .._validation import check_positive_int
-    from ._folder import clear_stale_builds, fsync_dir, swap_dir, swap_in
     from ._feature_store import FeatureStore
-    from ._folder import check_replaceable, local_store_path, remove_replaced
+    from ._folder import check_replaceable, clear_stale_builds, fsync_dir, local_store_path, remove_replaced, swap_dir, swap_in
     from ._writer import lock_for_overwrite
 
     block_rows = check_positive_int(block_rows, "block_rows")
