@@ -84,7 +84,7 @@ AUTO_WITH_NAMES = "conse"
 _KIND = "hardneg.zeroshot.TextIndex"
 _VERSION = 1
 #: bumped when what an index holds for the same inputs changes (old cache files are then ignored)
-_ALGORITHM = 4
+_ALGORITHM = 5
 #: ``a`` of ConSE's class-prior correction in the index (0 is [Norouzi14] Eq. (2); chosen on validation categories)
 CONSE_PRIOR_POWER = 0.5
 #: rows of the store read to estimate ConSE's class prior and the feedback space
