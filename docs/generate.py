@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import re
+import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1060,6 +1061,18 @@ def build(out: Path) -> dict:
     w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
     w.text("zeroshot_lr_table.md", zeroshot_lr_table())
     w.text("zeroshot_offline_tables.md", zeroshot_offline_tables())
+    w.text("hashing_retrieval_tables.md", hashing_retrieval_tables())
+    w.text("hashing_trees_table.md", hashing_trees_table())
+    for run, _ in MISSING_TAGS_RUNS:
+        w.text(f"concept_missing_tags_{run}_table.md", concept_missing_tags_table(run))
+    w.text("concept_missing_tags_T_table.md", concept_missing_tags_T_table())
+    w.text("concept_quality_table.md", concept_quality_table())
+    w.text("features_fashion_retrieval_table.md", features_fashion_retrieval_table())
+    w.text("store_scan_table.md", store_scan_table())
+    w.text("features_throughput_table.md", features_throughput_table())
+    w.text("hamming_ann_table.md", hamming_ann_table())
+    for name in STORED_TABLE_FILES:
+        w.text(f"{name}_table.md", stored_table(name))
     for name in ESVM_RETRIEVAL_FILES:
         if (RESULTS / f"{name}.json").exists():
             w.text(f"{name}_table.md", esvm_retrieval_table(name))
@@ -1339,6 +1352,262 @@ def esvm_retrieval_table(name: str) -> str:
     out += [f"| {encoding(r['encoding'])} | {num(r.get('mAP_symmetric'))} | {num(r.get('mAP_asymmetric'))} | "
             f"{num(r.get('knn_acc'))} | {num(r.get('ncm_acc'))} |" for r in data["rows"]]
     return "\n".join(out + ["", provenance(name, data), ""])
+
+
+HASHING_METHODS = (("tsvm", "TSVM hashing"), ("pca_itq", "PCA-ITQ"), ("pca_rr", "PCA-RR"), ("lsh", "LSH"),
+                   ("sklsh", "SKLSH"), ("pq", "PQ"), ("euclidean", "exact Euclidean"))
+
+
+def hashing_retrieval_tables() -> str:
+    """The studies of hashing_retrieval.json as tables: retrieval (mAP@500 in %, best per row in bold), the setups,
+    the unlabeled study, label noise (mean of the seeds), one node under label noise, and full training."""
+    try:
+        data = _load("hashing_retrieval")
+    except (OSError, ValueError):
+        return "*No hashing_retrieval result yet.*\n"
+    out = [f"*{data['protocol']}.*", ""]
+    if data.get("retrieval"):
+        cols = [k for k, _ in HASHING_METHODS if k in data["retrieval"][0]]
+        out += ["| data | bits | " + " | ".join(dict(HASHING_METHODS)[k] for k in cols) + " |",
+                "|---|---|" + "---|" * len(cols)]
+        for r in data["retrieval"]:
+            best = max(r[k] for k in cols)
+            cells = [f"**{100 * r[k]:.1f}**" if r[k] == best else f"{100 * r[k]:.1f}" for k in cols]
+            out.append(f"| {r['dataset']} | {r['bits']} | " + " | ".join(cells) + " |")
+        out += ["", "| data | queries | database | labelled | unlabelled | dim | C chosen (validation mAP per C) | "
+                "TSVM fit (s) |", "|---|---|---|---|---|---|---|---|"]
+        for name, su in data.get("setups", {}).items():
+            val = ", ".join(f"{float(c):g}: {100 * v:.2f}" for c, v in su.get("C_validation_map", {}).items())
+            out.append(f"| {name} | {su.get('queries'):,} | {su.get('database'):,} | {su.get('labeled'):,} | "
+                       f"{su.get('unlabeled'):,} | {su.get('dim')} | {su.get('C'):g} ({val}) | {su.get('tsvm_fit_s', 0):.0f} |")
+        out.append("")
+    if data.get("unlabeled"):
+        out += ["**Unlabelled data and the balancing constraint** (64 bits, mAP@500 in %):", "",
+                "| data | C | no unlabelled data | unlabelled, balancing on (the paper) | unlabelled, balancing off "
+                "(default) |", "|---|---|---|---|---|"]
+        out += [f"| {u['dataset']} | {u['C']:g} | {100 * u['without']:.1f} | {100 * u['with_balancing']:.1f} | "
+                f"{100 * u['with_no_constraint']:.1f} |" for u in data["unlabeled"]]
+        out.append("")
+    if data.get("label_noise"):
+        groups: dict = {}
+        for r in data["label_noise"]:
+            groups.setdefault((r["C"], r["flip_rate"]), []).append(r)
+        seeds = sorted({r["seed"] for r in data["label_noise"]})
+        out += [f"**Label noise** (MNIST 5k, 64 bits, mAP@500 in %, mean of seeds {', '.join(map(str, seeds))}):", "",
+                "| C | labels flipped | ramp loss (RTSVM) | hinge loss |", "|---|---|---|---|"]
+        for (c, rate), rs in sorted(groups.items()):
+            ramp, hinge = (100 * sum(r[k] for r in rs) / len(rs) for k in ("ramp", "hinge"))
+            out.append(f"| {c:g} | {rate:.0%} | {ramp:.1f} | {hinge:.1f} |")
+        out.append("")
+    if data.get("label_noise_node"):
+        out += ["**One node under label noise** (binary test accuracy in %, C = 1):", "",
+                "| positive classes | labels flipped | ramp | hinge | linear SVM |", "|---|---|---|---|---|"]
+        out += [f"| {', '.join(map(str, r['positive_classes']))} | {r['flip_rate']:.0%} | {100 * r['ramp']:.1f} | "
+                f"{100 * r['hinge']:.1f} | {100 * r['linear_svm']:.1f} |" for r in data["label_noise_node"]]
+        out.append("")
+    if data.get("full_training"):
+        out += ["**Full training** (Fashion-MNIST, every training image labelled, C = 1):", "",
+                "| bits | labelled | trees | fit (s) | mAP@500 (%) |", "|---|---|---|---|---|"]
+        out += [f"| {r['bits']} | {r['labeled']:,} | {r['trees']} | {r['fit_s']:.0f} | {100 * r['map']:.1f} |"
+                for r in data["full_training"]]
+        out.append("")
+    return "\n".join(out + [provenance("hashing_retrieval", data), ""])
+
+
+def hashing_trees_table() -> str:
+    """hashing_trees.json: class subsets and the embedding mode, mAP@500 in % and fit time over the default's."""
+    try:
+        data = _load("hashing_trees")
+    except (OSError, ValueError):
+        return "*No hashing_trees result yet.*\n"
+    out = [f"*{data['protocol']}.*", "", "| data | variant | trees × nodes per tree | 32 bits | 64 bits | fit time |",
+           "|---|---|---|---|---|---|"]
+    for key, block in data.items():
+        if not isinstance(block, dict) or "rows" not in block:
+            continue
+        rows = block["rows"]
+        best = {b: max(r[f"map_{b}"] for r in rows) for b in (32, 64)}
+        for r in rows:
+            cells = [f"**{100 * r[f'map_{b}']:.1f}**" if r[f"map_{b}"] == best[b] else f"{100 * r[f'map_{b}']:.1f}"
+                     for b in (32, 64)]
+            ratio = "1" if r["fit_vs_default"] == 1 else f"{r['fit_vs_default']:.2f}×"
+            out.append(f"| {key} | {r['variant']} | {r['trees']} × {r['nodes'] // r['trees']} | {cells[0]} | {cells[1]} "
+                       f"| {ratio} |")
+    return "\n".join(out + ["", provenance("hashing_trees", data), ""])
+
+
+MISSING_TAGS_RUNS = (("3seeds", "common and rare concepts, pool 20,000"), ("confusable", "confusable concepts, pool 20,000"),
+                     ("full60k", "every group, pool 60,000"))
+MISSING_TAGS_FEATURES = (("fashion-mnist-cnn", "CNN"), ("fashion-mnist-dsift1024", "dense-SIFT"))
+
+
+def concept_missing_tags_table(run: str) -> str:
+    """One concept_missing_tags_<features>_<run>.json pair (CNN and dense SIFT) as a table: mean AP over the seeds per
+    concept, one cell per untagged share, the default's difference to asymmetric bagging (bold where below), and the
+    share of untagged positives among the negatives the paper's selection chose."""
+    out, sources = [], []
+    for feats, label in MISSING_TAGS_FEATURES:
+        name = f"concept_missing_tags_{feats}_{run}"
+        if not (RESULTS / f"{name}.json").exists():
+            continue
+        data = _load(name)
+        if not out:
+            out = [f"*Pool {data['pool']:,}, {data['test']:,} test items, |B+| = {data['n_pos']}, T = {data['T']}, mean "
+                   f"over seeds {', '.join(map(str, data['seeds']))}; cells are untagged shares "
+                   f"{' / '.join(f'{m:.0%}' for m in data['missing'])} of the concept's pool items.*", "",
+                   "| features | group | concept (share of pool) | asymmetric bagging | NB, paper (`skip_top=0`) | "
+                   "NB, `skip_top=\"auto\"` (default) | default − bagging | untagged positives among the paper's "
+                   "negatives |", "|---|---|---|---|---|---|---|---|"]
+        by_concept: dict = {}
+        for s in data["summary"]:
+            by_concept.setdefault((s["group"], s["concept"]), []).append(s)
+        shares = {}
+        for r in data["results"]:
+            shares.setdefault((r["group"], r["concept"], r["missing"]), []).append(
+                r["untagged_positive_share_of_negatives"]["NB (paper, skip 0)"])
+        for (group, concept), cells in by_concept.items():
+            cells = sorted(cells, key=lambda c: c["missing"])
+
+            def col(method, cells=cells):
+                return " / ".join(f"{c['mean_AP'][method]:.4f}" for c in cells)
+
+            deltas = []
+            for c in cells:
+                d = c["mean_AP"]["NB skip auto"] - c["mean_AP"]["asymmetric bagging"]
+                deltas.append(f"**{d:+.4f}**" if d < 0 else f"{d:+.4f}")
+            neg = " / ".join(f"{statistics.fmean(shares[(group, concept, c['missing'])]):.0%}" for c in cells)
+            out.append(f"| {label} | {group} | {concept} ({cells[0]['concept_share']:.2f}) | {col('asymmetric bagging')} | "
+                       f"{col('NB (paper, skip 0)')} | {col('NB skip auto')} | {' / '.join(deltas)} | {neg} |")
+        sources.append(provenance(name, data))
+    if not out:
+        return f"*No concept_missing_tags_*_{run}.json result yet.*\n"
+    return "\n".join(out + [""] + [s + "\n" for s in sources])
+
+
+def concept_missing_tags_T_table(name: str = "concept_missing_tags_fashion-mnist-dsift1024") -> str:
+    """AP against T in one concept_missing_tags run: mean over its common-concept cells (every untagged share) per
+    method, with each method's fit time."""
+    if not (RESULTS / f"{name}.json").exists():
+        return f"*No {name}.json result yet.*\n"
+    data = _load(name)
+    cells = [r for r in data["results"] if r["group"] == "common"]
+    methods = list(cells[0]["AP_vs_T"])
+    ts = sorted({int(t) for t in cells[0]["AP_vs_T"][methods[0]]})
+    out = [f"*{data['features']}; pool {data['pool']:,}, |B+| = {data['n_pos']}, seed {data.get('seed', data.get('seeds'))}; "
+           f"mean AP over the {len(cells)} common-concept cells (concepts × untagged shares "
+           f"{' / '.join(f'{m:.0%}' for m in data['missing'])}).*", "",
+           "| method | " + " | ".join(f"T = {t}" for t in ts) + " | fit at T = " + f"{data['T']} (s, mean) |",
+           "|---|" + "---|" * (len(ts) + 1)]
+    for m in methods:
+        aps = [statistics.fmean(c["AP_vs_T"][m][str(t)] for c in cells) for t in ts]
+        fit = statistics.fmean(c["fit_s"][m] for c in cells)
+        out.append(f"| {m} | " + " | ".join(f"{a:.4f}" for a in aps) + f" | {fit:.1f} |")
+    return "\n".join(out + ["", provenance(name, data), ""])
+
+
+# result files whose benchmark writes its table as markdown ("table"); the pages include them as they are
+STORED_TABLE_FILES = ("similarity_solis", "similarity_solis_10k", "similarity_solis_fashion_1k_both",
+                      "similarity_solis_fashion_10k_both", "similarity_retrieval", "similarity_vocab_tree")
+
+
+def stored_table(name: str) -> str:
+    """The markdown table a benchmark stored in its result file, with the file's provenance below it."""
+    data = _load(name)
+    return "\n".join([data["table"].strip(), "", provenance(name, data), ""])
+
+
+def concept_quality_table() -> str:
+    """concept_quality.json: mean AP over the classes per feature set and setting, every method, and the paper's
+    selection against asymmetric bagging."""
+    try:
+        data = _load("concept_quality")
+    except (OSError, ValueError):
+        return "*No concept_quality result yet.*\n"
+    methods: list[str] = []
+    for feats in data["results"].values():
+        for setting in feats["settings"].values():
+            methods += [m for m in setting["methods"] if m not in methods]
+    out = ["| features | setting | " + " | ".join(methods) + " | NB (paper) vs AB |", "|---|---|" + "---|" * (len(methods) + 1)]
+    for feats in data["results"].values():
+        for name, setting in feats["settings"].items():
+            res = setting["methods"]
+            cells = [f"{res[m]['mAP']:.4f}" if m in res else "—" for m in methods]
+            nb, ab = res["negative bootstrap"]["mAP"], res["asymmetric bagging"]["mAP"]
+            label = f"{name}, T = {setting['T']}".replace("|", "\\|")
+            out.append(f"| {feats['description']} | {label} | " + " | ".join(cells)
+                       + f" | {100 * (nb - ab) / ab:+.1f}% |")
+    return "\n".join(out + ["", provenance("concept_quality", data), ""])
+
+
+def features_fashion_retrieval_table() -> str:
+    """features_fashion_retrieval.json: exact-kNN retrieval quality of each feature set, search time over pixels'."""
+    try:
+        data = _load("features_fashion_retrieval")
+    except (OSError, ValueError):
+        return "*No features_fashion_retrieval result yet.*\n"
+    out = [f"*{data['protocol']}.*", "", "| features | mAP | mAP@100 | P@10 | search time / pixels |", "|---|---|---|---|---|"]
+    out += [f"| {r['features']} | {r['mAP']:.3f} | {r['mAP@100']:.3f} | {r['P@10']:.3f} | {r['time_vs_pixels']:.2f} |"
+            for r in data["rows"]]
+    return "\n".join(out + ["", provenance("features_fashion_retrieval", data), ""])
+
+
+def store_scan_table() -> str:
+    """store_scan.json: each reader's best scan of the same store, its throughput over the store's, and peak memory."""
+    try:
+        data = _load("store_scan")
+    except (OSError, ValueError):
+        return "*No store_scan result yet.*\n"
+    store = data["readers"][0]["GB_per_s"]
+    out = [f"*{data['rows']:,} × {data['dim']:,} float32, {data['gigabytes']:.1f} GB, in the page cache; a column sum over "
+           f"every block; best of {data['repeats']}.*", "", "| reader | GB/s | throughput vs store | peak RSS |",
+           "|---|---|---|---|"]
+    for r in data["readers"]:
+        rss = r.get("peak_rss_MiB")
+        rss_s = "—" if rss is None or rss != rss else f"{rss:,.0f} MiB"
+        out.append(f"| `{r['reader']}` | {r['GB_per_s']:.1f} | {r['GB_per_s'] / store:.2f} | {rss_s} |")
+    first = data["readers"][0]
+    out += ["", f"The store scans at {data['throughput_ratio_store_vs_memmap']:.1f}× a freshly opened memory map and "
+            f"{data['throughput_ratio_store_vs_memmap_kept_mapped']:.2f}× one whose page tables are already warm (goal "
+            f"{data['goal']}), in bounded memory ({first['peak_rss_MiB']:.0f} MiB peak, of which "
+            f"{first['rss_after_imports_MiB']:.0f} MiB is the interpreter and imports).", "",
+            provenance("store_scan", data), ""]
+    return "\n".join(out)
+
+
+def features_throughput_table() -> str:
+    """features_throughput.json: images a second of each extractor, and the speed over the default CNN's."""
+    try:
+        data = _load("features_throughput")
+    except (OSError, ValueError):
+        return "*No features_throughput result yet.*\n"
+    threads = data.get("machine", {}).get("torch_threads", "?")
+    sizes = sorted(data["photo_sizes"], key=lambda wh: math.prod(int(v) for v in wh.split("x")))
+    out = [f"*{threads} threads; photos: the {len(sizes)} scikit-image and scikit-learn sample photos, {sizes[0]} to "
+           f"{sizes[-1]} px, as decoded arrays (no file decoding); Fashion-MNIST: 28 × 28 grey "
+           "images from memory.*", "", "| extractor | data | images | images/s | speed vs CNN @224 |", "|---|---|---|---|---|"]
+    out += [f"| {r['extractor']} | {r['data']} | {r['n_images']:,} | {r['images_per_s']:.1f} | {r['speed_vs_cnn224']:.2f} |"
+            for r in data["rows"]]
+    return "\n".join(out + ["", provenance("features_throughput", data), ""])
+
+
+def hamming_ann_table() -> str:
+    """hamming_ann.json: recall@100 and speed of each IVF setting against the exhaustive search and FAISS direct."""
+    try:
+        data = _load("hamming_ann")
+    except (OSError, ValueError):
+        return "*No hamming_ann result yet.*\n"
+    out = [f"*{data['protocol']}. Exhaustive search: {data['exhaustive_hammingindex_qps']:,.0f} queries/s "
+           f"(`HammingIndex`), {data['exhaustive_faiss_flat_qps']:,.0f} (FAISS `IndexBinaryFlat` directly).*", "",
+           "| nlist | nprobe | recall@100 | queries/s | × exhaustive | `search` (ids) vs FAISS direct | "
+           "`rank` (rows) vs FAISS direct |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {g['nlist']} | {g['nprobe']} | {g['recall']:.3f} | {g['qps']:,.0f} | {g['speedup_vs_exhaustive']:.1f} | "
+            f"{g['vs_faiss_direct']:.2f} | {g['rank_vs_faiss_direct']:.2f} |" for g in data["grid"]]
+    b = data["best_at_recall_0.99"]
+    out += ["", f"Fastest setting at recall@100 ≥ 0.99: nlist {b['nlist']}, nprobe {b['nprobe']}, recall "
+            f"{b['recall']:.3f}, {b['speedup_vs_exhaustive']:.0f}× the exhaustive search (goal ≥ 10×); `search` at "
+            f"{b['vs_faiss_direct']:.2f}× FAISS direct and `rank` at {b['rank_vs_faiss_direct']:.2f}×.", "",
+            provenance("hamming_ann", data), ""]
+    return "\n".join(out)
 
 
 def zeroshot_lr_table() -> str:
