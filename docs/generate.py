@@ -1071,8 +1071,12 @@ def build(out: Path) -> dict:
     w.text("store_scan_table.md", store_scan_table())
     w.text("features_throughput_table.md", features_throughput_table())
     w.text("hamming_ann_table.md", hamming_ann_table())
+    for name in ("serve_load", "serve_load_raw"):
+        w.text(f"{name}_table.md", serve_load_table(name))
     for name in STORED_TABLE_FILES:
         w.text(f"{name}_table.md", stored_table(name))
+    for key in ("labels", "passes"):
+        w.text(f"similarity_solis_why_{key}_table.md", solis_why_table(key))
     for name in ESVM_RETRIEVAL_FILES:
         if (RESULTS / f"{name}.json").exists():
             w.text(f"{name}_table.md", esvm_retrieval_table(name))
@@ -1445,7 +1449,7 @@ def concept_missing_tags_table(run: str) -> str:
     """One concept_missing_tags_<features>_<run>.json pair (CNN and dense SIFT) as a table: mean AP over the seeds per
     concept, one cell per untagged share, the default's difference to asymmetric bagging (bold where below), and the
     share of untagged positives among the negatives the paper's selection chose."""
-    out, sources = [], []
+    out, sources, summary = [], [], []
     for feats, label in MISSING_TAGS_FEATURES:
         name = f"concept_missing_tags_{feats}_{run}"
         if not (RESULTS / f"{name}.json").exists():
@@ -1459,6 +1463,7 @@ def concept_missing_tags_table(run: str) -> str:
                    "NB, `skip_top=\"auto\"` (default) | default − bagging | untagged positives among the paper's "
                    "negatives |", "|---|---|---|---|---|---|---|---|"]
         by_concept: dict = {}
+        summary.append(_missing_tags_summary(label, data["summary"]))
         for s in data["summary"]:
             by_concept.setdefault((s["group"], s["concept"]), []).append(s)
         shares = {}
@@ -1473,7 +1478,7 @@ def concept_missing_tags_table(run: str) -> str:
 
             deltas = []
             for c in cells:
-                d = c["mean_AP"]["NB skip auto"] - c["mean_AP"]["asymmetric bagging"]
+                d = round(c["mean_AP"]["NB skip auto"] - c["mean_AP"]["asymmetric bagging"], 4) + 0.0  # no -0.0000
                 deltas.append(f"**{d:+.4f}**" if d < 0 else f"{d:+.4f}")
             neg = " / ".join(f"{statistics.fmean(shares[(group, concept, c['missing'])]):.0%}" for c in cells)
             out.append(f"| {label} | {group} | {concept} ({cells[0]['concept_share']:.2f}) | {col('asymmetric bagging')} | "
@@ -1481,7 +1486,25 @@ def concept_missing_tags_table(run: str) -> str:
         sources.append(provenance(name, data))
     if not out:
         return f"*No concept_missing_tags_*_{run}.json result yet.*\n"
-    return "\n".join(out + [""] + [s + "\n" for s in sources])
+    return "\n".join(out + [""] + [f"- {line}" for line in summary] + [""] + [s + "\n" for s in sources])
+
+
+def _missing_tags_summary(label: str, cells: list[dict]) -> str:
+    """One line per feature set: where the default stands against bagging, and the paper's selection's largest loss."""
+    def where(c):
+        return f"{c['concept']}, {c['missing']:.0%} untagged"
+
+    def diff(c, method):  # to the table's 4 decimals
+        return round(c["mean_AP"][method] - c["mean_AP"]["asymmetric bagging"], 4) + 0.0
+
+    ok = [c for c in cells if diff(c, "NB skip auto") >= 0]
+    low = min(cells, key=lambda c: diff(c, "NB skip auto"))
+    paper = min(cells, key=lambda c: diff(c, "NB (paper, skip 0)"))
+    worst = diff(paper, "NB (paper, skip 0)")
+    paper_s = (f"the paper's selection falls up to {-worst:.4f} below bagging ({where(paper)})" if worst < 0
+               else "the paper's selection is never below bagging")
+    return (f"{label}: the default is at or above asymmetric bagging in {len(ok)} of {len(cells)} cells, to 4 decimals (lowest "
+            f"{diff(low, 'NB skip auto'):+.4f}, {where(low)}); {paper_s}.")
 
 
 def concept_missing_tags_T_table(name: str = "concept_missing_tags_fashion-mnist-dsift1024") -> str:
@@ -1608,6 +1631,71 @@ def hamming_ann_table() -> str:
             f"{b['vs_faiss_direct']:.2f}× FAISS direct and `rank` at {b['rank_vs_faiss_direct']:.2f}×.", "",
             provenance("hamming_ann", data), ""]
     return "\n".join(out)
+
+
+def serve_load_table(name: str) -> str:
+    """A serve_load*.json run: each load run over HTTP, the exact-cosine run and the in-process baselines, then what
+    micro-batching changed for the IVF search."""
+    try:
+        data = _load(name)
+    except (OSError, ValueError):
+        return f"*No {name} result yet.*\n"
+    args, load = data["args"], data["load"]
+
+    def ms(v):
+        return f"{v:.1f}" if v < 10 else f"{v:.0f}"
+
+    start, end = data.get("loadavg_start", [float("nan")])[0], data.get("loadavg_end", [float("nan")])[0]
+    out = [f"*{load['n_codes']:,} codes of {load['bits']} bits, k = {load['k']}, {args['clients']} clients with the "
+           f"{args['client']} client, {args['seconds']:g} s per run, IVF {load['nlist']} lists; load average {start:.1f} "
+           f"at the start and {end:.1f} at the end (1-minute).*", "",
+           "| what | req/s | p50 ms | p95 ms | p99 ms | errors | mean batch | server CPU ms/req | client CPU ms/req |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for m in load["runs"]:
+        out.append(f"| {m['search'][0] if m['search'] else '?'}, {m['batching']} | {m['requests_per_s']:,.1f} | "
+                   f"{ms(m['p50_ms'])} | {ms(m['p95_ms'])} | {ms(m['p99_ms'])} | {m['errors']} | {m['mean_batch_size']:.1f} | "
+                   f"{1000 * m['server_cpu_s_per_request']:.2f} | {1000 * m['client_cpu_s_per_request']:.2f} |")
+    if load.get("cosine"):
+        m = load["cosine"]
+        out.append(f"| exact cosine over the float vectors | {m['requests_per_s']:,.1f} | {ms(m['p50_ms'])} | "
+                   f"{ms(m['p95_ms'])} | {ms(m['p99_ms'])} | {m['errors']} | | | |")
+    for key, b in load["direct_baseline"].items():
+        if isinstance(b, dict) and "queries_per_s" in b:
+            out.append(f"| baseline: in-process {key}, 1 query at a time | {b['queries_per_s']:,.1f} | {b['p50_ms']:.2f} | "
+                       f"{b['p95_ms']:.2f} | {b['p99_ms']:.2f} | 0 | | | |")
+    ivf = {m["batching"]: m for m in load["runs"] if m["search"] and m["search"][0].startswith("ivf")}
+    if {"batched", "one by one"} <= set(ivf):
+        b, one = ivf["batched"], ivf["one by one"]
+        out += ["", f"Micro-batching the IVF search: {b['requests_per_s'] / one['requests_per_s']:.1f}× the throughput, "
+                f"p95 {ms(one['p95_ms'])} → {ms(b['p95_ms'])} ms, server CPU {1000 * one['server_cpu_s_per_request']:.2f} → "
+                f"{1000 * b['server_cpu_s_per_request']:.2f} ms a request; over HTTP the batched IVF search serves "
+                f"{b['requests_per_s'] / load['direct_baseline']['ivf']['queries_per_s']:.2f}× the in-process rate of one "
+                "query at a time."]
+    rec = load.get("recall")
+    if rec:
+        out += ["", f"Recall@{rec['k']} of the {rec['search']} answers over HTTP against the exhaustive ones, "
+                f"{rec['n_queries']} queries: {rec['recall_at_k']:.3f}."]
+    return "\n".join(out + ["", provenance(name, data), ""])
+
+
+def solis_why_table(key: str, name: str = "similarity_solis_why_10k") -> str:
+    """One study of similarity_solis_why.py as a grid: its setting (labelled images per class, or passes) by learner,
+    mAP % as mean ± population std over the draws."""
+    data = _load(name)
+    runs = data[key]
+    axis = "labeled per class" if key == "labels" else "passes"
+    learners = list(dict.fromkeys((r["method"], r["w_init"]) for r in runs))
+    values = sorted({r[axis] for r in runs})
+    out = [f"| {'labelled per class' if key == 'labels' else 'passes'} | "
+           + " | ".join(m if m.startswith("OASIS") else f"{m} w1={w:g}" for m, w in learners) + " |",
+           "|---|" + "---|" * len(learners)]
+    for v in values:
+        cells = []
+        for m, w in learners:
+            maps = [100 * r["mAP"] for r in runs if r[axis] == v and (r["method"], r["w_init"]) == (m, w)]
+            cells.append(f"{statistics.fmean(maps):.2f} ± {statistics.pstdev(maps):.2f}" if maps else "—")
+        out.append(f"| {v} | " + " | ".join(cells) + " |")
+    return "\n".join(out + ["", provenance(name, data), ""])
 
 
 def zeroshot_lr_table() -> str:

@@ -36,13 +36,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: size), and a rerun changes numbers that the hand-written pages quote, so it belongs with the page's next edit.
 #: Rerunning one through write_results takes it off this list (test_the_allow_lists_hold_only_files_that_still_need_them).
 NO_PROVENANCE = {
-    "concept_missing_tags_fashion-mnist-cnn_3seeds": "every Fashion-MNIST class x missing-tag rates x 3 seeds",
     "concept_missing_tags_fashion-mnist-cnn_confusable": "the confusable classes x 3 seeds",
     "concept_missing_tags_fashion-mnist-cnn_full60k": "the full 60,000-item pool (42 min, docs/methods/concept.md)",
-    "concept_missing_tags_fashion-mnist-dsift1024": "dense-SIFT features of Fashion-MNIST, every class",
-    "concept_missing_tags_fashion-mnist-dsift1024_3seeds": "dense SIFT, every class x 3 seeds",
-    "concept_missing_tags_fashion-mnist-dsift1024_confusable": "dense SIFT, the confusable classes x 3 seeds",
-    "concept_missing_tags_fashion-mnist-dsift1024_full60k": "dense SIFT, the full 60,000-item pool",
     "concept_quality": "4 feature sets x T up to 50 x 5 methods x every class",
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
