@@ -1055,31 +1055,8 @@ def build(out: Path) -> dict:
     for method in METHOD_CODE:
         w.text(f"equations_{method}.md", equations(method))
     w.text("headline_figures.md", headline_figures())
-    w.text("concept_openclipart_tables.md", concept_openclipart_tables())
-    w.text("concept_untagged_tables.md", concept_untagged_tables())
-    w.text("zeroshot_openclipart_tables.md", zeroshot_openclipart_tables())
-    w.text("zeroshot_keywords_table.md", zeroshot_keywords_table())
-    w.text("zeroshot_lr_table.md", zeroshot_lr_table())
-    w.text("zeroshot_offline_tables.md", zeroshot_offline_tables())
-    w.text("hashing_retrieval_tables.md", hashing_retrieval_tables())
-    w.text("hashing_trees_table.md", hashing_trees_table())
-    for run, _ in MISSING_TAGS_RUNS:
-        w.text(f"concept_missing_tags_{run}_table.md", concept_missing_tags_table(run))
-    w.text("concept_missing_tags_T_table.md", concept_missing_tags_T_table())
-    w.text("concept_quality_table.md", concept_quality_table())
-    w.text("features_fashion_retrieval_table.md", features_fashion_retrieval_table())
-    w.text("store_scan_table.md", store_scan_table())
-    w.text("features_throughput_table.md", features_throughput_table())
-    w.text("hamming_ann_table.md", hamming_ann_table())
-    for name in ("serve_load", "serve_load_raw"):
-        w.text(f"{name}_table.md", serve_load_table(name))
-    for name in STORED_TABLE_FILES:
-        w.text(f"{name}_table.md", stored_table(name))
-    for key in ("labels", "passes"):
-        w.text(f"similarity_solis_why_{key}_table.md", solis_why_table(key))
-    for name in ESVM_RETRIEVAL_FILES:
-        if (RESULTS / f"{name}.json").exists():
-            w.text(f"{name}_table.md", esvm_retrieval_table(name))
+    for rel, text in page_tables().items():
+        w.text(rel, text)
 
     # an index of the benchmark pages
     idx = ["| script | what it measures | result files |", "|---|---|---|"]
@@ -1696,6 +1673,28 @@ def solis_why_table(key: str, name: str = "similarity_solis_why_10k") -> str:
             cells.append(f"{statistics.fmean(maps):.2f} ± {statistics.pstdev(maps):.2f}" if maps else "—")
         out.append(f"| {v} | " + " | ".join(cells) + " |")
     return "\n".join(out + ["", provenance(name, data), ""])
+
+
+def page_tables() -> dict[str, str]:
+    """Every results table a method or guide page includes (``--8<-- "docs/generated/<file>"``), by file name."""
+    tables = {"concept_openclipart_tables.md": concept_openclipart_tables(),
+              "concept_untagged_tables.md": concept_untagged_tables(),
+              "zeroshot_openclipart_tables.md": zeroshot_openclipart_tables(),
+              "zeroshot_keywords_table.md": zeroshot_keywords_table(), "zeroshot_lr_table.md": zeroshot_lr_table(),
+              "zeroshot_offline_tables.md": zeroshot_offline_tables(),
+              "hashing_retrieval_tables.md": hashing_retrieval_tables(), "hashing_trees_table.md": hashing_trees_table(),
+              "concept_missing_tags_T_table.md": concept_missing_tags_T_table(),
+              "concept_quality_table.md": concept_quality_table(),
+              "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
+              "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
+              "hamming_ann_table.md": hamming_ann_table()}
+    tables |= {f"concept_missing_tags_{run}_table.md": concept_missing_tags_table(run) for run, _ in MISSING_TAGS_RUNS}
+    tables |= {f"{name}_table.md": serve_load_table(name) for name in ("serve_load", "serve_load_raw")}
+    tables |= {f"{name}_table.md": stored_table(name) for name in STORED_TABLE_FILES}
+    tables |= {f"similarity_solis_why_{key}_table.md": solis_why_table(key) for key in ("labels", "passes")}
+    tables |= {f"{name}_table.md": esvm_retrieval_table(name) for name in ESVM_RETRIEVAL_FILES
+               if (RESULTS / f"{name}.json").exists()}
+    return tables
 
 
 def zeroshot_lr_table() -> str:

@@ -39,7 +39,6 @@ NO_PROVENANCE = {
     "concept_missing_tags_fashion-mnist-cnn_full60k": "the full 60,000-item pool (42 min, docs/methods/concept.md)",
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
-    "esvm_retrieval_dsift": "the same on dense SIFT",
     "esvm_retrieval_vlad": "the same on VLAD",
     "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
     "features_throughput": "extraction throughput over many images",
@@ -110,11 +109,6 @@ def referenced_names(text: str) -> set[str]:
     return names
 
 
-#: docs/generate.py's functions that write a results table for a method page (their own names, no arguments)
-GENERATED_TABLES = ("concept_openclipart_tables", "concept_untagged_tables", "zeroshot_openclipart_tables",
-                    "zeroshot_keywords_table", "zeroshot_lr_table")
-
-
 def generated_sources() -> set[str]:
     """The result files docs/generate.py's figures draw and its method-page tables cite (both glob some files by
     prefix and skip a file without their data), found by running them without saving a PNG."""
@@ -139,9 +133,8 @@ def generated_sources() -> set[str]:
                 continue
             sources |= {f"{s}.json" for _, source, _ in made for s in source.split(", ")}
         texts += [p.read_text(encoding="utf-8") for p in writer.written if p.suffix == ".md"]
-    for name in GENERATED_TABLES:
-        texts.append(getattr(generate, name)())
-        texts.append(generate.TABLES.get(name, lambda w: "")(writer))
+    texts += list(generate.page_tables().values())
+    texts += [fn(writer) for fn in generate.TABLES.values()]
     return sources | {n for text in texts for n in referenced_names(text)}
 
 
