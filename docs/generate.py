@@ -1335,17 +1335,29 @@ def esvm_retrieval_table(name: str) -> str:
     return "\n".join(out + ["", provenance(name, data), ""])
 
 
+def _from_result(name: str):
+    """Decorate a table maker that takes result file ``name``: where the file is missing or unreadable, the table
+    is a note saying so (the site still builds)."""
+    def wrap(make):
+        @functools.wraps(make)
+        def table() -> str:
+            try:
+                data = _load(name)
+            except (OSError, ValueError):
+                return f"*No {name} result yet.*\n"
+            return make(data)
+        return table
+    return wrap
+
+
 HASHING_METHODS = (("tsvm", "TSVM hashing"), ("pca_itq", "PCA-ITQ"), ("pca_rr", "PCA-RR"), ("lsh", "LSH"),
                    ("sklsh", "SKLSH"), ("pq", "PQ"), ("euclidean", "exact Euclidean"))
 
 
-def hashing_retrieval_tables() -> str:
+@_from_result("hashing_retrieval")
+def hashing_retrieval_tables(data: dict) -> str:
     """The studies of hashing_retrieval.json as tables: retrieval (mAP@500 in %, best per row in bold), the setups,
     the unlabeled study, label noise (mean of the seeds), one node under label noise, and full training."""
-    try:
-        data = _load("hashing_retrieval")
-    except (OSError, ValueError):
-        return "*No hashing_retrieval result yet.*\n"
     out = [f"*{data['protocol']}.*", ""]
     if data.get("retrieval"):
         cols = [k for k, _ in HASHING_METHODS if k in data["retrieval"][0]]
@@ -1395,12 +1407,9 @@ def hashing_retrieval_tables() -> str:
     return "\n".join(out + [provenance("hashing_retrieval", data), ""])
 
 
-def hashing_trees_table() -> str:
+@_from_result("hashing_trees")
+def hashing_trees_table(data: dict) -> str:
     """hashing_trees.json: class subsets and the embedding mode, mAP@500 in % and fit time over the default's."""
-    try:
-        data = _load("hashing_trees")
-    except (OSError, ValueError):
-        return "*No hashing_trees result yet.*\n"
     out = [f"*{data['protocol']}.*", "", "| data | variant | trees × nodes per tree | 32 bits | 64 bits | fit time |",
            "|---|---|---|---|---|---|"]
     for key, block in data.items():
@@ -1516,13 +1525,10 @@ def stored_table(name: str) -> str:
     return "\n".join([data["table"].strip(), "", provenance(name, data), ""])
 
 
-def concept_quality_table() -> str:
+@_from_result("concept_quality")
+def concept_quality_table(data: dict) -> str:
     """concept_quality.json: mean AP over the classes per feature set and setting, every method, and the paper's
     selection against asymmetric bagging."""
-    try:
-        data = _load("concept_quality")
-    except (OSError, ValueError):
-        return "*No concept_quality result yet.*\n"
     methods: list[str] = []
     for feats in data["results"].values():
         for setting in feats["settings"].values():
@@ -1539,24 +1545,18 @@ def concept_quality_table() -> str:
     return "\n".join(out + ["", provenance("concept_quality", data), ""])
 
 
-def features_fashion_retrieval_table() -> str:
+@_from_result("features_fashion_retrieval")
+def features_fashion_retrieval_table(data: dict) -> str:
     """features_fashion_retrieval.json: exact-kNN retrieval quality of each feature set, search time over pixels'."""
-    try:
-        data = _load("features_fashion_retrieval")
-    except (OSError, ValueError):
-        return "*No features_fashion_retrieval result yet.*\n"
     out = [f"*{data['protocol']}.*", "", "| features | mAP | mAP@100 | P@10 | search time / pixels |", "|---|---|---|---|---|"]
     out += [f"| {r['features']} | {r['mAP']:.3f} | {r['mAP@100']:.3f} | {r['P@10']:.3f} | {r['time_vs_pixels']:.2f} |"
             for r in data["rows"]]
     return "\n".join(out + ["", provenance("features_fashion_retrieval", data), ""])
 
 
-def store_scan_table() -> str:
+@_from_result("store_scan")
+def store_scan_table(data: dict) -> str:
     """store_scan.json: each reader's best scan of the same store, its throughput over the store's, and peak memory."""
-    try:
-        data = _load("store_scan")
-    except (OSError, ValueError):
-        return "*No store_scan result yet.*\n"
     store = data["readers"][0]["GB_per_s"]
     out = [f"*{data['rows']:,} × {data['dim']:,} float32, {data['gigabytes']:.1f} GB, in the page cache; a column sum over "
            f"every block; best of {data['repeats']}.*", "", "| reader | GB/s | throughput vs store | peak RSS |",
@@ -1574,12 +1574,9 @@ def store_scan_table() -> str:
     return "\n".join(out)
 
 
-def features_throughput_table() -> str:
+@_from_result("features_throughput")
+def features_throughput_table(data: dict) -> str:
     """features_throughput.json: images a second of each extractor, and the speed over the default CNN's."""
-    try:
-        data = _load("features_throughput")
-    except (OSError, ValueError):
-        return "*No features_throughput result yet.*\n"
     threads = data.get("machine", {}).get("torch_threads", "?")
     sizes = sorted(data["photo_sizes"], key=lambda wh: math.prod(int(v) for v in wh.split("x")))
     out = [f"*{threads} threads; photos: the {len(sizes)} scikit-image and scikit-learn sample photos, {sizes[0]} to "
@@ -1590,12 +1587,9 @@ def features_throughput_table() -> str:
     return "\n".join(out + ["", provenance("features_throughput", data), ""])
 
 
-def hamming_ann_table() -> str:
+@_from_result("hamming_ann")
+def hamming_ann_table(data: dict) -> str:
     """hamming_ann.json: recall@100 and speed of each IVF setting against the exhaustive search and FAISS direct."""
-    try:
-        data = _load("hamming_ann")
-    except (OSError, ValueError):
-        return "*No hamming_ann result yet.*\n"
     out = [f"*{data['protocol']}. Exhaustive search: {data['exhaustive_hammingindex_qps']:,.0f} queries/s "
            f"(`HammingIndex`), {data['exhaustive_faiss_flat_qps']:,.0f} (FAISS `IndexBinaryFlat` directly).*", "",
            "| nlist | nprobe | recall@100 | queries/s | × exhaustive | `search` (ids) vs FAISS direct | "
