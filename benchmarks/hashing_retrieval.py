@@ -52,6 +52,8 @@ from hardneg.svm import LinearSVM, RampTSVM  # noqa: E402
 TOP = 500
 BASELINES = (("lsh", LSHHasher), ("pca_itq", PCAITQHasher), ("pca_rr", PCARRHasher), ("sklsh", SKLSHHasher))
 STUDIES = ("retrieval", "noise", "unlabeled", "full", "trees")
+#: the keys of hashing_retrieval.json that the studies write (trees go to their own file)
+STUDY_KEYS = ("retrieval", "setups", "label_noise", "label_noise_node", "unlabeled", "full_training")
 #: (name, TSVMHashing parameters) of the trees study; "itq" rows are fitted once at 64 bits and their
 #: 32-bit codes come from PCA-ITQ on the same trees' embedding (what mode="itq" does at 32 bits)
 TREE_VARIANTS = (
@@ -354,9 +356,12 @@ def main():
     result["c_star_ratio"] = C_STAR_RATIO
     previous = RESULTS / f"{name}.json"
     if set(args.only) != set(STUDIES) and previous.exists():
-        # a partial run updates its studies and keeps the others
-        kept = {k: v for k, v in json.loads(previous.read_text()).items() if k not in result and k != "machine"}
-        result = {**kept, **result}
+        # a partial run updates its studies; the others are kept apart, with the command and commit that made them,
+        # so that this run's provenance never covers figures it did not measure
+        old = json.loads(previous.read_text())
+        kept = {k: v for k, v in old.items() if k in STUDY_KEYS and k not in result}
+        if kept:
+            result["earlier_run"] = {"command": old.get("command"), "commit": old.get("commit"), "studies": kept}
     path = write_results(name, result)
 
     def pct(rows, keys):

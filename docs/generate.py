@@ -1332,6 +1332,13 @@ def esvm_retrieval_table(name: str) -> str:
            "| encoding | mAP sym | mAP asym | kNN acc | NCM acc |", "|---|---|---|---|---|"]
     out += [f"| {encoding(r['encoding'])} | {num(r.get('mAP_symmetric'))} | {num(r.get('mAP_asymmetric'))} | "
             f"{num(r.get('knn_acc'))} | {num(r.get('ncm_acc'))} |" for r in data["rows"]]
+    grid = data.get("sensitivity_validation") or []
+    if grid and "base_val_mAP" in data:
+        vals = [g["val_mAP_symmetric"] for g in grid]
+        best = max(grid, key=lambda g: g["val_mAP_symmetric"])
+        out += ["", f"Validation grid ({len(grid)} settings of the pool size, λ and α₋; E-SVM symmetric mAP on the "
+                f"validation split): {min(vals):.3f} to {max(vals):.3f}, base features {data['base_val_mAP']:.3f}; best "
+                f"with {best['n_negatives']:,} negatives, λ = {best['lam']:g}, α₋ = {best['alpha_neg']:g}."]
     return "\n".join(out + ["", provenance(name, data), ""])
 
 
