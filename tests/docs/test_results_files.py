@@ -36,7 +36,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: size), and a rerun changes numbers that the hand-written pages quote, so it belongs with the page's next edit.
 #: Rerunning one through write_results takes it off this list (test_the_allow_lists_hold_only_files_that_still_need_them).
 NO_PROVENANCE = {
-    "concept_missing_tags_fashion-mnist-cnn_full60k": "the full 60,000-item pool (42 min, docs/methods/concept.md)",
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
     "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
