@@ -41,7 +41,6 @@ NO_PROVENANCE = {
     "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
     "features_throughput": "extraction throughput over many images",
     "hamming_ann": "its index fit alone took 126 s",
-    "hashing_trees": "hierarchy variants over both hashing data sets",
     "mutation_sample": "3,041 s recorded (make mutation)",
     "serve_load": "the HTTP service under load, minutes per mode",
     "serve_load_raw": "the same with the raw client",
