@@ -1651,8 +1651,16 @@ def serve_load_table(name: str) -> str:
                 "query at a time."]
     rec = load.get("recall")
     if rec:
-        out += ["", f"Recall@{rec['k']} of the {rec['search']} answers over HTTP against the exhaustive ones, "
-                f"{rec['n_queries']} queries: {rec['recall_at_k']:.3f}."]
+        out += ["", f"Tie-aware recall@{rec['k']} of the {rec['search']} answers over HTTP against the exhaustive ones, "
+                f"{rec['n_queries']} queries: {rec['recall_at_k']:.3f} ({rec['identical_lists']:.0%} of the id lists "
+                "identical: 64-bit codes over a million items tie, and most differences are equal-distance swaps)."]
+    rss = [v for m in load["runs"] for v in (m.get("rss_mb_start"), m.get("rss_mb_end")) if v is not None]
+    if rss:
+        out += ["", f"Server memory: {min(rss):,.0f}–{max(rss):,.0f} MB RSS over the runs; errors in all runs: "
+                f"{sum(m['errors'] for m in load['runs'])}."]
+    met = [f"{m['search'][0]}, {m['batching']} ({ms(m['p95_ms'])} ms)" for m in load["runs"]
+           if m["search"] and m["p95_ms"] < 50]
+    out += ["", "Goal p95 < 50 ms at 32 clients: " + (f"met by {'; '.join(met)}." if met else "met by no run here.")]
     return "\n".join(out + ["", provenance(name, data), ""])
 
 
@@ -1676,6 +1684,24 @@ def solis_why_table(key: str, name: str = "similarity_solis_why_10k") -> str:
     return "\n".join(out + ["", provenance(name, data), ""])
 
 
+@_from_result("serve_load")
+def serve_concept_table(data: dict) -> str:
+    """serve_load.json's concept study: the service's first grid and re-rank against the CLI's path, per concept."""
+    c = data.get("concept")
+    if not c:
+        return "*The last serve_load run skipped the concept study (`--skip-concept`).*\n"
+    out = [f"*{c['store']}; {c['settings']}; store built in {c['store_build_s']:.1f} s; the first concept after the "
+           f"start (cold) took {c['cold_first_concept_s']:.1f} s.*", "",
+           "| concept | first grid (s) | re-rank after feedback (s) | CLI path (s) | first / CLI | P@24 | "
+           "P@24 after feedback |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['concept']} | {r['first_grid_s']:.2f} | {r['rerank_s']:.2f} | {r['cli_train_search_s']:.2f} | "
+            f"{r['first_vs_cli']:.2f} | {r['P@24']:.2f} | {r['P@24_after_feedback']:.2f} |" for r in c["concepts"]]
+    first, rerank = max(r["first_grid_s"] for r in c["concepts"]), max(r["rerank_s"] for r in c["concepts"])
+    out += ["", f"Goals: first grid < 3 s ({'met' if first < 3 else 'not met'}, slowest {first:.2f} s), re-rank < 2 s "
+            f"({'met' if rerank < 2 else 'not met'}, slowest {rerank:.2f} s).", "", provenance("serve_load", data), ""]
+    return "\n".join(out)
+
+
 def page_tables() -> dict[str, str]:
     """Every results table a method or guide page includes (``--8<-- "docs/generated/<file>"``), by file name."""
     tables = {"concept_openclipart_tables.md": concept_openclipart_tables(),
@@ -1688,7 +1714,7 @@ def page_tables() -> dict[str, str]:
               "concept_quality_table.md": concept_quality_table(),
               "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
               "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
-              "hamming_ann_table.md": hamming_ann_table()}
+              "hamming_ann_table.md": hamming_ann_table(), "serve_concept_table.md": serve_concept_table()}
     tables |= {f"concept_missing_tags_{run}_table.md": concept_missing_tags_table(run) for run, _ in MISSING_TAGS_RUNS}
     tables |= {f"{name}_table.md": serve_load_table(name) for name in ("serve_load", "serve_load_raw")}
     tables |= {f"{name}_table.md": stored_table(name) for name in STORED_TABLE_FILES}
