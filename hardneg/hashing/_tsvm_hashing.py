@@ -17,9 +17,8 @@ last tree's surplus bits are dropped).
 ``mode="itq"`` is the paper's embedding mode: the real-valued outputs of
 every node of 15 to 40 trees (20 by default) form an embedding, and PCA-ITQ
 turns it into ``n_bits`` bits. Defaults, departures chosen by measurement
-(README, "Class subsets and the embedding mode"): ``class_subset=1`` (every
-tree on all classes) and ``mode="bits"``; the embedding mode was 2.6-4.3 mAP
-points behind the bits at 32-64 bits on MNIST 5k and Fashion-MNIST.
+(docs/methods/hashing.md, "Class subsets and the embedding mode"):
+``class_subset=1`` (every tree on all classes) and ``mode="bits"``.
 """
 
 from __future__ import annotations
