@@ -38,21 +38,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 NO_PROVENANCE = {
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
-    "esvm_retrieval_vlad_N20000": "VLAD with 20,000 negatives",
-    "features_throughput": "extraction throughput over many images",
-    "hamming_ann": "its index fit alone took 126 s",
     "mutation_sample": "3,041 s recorded (make mutation)",
-    "serve_load": "the HTTP service under load, minutes per mode",
-    "serve_load_raw": "the same with the raw client",
     "similarity_retrieval": "SOLIS and baselines on the retrieval protocol",
     "similarity_solis": "every SOLIS solver over repeated draws",
-    "similarity_solis_10k": "the same at 10,000 words",
     "similarity_solis_fashion_10k_both": "Fashion-MNIST, 10,000 words, both clocks",
     "similarity_solis_fashion_1k_both": "Fashion-MNIST, 1,000 words, both clocks",
     "similarity_solis_large": "1,426 s recorded",
     "similarity_solis_why_10k": "1,320 s recorded",
     "similarity_vocab_tree": "a 10,000-word flat k-means alone took 310 s",
-    "store_scan": "a 1,000,000 x 1,280 store built and scanned",
 }
 
 
