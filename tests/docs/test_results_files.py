@@ -45,7 +45,6 @@ NO_PROVENANCE = {
     "similarity_solis_fashion_1k_both": "Fashion-MNIST, 1,000 words, both clocks",
     "similarity_solis_large": "1,426 s recorded",
     "similarity_solis_why_10k": "1,320 s recorded",
-    "similarity_vocab_tree": "a 10,000-word flat k-means alone took 310 s",
 }
 
 
