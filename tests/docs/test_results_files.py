@@ -40,7 +40,6 @@ NO_PROVENANCE = {
     "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
     "mutation_sample": "3,041 s recorded (make mutation)",
     "similarity_solis_large": "1,426 s recorded",
-    "similarity_solis_why_10k": "1,320 s recorded",
 }
 
 
