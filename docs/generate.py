@@ -1433,8 +1433,7 @@ def hashing_trees_table(data: dict) -> str:
     return "\n".join(out + ["", provenance("hashing_trees", data), ""])
 
 
-MISSING_TAGS_RUNS = (("3seeds", "common and rare concepts, pool 20,000"), ("confusable", "confusable concepts, pool 20,000"),
-                     ("full60k", "every group, pool 60,000"))
+MISSING_TAGS_RUNS = ("3seeds", "confusable", "full60k")  # concept_missing_tags_<features>_<run>.json
 MISSING_TAGS_FEATURES = (("fashion-mnist-cnn", "CNN"), ("fashion-mnist-dsift1024", "dense-SIFT"))
 
 
@@ -1721,7 +1720,7 @@ def page_tables() -> dict[str, str]:
               "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
               "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
               "hamming_ann_table.md": hamming_ann_table(), "serve_concept_table.md": serve_concept_table()}
-    tables |= {f"concept_missing_tags_{run}_table.md": concept_missing_tags_table(run) for run, _ in MISSING_TAGS_RUNS}
+    tables |= {f"concept_missing_tags_{run}_table.md": concept_missing_tags_table(run) for run in MISSING_TAGS_RUNS}
     tables |= {f"{name}_table.md": serve_load_table(name) for name in ("serve_load", "serve_load_raw")}
     tables |= {f"{name}_table.md": stored_table(name) for name in STORED_TABLE_FILES}
     tables |= {f"similarity_solis_why_{key}_table.md": solis_why_table(key) for key in ("labels", "passes")}
