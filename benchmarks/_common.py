@@ -69,6 +69,24 @@ def write_results(name: str, payload: dict) -> Path:
     return path
 
 
+def keep_earlier_studies(previous: Path, studies: tuple[str, ...], result: dict) -> None:
+    """A partial run rewrites only the studies it ran. The other ``studies`` that the ``previous`` result file holds
+    (at its top level, or kept there from runs before it) go under ``result["earlier_runs"]``, each with the command
+    and commit that measured it, so that this run's command and commit never cover figures it did not measure."""
+    if not previous.is_file():
+        return
+    old = json.loads(previous.read_text())
+    runs = [{"command": old.get("command"), "commit": old.get("commit"),
+             "studies": {k: old[k] for k in studies if k in old}}, *old.get("earlier_runs", [])]
+    kept = []
+    for run in runs:
+        left = {k: v for k, v in run["studies"].items() if k not in result}
+        if left:
+            kept.append({**run, "studies": left})
+    if kept:
+        result["earlier_runs"] = kept
+
+
 def _jsonable(value):
     if isinstance(value, np.generic):
         return value.item()

@@ -43,7 +43,7 @@ import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._common import RESULTS, markdown_table, write_results  # noqa: E402
+from benchmarks._common import RESULTS, keep_earlier_studies, markdown_table, write_results  # noqa: E402
 from hardneg.datasets import load_fashion_mnist, load_mnist_5k  # noqa: E402
 from hardneg.eval import hamming_rank, mean_average_precision_at_k, relevance_from_labels  # noqa: E402
 from hardneg.hashing import LSHHasher, PCAITQHasher, PCARRHasher, PQHasher, SKLSHHasher, TSVMHashing  # noqa: E402
@@ -354,14 +354,8 @@ def main():
     from hardneg.hashing._tsvm_hashing import C_STAR_RATIO
 
     result["c_star_ratio"] = C_STAR_RATIO
-    previous = RESULTS / f"{name}.json"
-    if set(args.only) != set(STUDIES) and previous.exists():
-        # a partial run updates its studies; the others are kept apart, with the command and commit that made them,
-        # so that this run's provenance never covers figures it did not measure
-        old = json.loads(previous.read_text())
-        kept = {k: v for k, v in old.items() if k in STUDY_KEYS and k not in result}
-        if kept:
-            result["earlier_run"] = {"command": old.get("command"), "commit": old.get("commit"), "studies": kept}
+    if set(args.only) != set(STUDIES):
+        keep_earlier_studies(RESULTS / f"{name}.json", STUDY_KEYS, result)
     path = write_results(name, result)
 
     def pct(rows, keys):

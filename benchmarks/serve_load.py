@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, write_results  # noqa: E402
+from _common import keep_earlier_studies, markdown_table, write_results  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -438,15 +438,8 @@ def main(argv=None):
             result["load"] = run_load(args, Path(tmp))
     if not args.skip_concept:
         result["concept"] = run_concept(args)
-    else:  # keep the last concept-search figures in the results file, marked as such
-        import json
-
-        old = Path(__file__).resolve().parent / "results" / f"{args.out}.json"
-        if old.is_file():
-            prev = json.loads(old.read_text())
-            prev = prev.get("concept", prev.get("concept_previous_run"))
-            if prev is not None:
-                result["concept_previous_run"] = prev
+    else:  # the last concept-search figures stay, under the run that measured them
+        keep_earlier_studies(Path(__file__).resolve().parent / "results" / f"{args.out}.json", ("concept",), result)
     result["loadavg_end"] = os.getloadavg()
     path = write_results(args.out, result)
     if "load" in result:

@@ -183,3 +183,22 @@ def test_an_unread_file_is_reported(tmp_path):
     texts = {"docs/a.md": "see `kept.json`", "docs/b.md": "the `esvm_*_x.json` files"}
     assert unread(files, texts, {"hash_ties"}) == ["old_run2.json"]
     assert unread(files, {}, set(), {"kept.json", "esvm_retrieval_x.json", "hash_ties.json"}) == ["old_run2.json"]
+
+
+def test_a_partial_run_keeps_other_studies_under_their_own_provenance(tmp_path):
+    # hashing_retrieval.py --only ... and serve_load.py --skip-concept rewrite some studies of a result file; the
+    # others must keep the command and commit that measured them, also across two partial runs in a row
+    from benchmarks._common import keep_earlier_studies
+
+    path, keys = tmp_path / "r.json", ("retrieval", "full_training")
+    path.write_text(json.dumps({"command": ["a"], "commit": "c1", "retrieval": 1, "full_training": 2}))
+    first = {"retrieval": 3}
+    keep_earlier_studies(path, keys, first)
+    assert first["earlier_runs"] == [{"command": ["a"], "commit": "c1", "studies": {"full_training": 2}}]
+    path.write_text(json.dumps({"command": ["b"], "commit": "c2", **first}))
+    second: dict = {}
+    keep_earlier_studies(path, keys, second)
+    assert second["earlier_runs"] == [{"command": ["b"], "commit": "c2", "studies": {"retrieval": 3}},
+                                      {"command": ["a"], "commit": "c1", "studies": {"full_training": 2}}]
+    keep_earlier_studies(tmp_path / "missing.json", keys, third := {"retrieval": 4})
+    assert third == {"retrieval": 4}
