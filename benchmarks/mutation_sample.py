@@ -9,7 +9,7 @@ estimates the kill rate from a seeded uniform sample of mutants instead and repo
 Usage::
 
     .venv/bin/pip install -e ".[mutation]"
-    .venv/bin/python benchmarks/mutation_sample.py [--sample 500] [--seed 12] [--jobs 1]
+    .venv/bin/python benchmarks/mutation_sample.py [--sample 200] [--seed 12] [--jobs 1]
 
 Counts: "killed" includes mutants whose test run crashed (segfault) or timed out; "no
 tests" (no selected test reaches the mutated function) counts as surviving.
@@ -33,9 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import write_results  # noqa: E402
+from benchmarks._common import RESULTS, keep_earlier_studies, write_results  # noqa: E402
 
 KILLED = {"killed", "segfault", "timeout"}
+# hand-run rounds that re-tested one sample's survivors against tests written from them (not made by this script)
+EARLIER_ROUNDS = ("after_new_tests", "after_round_3")
 
 
 def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -59,7 +61,7 @@ def _results(mutmut: str, cwd: Path) -> dict[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sample", type=int, default=500)
+    ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--diffs", type=Path, default=None,
@@ -109,6 +111,8 @@ def main() -> None:
                      "ci95": [round(lo, 3), round(hi, 3)], "statuses": dict(counts)})
     payload = {"study": "mutation_sample", "n_mutants": len(names), "sample": len(sample), "seed": args.seed,
                "seconds": round(seconds, 1), "folders": rows, "survivors": sorted(survivors)}
+    # the re-test rounds of an earlier sample's survivors stay, under the command and commit that measured them
+    keep_earlier_studies(RESULTS / "mutation_sample.json", EARLIER_ROUNDS, payload)
     path = write_results("mutation_sample", payload)
     print("| folder | checked | killed | kill rate | 95% CI |\n|---|---|---|---|---|")
     for r in rows:
