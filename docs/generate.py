@@ -1531,6 +1531,201 @@ def stored_table(name: str) -> str:
     return "\n".join([data["table"].strip(), "", provenance(name, data), ""])
 
 
+def _words(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}K"
+
+
+def _param(p) -> str:
+    return f"({p[0]:g}, {p[1]:g})" if isinstance(p, list) else str(p)
+
+
+@_from_result("similarity_solis_large")
+def solis_large_tables(data: dict) -> str:
+    """similarity_solis_large.json (Section 5.4 at 10K / 100K / 1M words): the vocabularies, every method, S-ADA's
+    sparsity path and the inverted index at the sparse end of it; the full index and goal tables folded."""
+    out = ["| words | learn tree s | quantize µs / descr. | words used | words per image | database items sharing ≥ 1 "
+           "word with a query |", "|---|---|---|---|---|---|"]
+    out += [f"| {_words(f['words'])} | {f['learn_s']:.1f} | {f['quantize_us_per_descriptor']:.2f} | {f['words_used']:,} | "
+            f"{f['nnz_mean']:.1f} | {f['db_share_sharing_a_word_%']:.2f} % |" for f in data["features"]]
+    out += ["", "| words | method | (η, λ) / C | held-out mAP % | mAP % | Δ TF-IDF | Δ OASIS-diag | sparsity % | "
+            "train s (1M triplets) | time / OASIS-diag |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {_words(r['words'])} | {r['method']} | {_param(r['param'])} | {r['heldout mAP %']} | {r['mAP %']} | "
+            f"{r['Δ TF-IDF']} | {r['Δ OASIS-diag']} | {r['sparsity %']} | {r['train s']} | {r['time / OASIS-diag']} |"
+            for r in data["rows"]]
+    # S-ADA w1 = 0: the chosen model (λ from the grid), then its λ path up to the first λ that zeroes every weight
+    out += ["", "Sparsity against mAP, S-ADA w1 = 0 at its chosen η, from the chosen λ along the path until every "
+            "weight is zero (chance is 10.0 % mAP):", "", "| words (η) | λ | sparsity % | mAP % |", "|---|---|---|---|"]
+    for f in data["features"]:
+        chosen = next(r for r in data["rows"] if r["words"] == f["words"] and r["method"] == "S-ADA w1=0")
+        lams, spars, maps = [f"{chosen['param'][1]:g} (chosen)"], [chosen["sparsity %"]], [chosen["mAP %"]]
+        for p in (p for p in data["sparsity_path"] if p["words"] == f["words"]):
+            lams.append(f"{p['lam']:g}")
+            spars.append(p["sparsity %"])
+            maps.append(p["mAP %"])
+            if p["nonzero weights"] == 0:
+                break
+        out.append(f"| {_words(f['words'])} ({chosen['param'][0]:g}) | {' / '.join(lams)} | {' / '.join(spars)} | "
+                   f"{' / '.join(maps)} |")
+    sparse = [r for r in data["index"] if "TF-IDF" in r["weights"] or "chosen" in r["weights"]
+              or 90 <= float(r["sparsity %"]) < 100]
+    out += ["", "Inverted index over the 60,000 training rows, 1,000 queries, top 100 (median of 3): TF-IDF, the chosen "
+            "S-ADA w1 = 0 model and its path points with 90–99.99 % zero weights:", "",
+            "| words | weights | sparsity % | mAP % | postings / TF-IDF | build s (/ TF-IDF) | search ms / query (/ TF-IDF) |",
+            "|---|---|---|---|---|---|---|"]
+    out += [f"| {_words(r['words'])} | {r['weights']} | {r['sparsity %']} | {r['mAP %']} | {r['postings / TF-IDF']} | "
+            f"{r['build s']} ({r['build / TF-IDF']}) | {r['search ms / query']} ({r['search / TF-IDF']}) |" for r in sparse]
+    for title, key in (("Every inverted-index row", "index"), ("The issue's goals, per vocabulary and learner", "goals")):
+        out += ["", f'??? note "{title}"', ""] + ["    " + line for line in data["tables"][key].strip().splitlines()]
+    return "\n".join(out + ["", provenance("similarity_solis_large", data), ""])
+
+
+@_from_result("similarity_solis_large")
+def solis_large_goals(data: dict) -> str:
+    """The figures of issue 13's goals that similarity_solis_large.json measures, one line per goal."""
+    rows, path, index = data["rows"], data["sparsity_path"], data["index"]
+    sizes = [f["words"] for f in data["features"]]
+
+    def row(words, method):
+        return next(r for r in rows if r["words"] == words and r["method"] == method)
+
+    gains = "; ".join(f"{_words(w)}: {row(w, 'S-ADA w1=1')['Δ TF-IDF']} / {row(w, 'S-AFB w1=1')['Δ TF-IDF']} over TF-IDF, "
+                      f"{row(w, 'S-ADA w1=1')['Δ OASIS-diag']} / {row(w, 'S-AFB w1=1')['Δ OASIS-diag']} over OASIS-diag"
+                      for w in sizes)
+    w0 = "; ".join(f"{_words(w)} {row(w, 'S-ADA w1=0')['Δ TF-IDF']}" for w in sizes)
+    lines = [f"mAP, S-ADA / S-AFB w1 = 1 (paired s.e. over the queries): {gains}. S-ADA w1 = 0 over TF-IDF: {w0}."]
+    spars = []
+    for w, goal in ((sizes[1], 90.0), (sizes[2], 99.0)) if len(sizes) == 3 else ():
+        chosen = row(w, "S-ADA w1=0")
+        first = next((p for p in path if p["words"] == w and float(p["sparsity %"]) > goal), None)
+        reach = (f"the path first passes {goal:g} % at λ = {first['lam']:g} ({first['sparsity %']} %), mAP {first['mAP %']} "
+                 f"({float(first['mAP %']) - float(chosen['mAP %']):+.2f})" if first else f"the path never passes {goal:g} %")
+        spars.append(f"{_words(w)}: the selected S-ADA w1 = 0 has {chosen['sparsity %']} % zero weights (mAP {chosen['mAP %']}); {reach}")
+    if spars:
+        lines.append("Sparsity: " + "; ".join(spars) + ".")
+    timed = [r for r in rows if r["train s"] != "-"]
+    secs = [float(r["train s"]) for r in timed]
+    ratios = [float(r["time / OASIS-diag"]) for r in timed]
+    lines.append(f"Training on 1M triplets: {min(secs):.2f}–{max(secs):.2f} s per learner over every vocabulary size, "
+                 f"{min(ratios):.2f}–{max(ratios):.2f}× OASIS-diag's time in the same run.")
+    largest = sizes[-1]
+    sparse = [r for r in index if r["words"] == largest and "TF-IDF" not in r["weights"] and float(r["sparsity %"]) < 100
+              and float(r["search / TF-IDF"]) <= 0.5]
+    if sparse:
+        best = max(sparse, key=lambda r: float(r["mAP %"]))
+        lines.append(f"Inverted index at {_words(largest)} words: the best-mAP model searching in ≤ 0.5× TF-IDF's time is "
+                     f"{best['weights']} ({best['sparsity %']} % zeros, {best['search / TF-IDF']}×, mAP {best['mAP %']} against "
+                     f"TF-IDF's {row(largest, 'TF-IDF')['mAP %']}).")
+    big = data["features"][-1]
+    lines.append(f"Vocabulary: the {_words(big['words'])}-word tree learned from {big['tree_sample']:,} descriptors in "
+                 f"{big['learn_s']:.0f} s; all {big['images']:,} images ({big['descriptors']:,} descriptors) quantized in "
+                 f"{big['quantize_s']:.0f} s.")
+    return "\n".join([f"- {line}" for line in lines] + ["", provenance("similarity_solis_large", data), ""])
+
+
+@_from_result("mutation_sample")
+def mutation_table(data: dict) -> str:
+    """mutation_sample.json: the kill rate per folder with its 95 % Wilson interval, then the re-test rounds of an
+    earlier sample kept under ``earlier_runs`` (each with its own command and commit)."""
+    out = [f"*{data['n_mutants']:,} mutants in the tree; a uniform sample of {data['sample']} (seed {data['seed']}); "
+           f"{data['seconds'] / 60:.0f} min on this machine.*", "",
+           "| folder | checked | killed | kill rate | 95 % interval | statuses |", "|---|---|---|---|---|---|"]
+    out += [f"| {f['folder']} | {f['checked']} | {f['killed']} | {f['kill_rate']:.1%} | {f['ci95'][0]:.1%}–{f['ci95'][1]:.1%} | "
+            + ", ".join(f"{k} {v}" for k, v in sorted(f["statuses"].items())) + " |" for f in data["folders"]]
+    rounds = [(run, key, study) for run in data.get("earlier_runs", []) for key, study in run["studies"].items()]
+    if rounds:
+        out += ["", "Earlier rounds on another sample (its survivors re-tested against tests written from them, so "
+                "these rates are not estimates for the whole tree):", ""]
+    for run, key, study in rounds:
+        total = next(f for f in study["folders"] if f["folder"] == "all")
+        excl = (f", {total['kill_rate_excl_equivalent']:.1%} without the mutants found equivalent"
+                if "kill_rate_excl_equivalent" in total else "")
+        commit = f"commit `{str(run['commit'])[:12]}`" if run.get("commit") else "command and commit not recorded"
+        out.append(f"- `{key}` ({commit}): {total['kill_rate']:.1%} killed ({total['ci95'][0]:.1%}–{total['ci95'][1]:.1%})"
+                   f"{excl}.")
+    return "\n".join(out + ["", provenance("mutation_sample", data), ""])
+
+
+@_from_result("dask_scale")
+def dask_scale_table(data: dict) -> str:
+    """dask_scale.json: each store-wide job in process, on the 2-worker LocalCluster and through dask.array, with the
+    cluster's own cost (a no-op job over the same partitions) against the goal."""
+    by = {(r["job"], r["mode"]): r for r in data["results"]}
+    jobs = list(dict.fromkeys(r["job"] for r in data["results"]))
+    load = data.get("load_average_after")
+    out = [f"*{data['rows']:,} × {data['dim']} rows: {data['data']}; {data['overhead']['partitions']} "
+           f"partitions of {data['overhead']['partition_rows']:,} rows; {data['workers']} workers, "
+           f"{data['threads_per_process']} thread per process; median of {data['rounds']} interleaved rounds"
+           + (f"; load average after the run {load[0]:.1f}" if load else "") + ".*", "",
+           "| job | in process (1 worker) | 2-worker cluster | dask.array, same cluster and store | busy worker's speed "
+           "per row / in process |", "|---|---|---|---|---|"]
+    for job in jobs:
+        one, cl, da = by.get((job, "in process")), by.get((job, "cluster")), by.get((job, "dask.array"))
+        out.append(f"| {job} | {one['seconds']:.2f} s ({one['rows_per_s'] / 1e3:,.0f}K rows/s) | "
+                   f"{cl['throughput_vs_in_process']:.2f}× | "
+                   + (f"{da['throughput_vs_in_process']:.2f}× | " if da else "— | ")
+                   + f"{cl['busy_worker_speed_vs_in_process']:.2f} (busy {cl['worker_busy_fraction']:.0%} of the time) |")
+    o = data["overhead"]
+    out += ["", f"- Cluster overhead: a no-op job over the same partitions and merge takes {o['noop_job_seconds']:.2f} s, "
+            f"{o['scheduling_overhead_per_partition_ms']:.1f} ms per partition: {o['overhead_fraction_of_concept_scan']:.1%} "
+            f"of the concept scan on the cluster and {o['overhead_fraction_of_hash_encoding']:.1%} of the hash encoding "
+            f"(goal ≤ {o['goal_overhead_fraction']:.0%}: {'met' if o['goal_met'] else 'not met'}).",
+            "- Same results: " + "; ".join(f"{k}: {'yes' if v is True else 'no' if v is False else f'{v:.7f}'}"
+                                         for k, v in data["same_results"].items()) + ".",
+            "", provenance("dask_scale", data), ""]
+    return "\n".join(out)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size if unit != "min" else seconds >= 100:
+            value = seconds / size
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+SCALING_WORKERS = (8, 32, 128)
+SCALING_ROWS = 100_000_000
+WIDE_WORK = 5  # the 1,280-d rows cost about 5x the 256-d per-row work (an extrapolation, said on the page)
+
+
+def scaling_plan_table() -> str:
+    """The 100M plan: each job's per-worker rate, from dask_scale.json (scans and encoding), esvm_speed_cnn.json (the
+    batch solver at the default alpha_neg, and LDA) and features_throughput.json (CNN extraction per core), and the
+    wall time it implies on 8 / 32 / 128 workers."""
+    try:
+        dask, esvm, feats = _load("dask_scale"), _load("esvm_speed_cnn"), _load("features_throughput")
+    except (OSError, ValueError):
+        return "*A result file of the plan (dask_scale, esvm_speed_cnn, features_throughput) is missing.*\n"
+    per = dask["per_worker_rows_per_s"]
+    default_alpha = 2 * esvm["params"]["lam"] / esvm["N"]  # alpha_neg="auto" on unit-norm rows
+    batch = next(r for r in esvm["rows"] if r["solver"].startswith("batch") and r["threads"] == 1
+                 and math.isclose(r["alpha_neg"], default_alpha))
+    lda = next(r for r in esvm["rows"] if r["solver"].startswith("lda"))
+    cnn = feats["rows"][0]
+    cnn_per_core = cnn["images_per_s"] / feats["machine"]["torch_threads"]
+    jobs = [("concept scan, 256-d", per["concept scan"], "dask_scale"),
+            ("concept scan, 1,280-d", per["concept scan"] / WIDE_WORK, f"256-d / {WIDE_WORK}"),
+            ("hash encoding, 256-d", per["hash encoding"], "dask_scale"),
+            ("hash encoding, 1,280-d", per["hash encoding"] / WIDE_WORK, f"256-d / {WIDE_WORK}"),
+            (f"E-SVM encoding (batch solver, default α₋ = {default_alpha:g}, 1,280-d, N = {esvm['N']:,} negatives, one "
+             "thread)", batch["exemplars_per_s"], "esvm_speed_cnn"),
+            ("E-SVM, LDA mode (extra)", lda["exemplars_per_s"], "esvm_speed_cnn"),
+            (f"CNN extraction, {cnn['extractor']} ({cnn['images_per_s']:.1f} images/s on {feats['machine']['torch_threads']} "
+             "threads; images already decoded: file decoding comes on top)", cnn_per_core, "features_throughput")]
+    out = [f"| job ({SCALING_ROWS // 1_000_000}M rows) | per worker (rows/s) | from | "
+           + " | ".join(f"{w} workers" for w in SCALING_WORKERS) + " |", "|---|---|---|" + "---|" * len(SCALING_WORKERS)]
+    for job, rate, source in jobs:
+        shown = f"{rate / 1e3:,.0f}K" if rate >= 1e4 else f"{rate:,.0f}"
+        out.append(f"| {job} | {shown} | {source} | "
+                   + " | ".join(_duration(SCALING_ROWS / (rate * w)) for w in SCALING_WORKERS) + " |")
+    read_mb = per["concept scan"] * dask["dim"] * 4 / 1e6
+    out += ["", f"Reads: one 256-d concept-scan worker reads {read_mb:,.0f} MB/s ({per['concept scan'] / 1e3:,.0f}K rows/s × "
+            f"{dask['dim'] * 4:,} B); {SCALING_WORKERS[1]} of them want {SCALING_WORKERS[1] * read_mb / 1e3:.0f} GB/s in total. "
+            f"The cluster's own cost was {dask['overhead']['scheduling_overhead_per_partition_ms']:.1f} ms per partition."]
+    sources = [provenance(n, d) for n, d in (("dask_scale", dask), ("esvm_speed_cnn", esvm), ("features_throughput", feats))]
+    return "\n".join(out) + "\n\n" + "\n\n".join(sources) + "\n"
+
+
 @_from_result("concept_quality")
 def concept_quality_table(data: dict) -> str:
     """concept_quality.json: mean AP over the classes per feature set and setting, every method, and the paper's
@@ -1719,7 +1914,10 @@ def page_tables() -> dict[str, str]:
               "concept_quality_table.md": concept_quality_table(),
               "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
               "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
-              "hamming_ann_table.md": hamming_ann_table(), "serve_concept_table.md": serve_concept_table()}
+              "hamming_ann_table.md": hamming_ann_table(), "serve_concept_table.md": serve_concept_table(),
+              "similarity_solis_large_tables.md": solis_large_tables(),
+              "similarity_solis_large_goals.md": solis_large_goals(), "mutation_table.md": mutation_table(),
+              "dask_scale_table.md": dask_scale_table(), "scaling_plan_table.md": scaling_plan_table()}
     tables |= {f"concept_missing_tags_{run}_table.md": concept_missing_tags_table(run) for run in MISSING_TAGS_RUNS}
     tables |= {f"{name}_table.md": serve_load_table(name) for name in ("serve_load", "serve_load_raw")}
     tables |= {f"{name}_table.md": stored_table(name) for name in STORED_TABLE_FILES}

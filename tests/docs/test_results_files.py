@@ -37,7 +37,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: Rerunning one through write_results takes it off this list (test_the_allow_lists_hold_only_files_that_still_need_them).
 NO_PROVENANCE = {
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
-    "dask_scale_pairwise_merge": "the same 2,000,000-row cluster study, pairwise merge",
     "mutation_sample": "3,041 s recorded (make mutation)",
     "similarity_solis_large": "1,426 s recorded",
 }
