@@ -19,7 +19,7 @@ from numba.extending import intrinsic
 __all__ = ["hamming_topk"]
 
 _BLOCK = 512  # codes per block: block + distance buffer stay in L1 (4 KB each at 64 bits) while every query reads them;
-# 512 vs 4096: 32 queries over 1M 64-bit codes 10.1 vs 13.9 ms (benchmarks/serve_load.py, issue 29)
+# smaller blocks than 4096 measured faster in benchmarks/serve_load.py (issue 29)
 
 
 @intrinsic

@@ -3,9 +3,9 @@
 ``x * 0`` is 0 for every finite ``x`` and NaN for NaN and ±inf, so the sum of
 ``x * 0`` over a block is 0 exactly when every value is finite. Allowing the
 compiler to reassociate that sum (and nothing else: NaN and infinity keep
-their IEEE meaning) lets it vectorize, so the check runs at about half the
-cost of ``X @ w`` over the same block (``benchmarks/store_scan.py``), where
-``np.isfinite(X).all()`` costs more than the product itself.
+their IEEE meaning) lets it vectorize and read the block at memory speed,
+without the boolean temporary of ``np.isfinite(X).all()``
+(``benchmarks/store_scan.py`` measures its cost on a scan).
 
 Loading that compiled kernel (Numba's import and cache) costs 1-3 s, more
 than checking a small store with NumPy: a process checks its first

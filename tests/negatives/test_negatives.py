@@ -26,6 +26,22 @@ def test_pool_excludes_tags_and_restricts_rows():
         NegativePool(X, tags=tags[:3])
 
 
+@pytest.mark.parametrize("tags", [
+    [["cat"], ["dog"], None, ["dog", "cat"], [], ("pet",)],  # lists of str, None, a tuple: converted by Arrow
+    [["cat"], "dog", None, ["dog", "cat"], [], ("pet",)],  # one str for a row: that tag, not its letters
+    [["cat"], ["dog"], None, ["dog", 7], ["a", None], ("pet",)],  # a number and a None inside a row: str() of each
+])
+def test_pool_tags_of_every_form_match_the_per_row_reference(tags):
+    # reference: each row's tags as a list of str (None: none; one str: that tag), excluded if any is wanted
+    norm = [[] if t is None else [t] if isinstance(t, str) else [str(x) for x in t] for t in tags]
+    for wanted in (["cat"], ["dog", "7"], ["None"], ["pet", "nothing"]):
+        pool = NegativePool(np.ones((len(tags), 2)), tags=iter(tags), exclude_tags=wanted)
+        excluded = [i for i, t in enumerate(norm) if set(t) & set(wanted)]
+        assert pool.tagged.tolist() == excluded
+        assert pool.allowed.tolist() == [i for i in range(len(tags)) if i not in excluded]
+        assert pool.tags_of(np.arange(len(tags))[::-1]) == norm[::-1]
+
+
 def test_store_pool_equals_array_pool(tmp_path):
     X, tags = make_pool()
     with FeatureStore.create(tmp_path / "s", dim=X.shape[1]) as store:
