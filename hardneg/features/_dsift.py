@@ -40,6 +40,9 @@ def _require_cv2():
     return cv2
 
 
+_KEYPOINT_CACHE = 64  # image sizes whose keypoints are kept (photos come in many sizes)
+
+
 class DenseSift:
     """Upright SIFT descriptors on a dense multi-scale grid.
 
@@ -89,6 +92,8 @@ class DenseSift:
         self.drop_flat = drop_flat
         self.root_sift = root_sift
         self._sift: cv2.SIFT | None = None  # made on first use
+        # OpenCV keypoints per (image size, grid settings): building them is ~15 % of describing a small image
+        self._keypoints: dict[tuple, tuple] = {}
 
     dim = 128
 
@@ -193,11 +198,15 @@ class DenseSift:
             self.check_params()
             sift = self._sift = cv2.SIFT_create()
         g = self._prepare(image)
-        grid = self.grid(*g.shape)
-        if grid.shape[0] == 0:
+        key = (*g.shape, int(self.step), tuple(int(b) for b in self.bin_sizes))
+        kps = self._keypoints.get(key)
+        if kps is None:
+            if len(self._keypoints) >= _KEYPOINT_CACHE:
+                self._keypoints.clear()
+            # angle 0: upright descriptors, as dense SIFT does not estimate orientation.
+            kps = self._keypoints[key] = tuple(cv2.KeyPoint(float(x), float(y), float(s), 0.0) for x, y, s in self.grid(*g.shape))
+        if not kps:
             return np.empty((0, 128), np.float32)
-        # angle 0: upright descriptors, as dense SIFT does not estimate orientation.
-        kps = [cv2.KeyPoint(float(x), float(y), float(s), 0.0) for x, y, s in grid]
         _, desc = sift.compute(g, kps)
         if desc is None:
             return np.empty((0, 128), np.float32)

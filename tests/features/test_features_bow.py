@@ -42,6 +42,23 @@ def test_descriptors_equal_opencv_on_the_same_keypoints():
     np.testing.assert_array_equal(ds.describe_one(img), d)  # deterministic
 
 
+def test_reused_keypoints_follow_the_image_size_and_the_settings():
+    # keypoints are kept per image size and grid settings: each call must equal OpenCV on that image's own grid
+    ds = DenseSift(step=8, bin_sizes=(4, 6), drop_flat=False, max_side=None)
+
+    def reference(img):
+        kps = [cv2.KeyPoint(float(x), float(y), float(s), 0.0) for x, y, s in ds.grid(*img.shape)]
+        return cv2.SIFT_create().compute(img, kps)[1]
+
+    for shape in [(48, 56), (40, 40), (48, 56), (56, 48)]:
+        img = _image(seed=shape[0] + shape[1], shape=shape)
+        np.testing.assert_array_equal(ds.describe_one(img), reference(img))
+    img = _image()
+    ds.step, ds.bin_sizes = 4, (6,)  # settings changed after use: a new grid
+    np.testing.assert_array_equal(ds.describe_one(img), reference(img))
+    assert ds.describe_one(img).shape[0] == ds.grid(*img.shape).shape[0]
+
+
 def test_flat_patches_dropped_and_rootsift():
     img = np.zeros((96, 96), np.uint8)
     img[44:52, 44:52] = 255
