@@ -20,10 +20,12 @@ A shorter run of the exact-cosine mode over the same 1M rows is reported beside 
 ``--client raw`` uses a minimal HTTP/1.1 client instead of httpx (less client CPU).
 
 Part 2 (concept search): the Fashion-MNIST raw-pixel store (70,000 x 784, via
-hardneg.datasets), concept search through the API (Negative Bootstrap T=10,
-100 positives, q=100: train + compress + scan) and one round of relevance
-feedback (2 not relevant, 1 relevant), against the CLI's path
-(``hardneg concept train`` + ``search`` in-process) as baseline.
+hardneg.datasets), concept search through the API (Negative Bootstrap at the
+service's defaults: T = ``hardneg.concept.DEFAULT_N_ITER``, 100 positives,
+q = 100; train + compress + scan) and one round of relevance feedback (2 not
+relevant, 1 relevant), against the CLI's path (``hardneg concept train`` +
+``search`` in-process: the same T, q, positives and train-split pool) as
+baseline.
 
 Everything binds to 127.0.0.1 and stops by itself; the load averages at the
 start, after each run and at the end are recorded (the machine is shared):
@@ -377,8 +379,10 @@ def run_concept(args) -> dict:
         t = time.perf_counter()
         wait(c, c.post("/api/concept", json={"tag": names[0], "k": 24}).json())  # cold: JIT compilation, caches
         cold = time.perf_counter() - t
+        settings = c.app.state.serve.settings
+        store = c.app.state.serve.store
+        train_rows = store.select(split=c.app.state.serve.concept_split) if c.app.state.serve.concept_split else None
         for tag in names[1 : 1 + args.concepts]:
-            store = c.app.state.serve.store
             t = time.perf_counter()
             job = wait(c, c.post("/api/concept", json={"tag": tag, "k": 24}).json())
             first = time.perf_counter() - t
@@ -396,16 +400,18 @@ def run_concept(args) -> dict:
             pos_rows = np.array([c.app.state.serve.row_of[i] for i in c.get(f"/api/models/{res['model']}").json()["positive_ids"]])
             pos_rows = np.setdiff1d(pos_rows, [c.app.state.serve.row_of[i] for i in marked_pos])
             t = time.perf_counter()
-            est = NegativeBootstrap(n_iter=10, n_bins=100, random_state=0)
-            est.fit(np.asarray(store.take(pos_rows)), store, exclude_tags=[tag])
-            search(est.compress(100), store, k=24)
+            est = NegativeBootstrap(n_iter=settings.concept_iterations, n_bins=settings.concept_bins, random_state=0)
+            est.fit(np.asarray(store.take(pos_rows)), store, exclude_tags=[tag], pool_rows=train_rows)
+            search(est.compress(), store, k=24)
             cli = time.perf_counter() - t
             rows.append({"concept": tag, "first_grid_s": first, "rerank_s": rerank, "cli_train_search_s": cli,
                          "first_vs_cli": first / cli, "P@24": prec, "P@24_after_feedback": prec_fb,
                          "api_timings": {k: round(v, 4) for k, v in res["timings"].items()},
                          "feedback_timings": {k: round(v, 4) for k, v in fb["result"]["timings"].items()}})
     return {"store": f"Fashion-MNIST raw pixels, {n:,} x {data.X.shape[1]}", "store_build_s": build_s,
-            "cold_first_concept_s": cold, "settings": "T=10, 100 positives, q=100 bins, k=24", "concepts": rows}
+            "cold_first_concept_s": cold, "concepts": rows,
+            "settings": f"T={settings.concept_iterations}, {settings.concept_positives} positives, "
+                        f"q={settings.concept_bins} bins, k=24"}
 
 
 def main(argv=None):
