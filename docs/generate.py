@@ -1893,9 +1893,11 @@ def serve_concept_table(data: dict) -> str:
     out = [f"*{c['store']}; {c['settings']}; store built in {c['store_build_s']:.1f} s; the first concept after the "
            f"start (cold) took {c['cold_first_concept_s']:.1f} s.*", "",
            "| concept | first grid (s) | re-rank after feedback (s) | CLI path (s) | first / CLI | P@24 | "
-           "P@24 after feedback |", "|---|---|---|---|---|---|---|"]
+           "P@24 after feedback | re-rank: train / feedback member / compress / scan (s) |", "|---|---|---|---|---|---|---|---|"]
+    steps = ("train_s", "feedback_s", "compress_s", "scan_s")
     out += [f"| {r['concept']} | {r['first_grid_s']:.2f} | {r['rerank_s']:.2f} | {r['cli_train_search_s']:.2f} | "
-            f"{r['first_vs_cli']:.2f} | {r['P@24']:.2f} | {r['P@24_after_feedback']:.2f} |" for r in c["concepts"]]
+            f"{r['first_vs_cli']:.2f} | {r['P@24']:.2f} | {r['P@24_after_feedback']:.2f} | "
+            + " / ".join(f"{r['feedback_timings'][k]:.2f}" for k in steps) + " |" for r in c["concepts"]]
     first, rerank = max(r["first_grid_s"] for r in c["concepts"]), max(r["rerank_s"] for r in c["concepts"])
     out += ["", f"Goals: first grid < 3 s ({'met' if first < 3 else 'not met'}, slowest {first:.2f} s), re-rank < 2 s "
             f"({'met' if rerank < 2 else 'not met'}, slowest {rerank:.2f} s).", "", provenance("serve_load", data), ""]

@@ -38,7 +38,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 NO_PROVENANCE = {
     "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "mutation_sample": "3,041 s recorded (make mutation)",
-    "similarity_solis_large": "1,426 s recorded",
 }
 
 
