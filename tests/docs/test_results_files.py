@@ -36,7 +36,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: size), and a rerun changes numbers that the hand-written pages quote, so it belongs with the page's next edit.
 #: Rerunning one through write_results takes it off this list (test_the_allow_lists_hold_only_files_that_still_need_them).
 NO_PROVENANCE = {
-    "dask_scale": "a local Dask cluster over 2,000,000 rows",
     "mutation_sample": "3,041 s recorded (make mutation)",
 }
 
