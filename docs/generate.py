@@ -209,6 +209,31 @@ def _load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+def _named_result(make):
+    """Decorate a table maker ``make(name, data)``: ``table(name)`` reads result file ``name``, and where the file is
+    missing or unreadable the table is a note saying so (the site still builds)."""
+    @functools.wraps(make)
+    def table(name: str) -> str:
+        try:
+            data = _load(name)
+        except (OSError, ValueError):
+            return f"*No {name} result yet.*\n"
+        return make(name, data)
+    return table
+
+
+def _from_result(name: str):
+    """As :func:`_named_result`, for a maker ``make(data)`` of one fixed result file ``name``."""
+    def wrap(make):
+        named = _named_result(lambda _name, data: make(data))
+
+        @functools.wraps(make)
+        def table() -> str:
+            return named(name)
+        return table
+    return wrap
+
+
 def _files(prefix: str) -> list[str]:
     return sorted(p.stem for p in RESULTS.glob(f"{prefix}*.json"))
 
@@ -1315,9 +1340,9 @@ ESVM_RETRIEVAL_FILES = {"esvm_retrieval": "raw pixels", "esvm_retrieval_cnn": "C
                         "esvm_retrieval_vlad": "dense-SIFT VLAD-64", "esvm_retrieval_vlad_N20000": "VLAD-64, N = 20,000"}
 
 
-def esvm_retrieval_table(name: str) -> str:
+@_named_result
+def esvm_retrieval_table(name: str, data: dict) -> str:
     """One esvm_retrieval*.json run as a table: mAP (symmetric, asymmetric), kNN and NCM accuracy per encoding."""
-    data = _load(name)
     setup = data.get("setup", {})
     names = {"centring": "centring (baseline)", "centring + PCA-whitening (256)": "centring + PCA-whitening 256 (baseline)"}
 
@@ -1340,21 +1365,6 @@ def esvm_retrieval_table(name: str) -> str:
                 f"validation split): {min(vals):.3f} to {max(vals):.3f}, base features {data['base_val_mAP']:.3f}; best "
                 f"with {best['n_negatives']:,} negatives, λ = {best['lam']:g}, α₋ = {best['alpha_neg']:g}."]
     return "\n".join(out + ["", provenance(name, data), ""])
-
-
-def _from_result(name: str):
-    """Decorate a table maker that takes result file ``name``: where the file is missing or unreadable, the table
-    is a note saying so (the site still builds)."""
-    def wrap(make):
-        @functools.wraps(make)
-        def table() -> str:
-            try:
-                data = _load(name)
-            except (OSError, ValueError):
-                return f"*No {name} result yet.*\n"
-            return make(data)
-        return table
-    return wrap
 
 
 HASHING_METHODS = (("tsvm", "TSVM hashing"), ("pca_itq", "PCA-ITQ"), ("pca_rr", "PCA-RR"), ("lsh", "LSH"),
@@ -1499,12 +1509,10 @@ def _missing_tags_summary(label: str, cells: list[dict]) -> str:
             f"{diff(low, 'NB skip auto'):+.4f}, {where(low)}); {paper_s}.")
 
 
-def concept_missing_tags_T_table(name: str = "concept_missing_tags_fashion-mnist-dsift1024") -> str:
+@_named_result
+def concept_missing_tags_T_table(name: str, data: dict) -> str:
     """AP against T in one concept_missing_tags run: mean over its common-concept cells (every untagged share) per
     method, with each method's fit time."""
-    if not (RESULTS / f"{name}.json").exists():
-        return f"*No {name}.json result yet.*\n"
-    data = _load(name)
     cells = [r for r in data["results"] if r["group"] == "common"]
     methods = list(cells[0]["AP_vs_T"])
     ts = sorted({int(t) for t in cells[0]["AP_vs_T"][methods[0]]})
@@ -1811,13 +1819,10 @@ def hamming_ann_table(data: dict) -> str:
     return "\n".join(out)
 
 
-def serve_load_table(name: str) -> str:
+@_named_result
+def serve_load_table(name: str, data: dict) -> str:
     """A serve_load*.json run: each load run over HTTP, the exact-cosine run and the in-process baselines, then what
     micro-batching changed for the IVF search."""
-    try:
-        data = _load(name)
-    except (OSError, ValueError):
-        return f"*No {name} result yet.*\n"
     args, load = data["args"], data["load"]
 
     def ms(v):
@@ -1912,7 +1917,7 @@ def page_tables() -> dict[str, str]:
               "zeroshot_keywords_table.md": zeroshot_keywords_table(), "zeroshot_lr_table.md": zeroshot_lr_table(),
               "zeroshot_offline_tables.md": zeroshot_offline_tables(),
               "hashing_retrieval_tables.md": hashing_retrieval_tables(), "hashing_trees_table.md": hashing_trees_table(),
-              "concept_missing_tags_T_table.md": concept_missing_tags_T_table(),
+              "concept_missing_tags_T_table.md": concept_missing_tags_T_table("concept_missing_tags_fashion-mnist-dsift1024"),
               "concept_quality_table.md": concept_quality_table(),
               "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
               "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
@@ -1929,12 +1934,9 @@ def page_tables() -> dict[str, str]:
     return tables
 
 
-def zeroshot_lr_table() -> str:
+@_from_result("zeroshot_openclipart_lr")
+def zeroshot_lr_table(data: dict) -> str:
     """The SGD step study of issue 38 (zeroshot_openclipart_lr.json): fixed steps against lr="auto" per feature set."""
-    try:
-        data = _load("zeroshot_openclipart_lr")
-    except (OSError, ValueError):
-        return "*No zeroshot_openclipart_lr result yet.*\n"
     out = ["| features | step | unseen acc (%) | seen acc (%) | epochs run | diverged runs |", "|---|---|---|---|---|---|"]
     for feats, r in data["by_features"].items():
         for k in data["setup"]["configs"]:
@@ -1948,13 +1950,10 @@ def zeroshot_lr_table() -> str:
     return "\n".join(out) + "\n"
 
 
-def zeroshot_keywords_table() -> str:
+@_from_result("zeroshot_openclipart_keywords")
+def zeroshot_keywords_table(data: dict) -> str:
     """The per-image protocol (issue 38 item 4, zeroshot_openclipart_keywords.json): [Bucher16] Table 1's samplers,
     ESZSL and DAP, paired per split against random negatives and against ESZSL."""
-    try:
-        data = _load("zeroshot_openclipart_keywords")
-    except (OSError, ValueError):
-        return "*No zeroshot_openclipart_keywords result yet.*\n"
     setup = data.get("setup", {})
     z, pr, pe = data["zsl"], data["paired_vs_random"], data["paired_vs_ESZSL"]
     ep, ratio = data.get("epochs_run_mean", {}), data.get("fit_time_ratio_vs_random_median", {})
