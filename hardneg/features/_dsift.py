@@ -92,7 +92,8 @@ class DenseSift:
         self.drop_flat = drop_flat
         self.root_sift = root_sift
         self._sift: cv2.SIFT | None = None  # made on first use
-        # OpenCV keypoints per (image size, grid settings): building them is ~15 % of describing a small image
+        # OpenCV keypoints per (image size, grid settings): building them anew for every image of one size
+        # was a fair share of describing a small one
         self._keypoints: dict[tuple, tuple] = {}
 
     dim = 128
