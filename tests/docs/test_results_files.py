@@ -31,13 +31,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 
-#: read by a page but written before write_results recorded the command and commit. Not rerun in the docs change
-#: of issue 40: each is a long run on two shared cores (the time below is the one the file records, else the run's
-#: size), and a rerun changes numbers that the hand-written pages quote, so it belongs with the page's next edit.
-#: Rerunning one through write_results takes it off this list (test_the_allow_lists_hold_only_files_that_still_need_them).
-NO_PROVENANCE = {
-    "mutation_sample": "3,041 s recorded (make mutation)",
-}
+#: result files allowed without the command and commit that produced them, each with the reason. Empty: every
+#: file has both. Rerunning one through write_results takes it off this list
+#: (test_the_allow_lists_hold_only_files_that_still_need_them).
+NO_PROVENANCE: dict[str, str] = {}
 
 
 def _result_files() -> list[Path]:
