@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 from hardneg._typing import ArrayLike
 from hardneg._validation import Interval, StrOptions, check_positive_int, check_random_state, is_store
 from hardneg.negatives import BasePoolSampler, NegativePool, RandomPoolSampler
-from hardneg.svm import HIKBinTable, HIKExactTable, fit_hik_svm_gram, hik_gram
+from hardneg.svm import HIKBinTable, compress_hik, fit_hik_svm_gram, hik_gram
 
 from ._compressed import CompressedConcept
 from ._related import related_tags as related_tags_for
@@ -686,8 +686,7 @@ class HIKEnsembleConcept(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"n_members={t} but the ensemble has {len(self.member_support_)} meta classifiers")
             coef, b = self._merge(t)
         used = np.flatnonzero(coef)
-        exact = HIKExactTable.from_support_vectors(self.support_vectors_[used], coef[used], b)
-        table = exact if q is None else exact.to_bins(_check_n_bins(q))
+        table = compress_hik(self.support_vectors_[used], coef[used], b, None if q is None else _check_n_bins(q))
         meta = {
             "estimator": type(self).__name__,
             "params": {k: v for k, v in self.get_params().items() if isinstance(v, (int, float, str, bool, type(None)))},

@@ -346,10 +346,10 @@ class NegativeBootstrap(HIKEnsembleConcept):
             if pool.dim != d:
                 raise ValueError(f"pool: has {pool.dim} features but the model was fitted with {d}")
             n = P.shape[0] if n_hard is None else check_positive_int(n_hard, "n_hard")
-            scorer = self.compress()  # G_T, compressed ([Li13] Eq. (16)), scores the candidates
+            table = self.compress().table  # G_T, compressed ([Li13] Eq. (16)), scores the candidates
             hard = BootstrapPoolSampler(n_candidates=n_candidates, skip_top=skip_top).sample(
                 pool, min(n, pool.n_allowed), check_random_state(random_state),
-                scorer=lambda X: scorer.table.decision_function(X, check=False))
+                scorer=lambda X: table.decision_function(X, check=False))
             N = np.vstack([N, pool.take(hard.rows)])
             record.update(rows=hard.rows.tolist(), ids=pool.ids_of(hard.rows), tags=pool.tags_of(hard.rows),
                           scores=hard.scores.tolist(), n_candidates=int(hard.n_candidates), n_skipped=int(hard.n_skipped))

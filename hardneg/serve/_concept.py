@@ -64,7 +64,7 @@ def train_concept(store, spec: ConceptSpec, *, matrix=None, tags=None, progress=
     with marked negatives).
     """
     from hardneg.concept import CompressedConcept, NegativeBootstrap
-    from hardneg.svm import HIKExactTable
+    from hardneg.svm import compress_hik
 
     t0 = time.perf_counter()
     pos = np.unique(np.asarray(spec.positive_rows, np.int64))
@@ -98,8 +98,7 @@ def train_concept(store, spec: ConceptSpec, *, matrix=None, tags=None, progress=
     sv, coef, b = nb.support_vectors_[used], nb.dual_coef_[used], float(nb.intercept_)
     t_fb = time.perf_counter() - t0 - t_train
     t1 = time.perf_counter()
-    exact = HIKExactTable.from_support_vectors(sv, coef, b)
-    model = CompressedConcept(exact if spec.n_bins == 0 else exact.to_bins(spec.n_bins), meta={
+    model = CompressedConcept(compress_hik(sv, coef, b, None if spec.n_bins == 0 else spec.n_bins), meta={
         "estimator": "NegativeBootstrap" + ("+feedback" if neg.size else ""),
         "params": {"n_iter": spec.n_iter, "n_bins": spec.n_bins, "n_candidates": spec.n_candidates, "seed": spec.seed},
         "n_support": int(sv.shape[0]),

@@ -436,9 +436,7 @@ class HIKExactTable:
         HIKBinTable
             The tabulated model, with the bound on its error in ``error_bound``.
         """
-        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-            raise ValueError(f"n_bins: expected an integer >= 1, got {n_bins!r}")
-        q = int(n_bins)
+        q = _check_bins(n_bins)
         d, M = self.values.shape
         lo = self.values[:, 0].copy() if lo is None else np.asarray(lo, dtype=np.float64).copy()
         hi = self.values[:, M - 1].copy() if hi is None else np.asarray(hi, dtype=np.float64).copy()
@@ -452,17 +450,29 @@ class HIKExactTable:
         n_above = (self.values <= hi[:, None]).sum(axis=1)
         below = self.suffix[np.arange(d), n_below]
         above = self.suffix[np.arange(d), n_above]
-        # Error bound: |a| mass of the support values inside each bin.
-        width = hi - lo
-        inside = (self.values > lo[:, None]) & (self.values < hi[:, None])
-        safe = np.where(width > 0, width, 1.0)
-        k = np.clip(((self.values - lo[:, None]) / safe[:, None] * q).astype(np.int64), 0, q - 1)
         abs_a = np.abs(self.suffix[:, :M] - self.suffix[:, 1:])  # |a| of the l-th sorted value
-        mass = np.zeros((d, q))
-        rows = np.broadcast_to(np.arange(d)[:, None], k.shape)
-        np.add.at(mass, (rows[inside], k[inside]), abs_a[inside])
-        bound = float(np.sum(width / q / 4.0 * mass.max(axis=1)))
+        bound = _bin_error_bound(self.values, abs_a, lo, hi, q)
         return HIKBinTable(lo, hi, values, below, above, self.intercept, error_bound=bound)
+
+
+def _check_bins(n_bins) -> int:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins: expected an integer >= 1, got {n_bins!r}")
+    return int(n_bins)
+
+
+def _bin_error_bound(values: np.ndarray, abs_a: np.ndarray, lo: np.ndarray, hi: np.ndarray, q: int) -> float:
+    """The interpolation bound of a q-bin table: per dimension, delta / 4 times the largest |a| mass of the
+    support values strictly inside one bin, summed over dimensions. ``values`` (d, M) are the support values
+    of each dimension, ``abs_a`` their |a| (broadcast to ``values``' shape)."""
+    d = values.shape[0]
+    width = hi - lo
+    inside = (values > lo[:, None]) & (values < hi[:, None])
+    safe = np.where(width > 0, width, 1.0)
+    k = np.clip(((values - lo[:, None]) / safe[:, None] * q).astype(np.int64), 0, q - 1)
+    cell = np.arange(d)[:, None] * q + k  # (dimension, bin) as one index
+    mass = np.bincount(cell[inside], weights=np.broadcast_to(abs_a, values.shape)[inside], minlength=d * q)
+    return float(np.sum(width / q / 4.0 * mass.reshape(d, q).max(axis=1)))
 
 
 # --------------------------------------------------------------------------- q-bin tables
@@ -516,6 +526,40 @@ class HIKBinTable:
         self.error_bound = float(error_bound)
         self._packed = None
         self._pairs = None
+
+    @classmethod
+    def from_support_vectors(cls, support_vectors: ArrayLike, dual_coef: ArrayLike, intercept: float, n_bins: int = 100,
+                             lo: ArrayLike | None = None, hi: ArrayLike | None = None) -> HIKBinTable:
+        """The q-bin table of a kernel expansion, [Li13] Eq. (16), without sorting the support values.
+
+        The same table as ``HIKExactTable.from_support_vectors(...).to_bins(n_bins, lo, hi)`` (node values equal to
+        rounding, the same ``error_bound``) in O(M d + q d) instead of a sort per dimension.
+
+        Parameters
+        ----------
+        support_vectors : array-like of shape (M, d)
+            Non-negative support vectors x̄_j (at least one).
+        dual_coef : array-like of shape (M,)
+            Their coefficients a_j.
+        intercept : float
+            b0 of [Li13] Eq. (13).
+        n_bins : int, default=100
+            q, the number of bins per dimension (at least 1).
+        lo, hi : array-like of shape (d,), optional
+            Grid range per dimension; default the smallest and largest support value of each dimension.
+
+        Returns
+        -------
+        HIKBinTable
+            The tabulated model, with the bound on its error in ``error_bound``.
+        """
+        sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
+        q = _check_bins(n_bins)
+        lo = sv.min(axis=0).astype(np.float64) if lo is None else np.asarray(lo, dtype=np.float64)
+        hi = sv.max(axis=0).astype(np.float64) if hi is None else np.asarray(hi, dtype=np.float64)
+        table = cls.on_grid(sv, coef, b, lo, hi, q)
+        table.error_bound = _bin_error_bound(sv.T, np.abs(coef)[None, :], table.lo, table.hi, q)
+        return table
 
     @classmethod
     def on_grid(cls, support_vectors: ArrayLike, dual_coef: ArrayLike, intercept: float, lo: ArrayLike, hi: ArrayLike,
@@ -789,7 +833,6 @@ def compress_hik(
     HIKExactTable or HIKBinTable
         A scorer with ``decision_function(X)``.
     """
-    exact = HIKExactTable.from_support_vectors(support_vectors, dual_coef, intercept)
     if n_bins is None:
-        return exact
-    return exact.to_bins(n_bins, lo=lo, hi=hi)
+        return HIKExactTable.from_support_vectors(support_vectors, dual_coef, intercept)
+    return HIKBinTable.from_support_vectors(support_vectors, dual_coef, intercept, n_bins, lo=lo, hi=hi)

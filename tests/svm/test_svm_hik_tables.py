@@ -125,3 +125,29 @@ def test_table_input_errors():
     with pytest.raises(ValueError, match="same grid"):
         HIKBinTable.combine([table, compress_hik(sv, coef, b, n_bins=5)])
     assert hik_gram(sv).shape == (25, 25)
+
+
+@pytest.mark.parametrize("seed, q, grid", [(0, 100, None), (1, 7, None), (2, 16, "wider"), (3, 1, None)])
+def test_sort_free_bin_table_equals_the_exact_tables_bins(seed, q, grid):
+    # ties (integer-valued pixels and zeros) and signed coefficients, as a concept model has them
+    rng = np.random.default_rng(seed)
+    sv = rng.integers(0, 8, size=(60, 5)).astype(np.float32)
+    sv[:, 4] = 3.0  # one dimension where every support value is the same (zero-width grid)
+    a, b = rng.normal(size=60), 0.3
+    lo = hi = None
+    if grid == "wider":
+        lo, hi = np.full(5, -1.0), np.full(5, 10.0)
+    ref = HIKExactTable.from_support_vectors(sv, a, b).to_bins(q, lo=lo, hi=hi)
+    new = HIKBinTable.from_support_vectors(sv, a, b, q, lo=lo, hi=hi)
+    for name in ("lo", "hi", "below", "above"):
+        np.testing.assert_allclose(getattr(new, name), getattr(ref, name), rtol=1e-12, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(new.values, ref.values, rtol=1e-12, atol=1e-12)
+    assert new.error_bound == pytest.approx(ref.error_bound, rel=1e-12, abs=1e-15)
+    X = rng.integers(0, 10, size=(50, 5)).astype(np.float32)
+    np.testing.assert_allclose(new.decision_function(X), ref.decision_function(X), rtol=1e-12, atol=1e-12)
+    exact = HIKExactTable.from_support_vectors(sv, a, b).decision_function(X)
+    assert np.abs(new.decision_function(X) - exact).max() <= new.error_bound + 1e-9
+    with pytest.raises(ValueError, match="n_bins"):
+        HIKBinTable.from_support_vectors(sv, a, b, 0)
+    with pytest.raises(ValueError, match="support_vectors: needs at least 1 row"):
+        HIKBinTable.from_support_vectors(sv[:0], a[:0], b, q)
