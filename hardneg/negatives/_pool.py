@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from hardneg._typing import ArrayLike
 from hardneg._validation import check_matrix, is_store
+from hardneg.store._items import rows_with_any_tag
 
 __all__ = ["NegativePool"]
 
@@ -90,11 +91,9 @@ class NegativePool:
             mask = np.zeros(self.n_rows, dtype=bool)
             mask[self._store.select(tags=list(tags))] = True
             return mask
-        mask = np.zeros(self.n_rows, dtype=bool)
-        if self._tags is not None:
-            hit = pc.is_in(pc.list_flatten(self._tags), value_set=pa.array(sorted(tags), pa.string())).fill_null(False)
-            mask[pc.list_parent_indices(self._tags).to_numpy()[hit.to_numpy(zero_copy_only=False)]] = True
-        return mask
+        if self._tags is None:
+            return np.zeros(self.n_rows, dtype=bool)
+        return rows_with_any_tag(self._tags, tags)
 
     def exclude_near_duplicates(self, references: ArrayLike, min_cosine: float, chunk_rows: int = 8192) -> np.ndarray:
         """Drop allowed rows whose cosine similarity to some reference row is >= ``min_cosine``.

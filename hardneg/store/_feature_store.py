@@ -92,7 +92,7 @@ from ._chunks import ChunkReader, StoreArray, chunk_reader, csr, finite_block
 from ._errors import StoreDamagedError, StoreError, StoreLockedError
 from ._folder import check_output_not_input, local_store_path, store_location, writes_into_input
 from ._item_table import edit_items, store_summary, summarize_items
-from ._items import ITEM_SCHEMA, make_items
+from ._items import ITEM_SCHEMA, make_items, rows_with_any_tag
 from ._meta import FORMAT_VERSION, META, first_line, load_meta
 from ._remote import RemoteFolder, url_protocol
 from ._summary import SUMMARY, merge_summaries
@@ -618,13 +618,7 @@ class FeatureStore:
         return out
 
     def _mask_tags(self, tags) -> np.ndarray:
-        col = self.items.column("tags").combine_chunks()
-        flat = pc.list_flatten(col)
-        parents = pc.list_parent_indices(col).to_numpy()
-        hit = pc.is_in(flat, value_set=pa.array([str(t) for t in tags], pa.string())).to_numpy(zero_copy_only=False)
-        mask = np.zeros(len(self), dtype=bool)
-        mask[parents[hit]] = True
-        return mask
+        return rows_with_any_tag(self.items.column("tags"), tags)
 
     def select(
         self,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 ITEM_SCHEMA = pa.schema(
@@ -30,6 +31,18 @@ ITEM_SCHEMA = pa.schema(
         ("split", pa.string()),
     ]
 )
+
+
+def rows_with_any_tag(tags_column: pa.Array | pa.ChunkedArray, tags) -> np.ndarray:
+    """Boolean mask over the rows of a ``list<string>`` column: True where a row carries any of ``tags``.
+
+    One ``is_in`` over every tag of every row (no Python loop per row); a null tag matches nothing.
+    """
+    col = tags_column.combine_chunks() if isinstance(tags_column, pa.ChunkedArray) else tags_column
+    hit = pc.is_in(pc.list_flatten(col), value_set=pa.array([str(t) for t in tags], pa.string())).fill_null(False)
+    mask = np.zeros(len(col), dtype=bool)
+    mask[pc.list_parent_indices(col).to_numpy()[hit.to_numpy(zero_copy_only=False)]] = True
+    return mask
 
 
 def per_row(values, n: int, name: str) -> list:

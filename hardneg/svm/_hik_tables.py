@@ -555,9 +555,9 @@ class HIKBinTable:
         """
         sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
         q = _check_bins(n_bins)
-        lo = sv.min(axis=0).astype(np.float64) if lo is None else np.asarray(lo, dtype=np.float64)
-        hi = sv.max(axis=0).astype(np.float64) if hi is None else np.asarray(hi, dtype=np.float64)
-        table = cls.on_grid(sv, coef, b, lo, hi, q)
+        lo = sv.min(axis=0).astype(np.float64) if lo is None else lo
+        hi = sv.max(axis=0).astype(np.float64) if hi is None else hi
+        table = cls._tabulate(sv, coef, b, lo, hi, q)
         table.error_bound = _bin_error_bound(sv.T, np.abs(coef)[None, :], table.lo, table.hi, q)
         return table
 
@@ -589,12 +589,16 @@ class HIKBinTable:
             The table on that grid (``error_bound`` NaN).
         """
         sv, coef, b = _check_model(support_vectors, dual_coef, intercept)
+        return cls._tabulate(sv, coef, b, lo, hi, int(n_bins))
+
+    @classmethod
+    def _tabulate(cls, sv: np.ndarray, coef: np.ndarray, b: float, lo: ArrayLike, hi: ArrayLike, q: int) -> HIKBinTable:
+        """:meth:`on_grid` on a model :func:`_check_model` has already checked."""
         d = sv.shape[1]
         lo = np.ascontiguousarray(lo, dtype=np.float64)
         hi = np.ascontiguousarray(hi, dtype=np.float64)
         if lo.shape != (d,) or hi.shape != (d,) or np.any(hi < lo):
             raise ValueError(f"lo/hi: need two arrays of shape ({d},) with lo <= hi")
-        q = int(n_bins)
         values = np.empty((d, q + 1))
         below = np.empty(d)
         above = np.empty(d)
