@@ -1650,12 +1650,12 @@ def mutation_table(data: dict) -> str:
         out += ["", "Earlier rounds on another sample (its survivors re-tested against tests written from them, so "
                 "these rates are not estimates for the whole tree):", ""]
     for run, key, study in rounds:
-        total = next(f for f in study["folders"] if f["folder"] == "all")
-        excl = (f", {total['kill_rate_excl_equivalent']:.1%} without the mutants found equivalent"
-                if "kill_rate_excl_equivalent" in total else "")
+        overall = next(f for f in study["folders"] if f["folder"] == "all")
+        excl = (f", {overall['kill_rate_excl_equivalent']:.1%} without the mutants found equivalent"
+                if "kill_rate_excl_equivalent" in overall else "")
         commit = f"commit `{str(run['commit'])[:12]}`" if run.get("commit") else "command and commit not recorded"
-        out.append(f"- `{key}` ({commit}): {total['kill_rate']:.1%} killed ({total['ci95'][0]:.1%}–{total['ci95'][1]:.1%})"
-                   f"{excl}.")
+        out.append(f"- `{key}` ({commit}): {overall['kill_rate']:.1%} killed "
+                   f"({overall['ci95'][0]:.1%}–{overall['ci95'][1]:.1%}){excl}.")
     return "\n".join(out + ["", provenance("mutation_sample", data), ""])
 
 
@@ -1690,8 +1690,8 @@ def dask_scale_table(data: dict) -> str:
 
 
 def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= 2 * size if unit != "min" else seconds >= 100:
+    for unit, size, from_s in (("days", 86400, 2 * 86400), ("h", 3600, 2 * 3600), ("min", 60, 100)):
+        if seconds >= from_s:
             value = seconds / size
             return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
