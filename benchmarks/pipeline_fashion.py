@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,53 +60,56 @@ def main() -> None:
     from hardneg.datasets import load_fashion_mnist
 
     work = Path(tempfile.mkdtemp(prefix="pipeline-"))
-    env = {**os.environ, "COLUMNS": "100"}
-    store = "fm.store"
-    ds = load_fashion_mnist()
-    query = np.flatnonzero(ds.split == "test")[0]
-    Image.fromarray(ds.images[query]).save(work / "query.png")
-    limit = ["--limit", str(args.limit)] if args.limit else []
-    name = ("pipeline_fashion" + (f"_limit{args.limit}" if args.limit else "")
-            + (f"_maxlabeled{args.max_labeled}" if args.max_labeled is not None else ""))
-    cap = ["--max-labeled", str(args.max_labeled)] if args.max_labeled is not None else []
-    protocol = ("the CLI, one fresh process per step, Fashion-MNIST "
-                + (f"(first {args.limit:,} images of each split)" if args.limit else "(all 70,000 images)")
-                + f"; concept {CONCEPT!r} from 50 positives; 64-bit TSVM hashing"
-                + (f" on at most {args.max_labeled:,} labeled rows" if args.max_labeled is not None else " (the command's defaults)")
-                + "; 1 query image")
-    steps: list[dict] = []
-    # the file is rewritten after every step: a run cut short still says how far it got
-    pending = [
-        lambda: run("extract 70,000 images (CNN)" if not args.limit else f"extract {2 * args.limit:,} images (CNN)",
-            ["extract", "fashion-mnist", "-o", store, "--threads", str(args.threads), *limit], work, env),
-        lambda: run("tag from labels", ["store", "tag", store, "--from-labels"], work, env),
-        lambda: run("concept from 50 positives", ["concept", "train", store, "-c", CONCEPT, "-p", "50", "-o", "c.npz"], work, env),
-        lambda: run("concept search (top 100)", ["concept", "search", "c.npz", store, "-k", "100", "--json"], work, env),
-        lambda: run("hash train (64 bits)", ["hash", "train", store, "-o", "h.npz", "--bits", "64", *cap], work, env),
-        lambda: run("hash index", ["hash", "index", "h.npz", store, "-o", "fm.index"], work, env),
-        lambda: run("query by image", ["hash", "search", "h.npz", "fm.index", "--store", store, "--query-image", "query.png",
-                               "-k", "10", "--json"], work, env),
-    ]
-    for step in pending:
-        steps.append(step())
-        write_results(name, {"study": "pipeline_fashion", "protocol": protocol, "threads": args.threads, "partial": True,
-                             "steps": [{k: v for k, v in s.items() if k != "stdout"} for s in steps]})
-    total = sum(s["seconds"] for s in steps)
-    for s in steps:
-        s["share"] = round(s["seconds"] / total, 3)
-    slowest = max(steps, key=lambda s: s["seconds"])
-    result = {
-        "study": "pipeline_fashion",
-        "protocol": protocol,
-        "partial": False,
-        "threads": args.threads,
-        "steps": [{k: v for k, v in s.items() if k != "stdout"} for s in steps],
-        "total_seconds": round(total, 1),
-        "slowest_step": slowest["step"],
-        "slowest_share": slowest["share"],
-        "goal_seconds": 300,
-    }
-    write_results(name, result)
+    try:
+        env = {**os.environ, "COLUMNS": "100"}
+        store = "fm.store"
+        ds = load_fashion_mnist()
+        query = np.flatnonzero(ds.split == "test")[0]
+        Image.fromarray(ds.images[query]).save(work / "query.png")
+        limit = ["--limit", str(args.limit)] if args.limit else []
+        name = ("pipeline_fashion" + (f"_limit{args.limit}" if args.limit else "")
+                + (f"_maxlabeled{args.max_labeled}" if args.max_labeled is not None else ""))
+        cap = ["--max-labeled", str(args.max_labeled)] if args.max_labeled is not None else []
+        protocol = ("the CLI, one fresh process per step, Fashion-MNIST "
+                    + (f"(first {args.limit:,} images of each split)" if args.limit else "(all 70,000 images)")
+                    + f"; concept {CONCEPT!r} from 50 positives; 64-bit TSVM hashing"
+                    + (f" on at most {args.max_labeled:,} labeled rows" if args.max_labeled is not None else " (the command's defaults)")
+                    + "; 1 query image")
+        steps: list[dict] = []
+        # the file is rewritten after every step: a run cut short still says how far it got
+        pending = [
+            lambda: run("extract 70,000 images (CNN)" if not args.limit else f"extract {2 * args.limit:,} images (CNN)",
+                ["extract", "fashion-mnist", "-o", store, "--threads", str(args.threads), *limit], work, env),
+            lambda: run("tag from labels", ["store", "tag", store, "--from-labels"], work, env),
+            lambda: run("concept from 50 positives", ["concept", "train", store, "-c", CONCEPT, "-p", "50", "-o", "c.npz"], work, env),
+            lambda: run("concept search (top 100)", ["concept", "search", "c.npz", store, "-k", "100", "--json"], work, env),
+            lambda: run("hash train (64 bits)", ["hash", "train", store, "-o", "h.npz", "--bits", "64", *cap], work, env),
+            lambda: run("hash index", ["hash", "index", "h.npz", store, "-o", "fm.index"], work, env),
+            lambda: run("query by image", ["hash", "search", "h.npz", "fm.index", "--store", store, "--query-image", "query.png",
+                                   "-k", "10", "--json"], work, env),
+        ]
+        for step in pending:
+            steps.append(step())
+            write_results(name, {"study": "pipeline_fashion", "protocol": protocol, "threads": args.threads, "partial": True,
+                                 "steps": [{k: v for k, v in s.items() if k != "stdout"} for s in steps]})
+        total = sum(s["seconds"] for s in steps)
+        for s in steps:
+            s["share"] = round(s["seconds"] / total, 3)
+        slowest = max(steps, key=lambda s: s["seconds"])
+        result = {
+            "study": "pipeline_fashion",
+            "protocol": protocol,
+            "partial": False,
+            "threads": args.threads,
+            "steps": [{k: v for k, v in s.items() if k != "stdout"} for s in steps],
+            "total_seconds": round(total, 1),
+            "slowest_step": slowest["step"],
+            "slowest_share": slowest["share"],
+            "goal_seconds": 300,
+        }
+        write_results(name, result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print(f"total {total:.1f} s; slowest: {slowest['step']} ({100 * slowest['share']:.0f} %)")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def child(store: str, variant: str) -> dict:
     Image.fromarray(data.astronaut()).save(buf, format="PNG")
     png = buf.getvalue()
     t0 = time.perf_counter()
-    app = create_app(store, models_dir=tempfile.mkdtemp(), allowed_hosts=["testserver"])
+    app = create_app(store, models_dir=Path(store).parent / f"models-{variant}-{os.getpid()}", allowed_hosts=["testserver"])
     out = {"variant": variant, "create_app_s": time.perf_counter() - t0}
     with TestClient(app) as c:
         while c.get("/api/info").json()["extractor"] == "loading":

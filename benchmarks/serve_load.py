@@ -345,6 +345,12 @@ def run_load(args, folder: Path) -> dict:
 
 
 def run_concept(args) -> dict:
+    """The service's concept search against the CLI path, in a folder removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="serve-concept-") as tmp:
+        return _run_concept_in(Path(tmp), args)
+
+
+def _run_concept_in(folder: Path, args) -> dict:
     from fastapi.testclient import TestClient
 
     from hardneg.concept import NegativeBootstrap, search
@@ -352,7 +358,6 @@ def run_concept(args) -> dict:
     from hardneg.serve import create_app
     from hardneg.store import FeatureStore
 
-    folder = Path(tempfile.mkdtemp(prefix="serve-concept-"))
     data = load_dataset("fashion-mnist")
     n = data.X.shape[0] if args.fashion_limit is None else args.fashion_limit
     names = list(data.class_names)
