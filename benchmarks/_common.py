@@ -69,14 +69,19 @@ def write_results(name: str, payload: dict) -> Path:
     return path
 
 
+#: top-level keys that describe how a run was made; a kept study keeps its own run's
+RUN_CONTEXT = ("dirty", "machine", "args", "loadavg_start", "loadavg_end")
+
+
 def keep_earlier_studies(previous: Path, studies: tuple[str, ...], result: dict) -> None:
     """A partial run rewrites only the studies it ran. The other ``studies`` that the ``previous`` result file holds
-    (at its top level, or kept there from runs before it) go under ``result["earlier_runs"]``, each with the command
-    and commit that measured it, so that this run's command and commit never cover figures it did not measure."""
+    (at its top level, or kept there from runs before it) go under ``result["earlier_runs"]``, each with the command,
+    commit and :data:`RUN_CONTEXT` of the run that measured it, so that this run's command and commit never cover figures it did not measure."""
     if not previous.is_file():
         return
     old = json.loads(previous.read_text())
-    runs = [{"command": old.get("command"), "commit": old.get("commit"),
+    context = {k: old[k] for k in RUN_CONTEXT if k in old}
+    runs = [{"command": old.get("command"), "commit": old.get("commit"), **context,
              "studies": {k: old[k] for k in studies if k in old}}, *old.get("earlier_runs", [])]
     kept = []
     for run in runs:

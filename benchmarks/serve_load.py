@@ -444,13 +444,14 @@ def main(argv=None):
     args = ap.parse_args(argv)
     result = {"affinity": sorted(os.sched_getaffinity(0)), "args": vars(args), "loadavg_start": os.getloadavg(),
               "note": "2-core machine shared with other jobs: see loadavg_start / loadavg_end"}
-    with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
-        if not args.skip_load:
+    if not args.skip_load:
+        with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
             result["load"] = run_load(args, Path(tmp))
     if not args.skip_concept:
         result["concept"] = run_concept(args)
-    else:  # the last concept-search figures stay, under the run that measured them
-        keep_earlier_studies(Path(__file__).resolve().parent / "results" / f"{args.out}.json", ("concept",), result)
+    skipped = tuple(study for study, skip in (("load", args.skip_load), ("concept", args.skip_concept)) if skip)
+    if skipped:  # a skipped study's last figures stay, under the run that measured them
+        keep_earlier_studies(Path(__file__).resolve().parent / "results" / f"{args.out}.json", skipped, result)
     result["loadavg_end"] = os.getloadavg()
     path = write_results(args.out, result)
     if "load" in result:

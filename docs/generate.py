@@ -234,6 +234,18 @@ def _from_result(name: str):
     return wrap
 
 
+def study_run(data: dict, key: str) -> dict | None:
+    """The run of a result file that measured its study ``key``: the file itself, or the run kept under
+    ``earlier_runs`` by a partial rerun (``benchmarks._common.keep_earlier_studies``) with the study at its top level,
+    so that its provenance is that run's. None if no run holds the study."""
+    if key in data:
+        return data
+    for run in data.get("earlier_runs", []):
+        if key in run["studies"]:
+            return {**{k: v for k, v in run.items() if k != "studies"}, key: run["studies"][key]}
+    return None
+
+
 def _files(prefix: str) -> list[str]:
     return sorted(p.stem for p in RESULTS.glob(f"{prefix}*.json"))
 
@@ -1829,6 +1841,10 @@ def hamming_ann_table(data: dict) -> str:
 def serve_load_table(name: str, data: dict) -> str:
     """A serve_load*.json run: each load run over HTTP, the exact-cosine run and the in-process baselines, then what
     micro-batching changed for the IVF search."""
+    run = study_run(data, "load")
+    if run is None:
+        return f"*{name}.json holds no load study.*\n"
+    data = run  # the loadavg, args and provenance of the run that measured the load
     args, load = data["args"], data["load"]
 
     def ms(v):
@@ -1898,9 +1914,10 @@ def solis_why_table(key: str, name: str = "similarity_solis_why_10k") -> str:
 @_from_result("serve_load")
 def serve_concept_table(data: dict) -> str:
     """serve_load.json's concept study: the service's first grid and re-rank against the CLI's path, per concept."""
-    c = data.get("concept")
-    if not c:
-        return "*The last serve_load run skipped the concept study (`--skip-concept`).*\n"
+    run = study_run(data, "concept")
+    if run is None:
+        return "*serve_load.json holds no concept study.*\n"
+    c = run["concept"]
     out = [f"*{c['store']}; {c['settings']}; store built in {c['store_build_s']:.1f} s; the first concept after the "
            f"start (cold) took {c['cold_first_concept_s']:.1f} s.*", "",
            "| concept | first grid (s) | re-rank after feedback (s) | CLI path (s) | first / CLI | P@24 | "
@@ -1911,7 +1928,7 @@ def serve_concept_table(data: dict) -> str:
             + " / ".join(f"{r['feedback_timings'][k]:.2f}" for k in steps) + " |" for r in c["concepts"]]
     first, rerank = max(r["first_grid_s"] for r in c["concepts"]), max(r["rerank_s"] for r in c["concepts"])
     out += ["", f"Goals: first grid < 3 s ({'met' if first < 3 else 'not met'}, slowest {first:.2f} s), re-rank < 2 s "
-            f"({'met' if rerank < 2 else 'not met'}, slowest {rerank:.2f} s).", "", provenance("serve_load", data), ""]
+            f"({'met' if rerank < 2 else 'not met'}, slowest {rerank:.2f} s).", "", provenance("serve_load", run), ""]
     return "\n".join(out)
 
 

@@ -196,3 +196,20 @@ def test_a_partial_run_keeps_other_studies_under_their_own_provenance(tmp_path):
                                       {"command": ["a"], "commit": "c1", "studies": {"full_training": 2}}]
     keep_earlier_studies(tmp_path / "missing.json", keys, third := {"retrieval": 4})
     assert third == {"retrieval": 4}
+
+
+def test_a_kept_study_is_shown_with_the_run_that_measured_it(tmp_path):
+    # serve_load.py --skip-load / --skip-concept: the page tables read the kept study, with that run's args and commit
+    from benchmarks._common import keep_earlier_studies
+    from docs.generate import study_run
+
+    path = tmp_path / "serve_load.json"
+    path.write_text(json.dumps({"command": ["a"], "commit": "c1", "args": {"clients": 32}, "loadavg_start": [0.5],
+                                "load": {"runs": 1}, "concept": {"x": 1}}))
+    new = {"command": ["b"], "commit": "c2", "args": {"clients": 8}, "concept": {"x": 2}}
+    keep_earlier_studies(path, ("load",), new)
+    run = study_run(new, "load")
+    assert run == {"command": ["a"], "commit": "c1", "args": {"clients": 32}, "loadavg_start": [0.5],
+                   "load": {"runs": 1}}
+    assert study_run(new, "concept") is new
+    assert study_run(new, "recall") is None
