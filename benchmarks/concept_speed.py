@@ -14,7 +14,12 @@ Measures on synthetic 1,024-bin L1-normalized histograms (dense-SIFT-like):
 5. accuracy of the binned scan: AP and max |score - exact| against the bound;
 6. the same scoring rows on real dense-SIFT bags of words (Fashion-MNIST 5k, 1,000
    words, TF-IDF, from the cache of benchmarks/similarity_solis_concept.py; skipped
-   when the cache is absent), tiled to the synthetic block's row count.
+   when the cache is absent), tiled to the synthetic block's row count;
+7. Model Compression itself ([Li13] Eq. (11)-(16), ``compress(q=100)``): the q-bin table
+   tabulated directly (``HIKBinTable.from_support_vectors``, what ``compress`` runs) against
+   the previous path, the exact table (a sort per dimension) sampled at the q + 1 nodes
+   (``HIKExactTable.from_support_vectors(...).to_bins(q)``), on the T = 50 ensembles of
+   sections 2 and 6, with the largest difference between their node values.
 
 Section 2 also times the previous table kernel (two 4-byte reads per value, a scalar
 quantization pass and two summation chains, kept as ``_score_bins_two_reads``; same
@@ -56,7 +61,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks._common import write_results
 from hardneg.concept import NegativeBootstrap, search
 from hardneg.store import BinGrid, FeatureStore, quantize_store
-from hardneg.svm import hik_gram
+from hardneg.svm import HIKBinTable, HIKExactTable, hik_gram
 from hardneg.svm._hik_tables import _FAST as _HIK_FAST
 from hardneg.svm._hik_tables import _score_bins
 
@@ -228,6 +233,24 @@ def table_kernels(table):
 def ratios(t, base):
     return {"wall_min": t["wall_min"] / base["wall_min"], "cpu_min": t["cpu_min"] / base["cpu_min"],
             "wall_median": t["wall_median"] / base["wall_median"], "cpu_median": t["cpu_median"] / base["cpu_median"]}
+
+
+def compression_study(nb: NegativeBootstrap, repeats: int, n_bins: int = 100) -> dict:
+    """Section 7: the merged ensemble's q-bin table, tabulated directly and through the sorted exact table."""
+    used = np.flatnonzero(nb.dual_coef_)
+    sv, coef, b = nb.support_vectors_[used], nb.dual_coef_[used], nb.intercept_
+    direct = HIKBinTable.from_support_vectors(sv, coef, b, n_bins)
+    sorted_ = HIKExactTable.from_support_vectors(sv, coef, b).to_bins(n_bins)
+    t = timed_turns({"direct": lambda: HIKBinTable.from_support_vectors(sv, coef, b, n_bins),
+                     "sorted": lambda: HIKExactTable.from_support_vectors(sv, coef, b).to_bins(n_bins),
+                     "compress": lambda: nb.compress(n_bins)}, repeats)
+    return {"n_support": int(used.size), "dim": int(sv.shape[1]), "n_bins": n_bins, "repeats": repeats,
+            "direct_q_bin_table": t["direct"], "sorted_exact_table_then_bins": t["sorted"],
+            "NegativeBootstrap.compress": t["compress"],
+            "sorted_over_direct": ratios(t["sorted"], t["direct"]),
+            "max_abs_node_difference": float(np.abs(direct.values - sorted_.values).max()),
+            "max_abs_node_value": float(np.abs(sorted_.values).max()),
+            "error_bounds_equal": bool(np.isclose(direct.error_bound, sorted_.error_bound, rtol=1e-9, atol=0.0))}
 
 
 def main(argv=None):
@@ -426,7 +449,13 @@ def main(argv=None):
             "skip_zeros_prototype_over_X@w_1_thread": ratios(tr_["skip_zeros"], tr_["X@w_1_thread"]),
         }
     else:
+        nb_r = None
         out["scoring_real"] = {"skipped": f"{REAL_BOW} not found (run benchmarks/similarity_solis_concept.py --data fashion first)"}
+
+    # ---------------------------------------------------------------- 7. compression
+    out["compression"] = {"synthetic": compression_study(nb50, repeats)}
+    if nb_r is not None:
+        out["compression"]["real"] = compression_study(nb_r, repeats)
 
     path = write_results("concept_speed_quick" if args.quick else "concept_speed", out)
     s, tr, sc, acc = out["scoring"], out["training"], out["store_scan"], out["binned_accuracy"]
@@ -464,6 +493,10 @@ def main(argv=None):
         print(f"| real BoW: compressed q=100 | {ms(real['compressed_q100'])} ms | {x(real['compressed_over_X@w_1_thread'])} |")
         print(f"| real BoW: zero-skipping prototype | {ms(real['skip_zeros_prototype'])} ms | {x(real['skip_zeros_prototype_over_X@w_1_thread'])} |")
         print(f"| real BoW: previous kernel | {ms(real['compressed_q100_previous_kernel'])} ms | {x(real['previous_kernel_over_X@w_1_thread'])} |")
+    for key, c in out["compression"].items():
+        print(f"| compress q=100, {key} ({c['n_support']:,} SVs x {c['dim']}): direct / sorted exact table + bins | "
+              f"{ms(c['direct_q_bin_table'])} / {ms(c['sorted_exact_table_then_bins'])} ms | "
+              f"sorted {x(c['sorted_over_direct'])} direct |")
     print(f"| max abs(codes - exact) vs bound | {acc['max_abs_codes_minus_exact']:.4f} <= {acc['bound_table_plus_binning']:.4f} | |")
 
 
