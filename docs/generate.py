@@ -209,6 +209,58 @@ def _load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+#: a figure quoted in a page's prose, ``{{ NAME/KEY/KEY… }}``, optionally ``{{ FACTOR * NAME/KEY… | FORMAT }}``:
+#: result file NAME's value at the KEY path, times FACTOR, in Python's FORMAT (``.2f``, ``,.0f``, ``.1%``). In a list a
+#: KEY is a position or ``FIELD=VALUE`` (the first record whose FIELD reads VALUE).
+QUOTE = re.compile(r"\{\{\s*(?:(?P<factor>[-+\d.eE]+)\s*\*\s*)?(?P<path>[\w-]+(?:/[^|}]+?)+)\s*"
+                   r"(?:\|\s*(?P<format>[^}]*?)\s*)?\}\}")
+
+
+def quoted_value(path: str):
+    """The value at ``NAME/KEY/KEY…`` of result file NAME (see :data:`QUOTE`); KeyError naming the missing part."""
+    name, *keys = path.split("/")
+    try:
+        value = _load(name)
+    except OSError as exc:
+        raise KeyError(f"{path}: no result file benchmarks/results/{name}.json") from exc
+    walked = name
+    for key in keys:
+        try:
+            if isinstance(value, list):
+                field, eq, wanted = key.partition("=")
+                value = next(r for r in value if str(r.get(field)) == wanted) if eq else value[int(key)]
+            else:
+                value = value[key]
+        except (KeyError, IndexError, ValueError, StopIteration, TypeError, AttributeError):
+            raise KeyError(f"{path}: {walked} has no {key!r}") from None
+        walked += "/" + key
+    return value
+
+
+def quote_figures(markdown: str) -> tuple[str, list[str]]:
+    """``markdown`` with every quoted figure (:data:`QUOTE`) replaced by its value, and the result files quoted.
+
+    A figure that does not resolve raises KeyError: a page must not quote a file or key that is gone."""
+    names: list[str] = []
+
+    def value(m: re.Match) -> str:
+        v = quoted_value(m["path"].strip())
+        if m["factor"]:
+            v = float(m["factor"]) * v
+        name = m["path"].split("/", 1)[0]
+        if name not in names:
+            names.append(name)
+        return format(v, m["format"] or "")
+
+    return QUOTE.sub(value, markdown), names
+
+
+def quoted_sources(names: list[str]) -> str:
+    """The closing note of a page that quotes figures: each quoted result file with its command and commit."""
+    return "\n".join(["", "---", "", "*Figures quoted on this page, from result files made by a script:*", ""]
+                      + [f"- {provenance(n, _load(n))}" for n in names]) + "\n"
+
+
 def _named_result(make):
     """Decorate a table maker ``make(name, data)``: ``table(name)`` reads result file ``name``, and where the file is
     missing or unreadable the table is a note saying so (the site still builds)."""

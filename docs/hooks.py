@@ -3,6 +3,10 @@
 - ``on_config`` runs ``docs/generate.py`` into ``docs/generated/`` (not committed), so
   the site's results cannot drift from ``benchmarks/results/*.json``, and adds one
   navigation entry per benchmark script under "Benchmarks".
+- ``on_page_markdown`` replaces the figures a page quotes in its prose
+  (``{{ NAME/KEY/KEY | FORMAT }}``, see ``docs/generate.py``'s ``QUOTE``) by their values in
+  ``benchmarks/results/NAME.json`` and lists those files, with command and commit, at the
+  page's end.
 - ``on_page_content`` wraps the plain-text formulas of a page (``G_{T+1} = T/(T+1) G_T``,
   ``lambda_t``, ``||x - y||^2``) in arithmatex spans that MathJax typesets; code, links
   and headings are left alone, and so are the generated benchmark pages (their column
@@ -39,8 +43,13 @@ def _generator():
     return module
 
 
+_loaded_generator = None  # the generate.py of the current build (on_config loads it; the page hooks reuse it)
+
+
 def on_config(config, **kwargs):
-    info = _generator().build(ROOT / "docs" / "generated")
+    global _loaded_generator
+    _loaded_generator = _generator()
+    info = _loaded_generator.build(ROOT / "docs" / "generated")
     pages = [{f"{title}.py" if not title.startswith("other") else title: rel} for title, rel in info["benchmarks"]]
     for entry in config["nav"] or []:
         if isinstance(entry, dict) and "Benchmarks" in entry:
@@ -297,6 +306,14 @@ def wrap_maths(page_html: str) -> str:
         else:
             out.append(math_spans(piece))
     return "".join(out)
+
+
+def on_page_markdown(markdown, page, **kwargs):
+    """Quoted figures (``{{ concept_speed/training/compressed_T50_s | .2f }}``) read from their result files, and the
+    page ends with where they come from; a figure that no longer resolves fails the build."""
+    gen = _loaded_generator or _generator()
+    text, names = gen.quote_figures(markdown)
+    return text + gen.quoted_sources(names) if names else text
 
 
 def on_page_content(html_text, page, **kwargs):

@@ -1,0 +1,53 @@
+"""Figures quoted in the docs' prose (``{{ NAME/KEY… | FORMAT }}``) are read from the result files at build time
+(docs/generate.py's quote_figures, applied by docs/hooks.py's on_page_markdown)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from docs import generate
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs" / "methods").glob("*.md"))
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    (tmp_path / "speed.json").write_text(json.dumps({
+        "command": ["python", "benchmarks/speed.py"], "commit": "0123456789abcdef",
+        "training": {"T50_s": 0.39172, "ratio over X@w": {"cpu_min": 6.8389}},
+        "rows": [{"feature": "dsift", "gain": 0.0312}, {"feature": "cnn", "gain": 0.0291}], "n": 200000}))
+    monkeypatch.setattr(generate, "RESULTS", tmp_path)
+    return tmp_path
+
+
+def test_a_quoted_figure_reads_its_result_file(results):
+    text, names = generate.quote_figures(
+        "training takes {{ speed/training/T50_s | .2f }} s, {{ speed/training/ratio over X@w/cpu_min | .1f }}× "
+        "X @ w; CNN gains {{ 100 * speed/rows/feature=cnn/gain | .1f }} points, {{ speed/rows/0/gain | .1% }} for "
+        "dense SIFT, on {{ speed/n | , }} rows")
+    assert text == "training takes 0.39 s, 6.8× X @ w; CNN gains 2.9 points, 3.1% for dense SIFT, on 200,000 rows"
+    assert names == ["speed"]
+    closing = generate.quoted_sources(names)
+    assert "benchmarks/results/speed.json" in closing and "`0123456789ab`" in closing
+
+
+def test_text_without_quotes_is_unchanged(results):
+    assert generate.quote_figures("a {b} c {{ not a path }} d") == ("a {b} c {{ not a path }} d", [])
+
+
+@pytest.mark.parametrize("quote, missing", [
+    ("{{ speed/training/T20_s }}", "'T20_s'"),
+    ("{{ speed/rows/feature=pixels/gain }}", "'feature=pixels'"),
+    ("{{ speed/rows/7/gain }}", "'7'"),
+    ("{{ gone/x }}", "gone.json"),
+])
+def test_a_quote_that_no_longer_resolves_is_an_error_naming_it(results, quote, missing):
+    with pytest.raises(KeyError, match=missing):
+        generate.quote_figures(quote)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_figure_a_page_quotes_resolves(page):
+    generate.quote_figures(page.read_text(encoding="utf-8"))
