@@ -209,11 +209,31 @@ def _load(name: str) -> dict:
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
-#: a figure quoted in a page's prose, ``{{ NAME/KEY/KEY… }}``, optionally ``{{ FACTOR * NAME/KEY… | FORMAT }}``:
-#: result file NAME's value at the KEY path, times FACTOR, in Python's FORMAT (``.2f``, ``,.0f``, ``.1%``). In a list a
-#: KEY is a position or ``FIELD=VALUE`` (the first record whose FIELD reads VALUE).
-QUOTE = re.compile(r"\{\{\s*(?:(?P<factor>[-+\d.eE]+)\s*\*\s*)?(?P<path>[\w-]+(?:/[^|}]+?)+)\s*"
-                   r"(?:\|\s*(?P<format>[^}]*?)\s*)?\}\}")
+#: a figure quoted in a page's prose: ``{{ NAME/KEY/KEY… }}`` is result file NAME's value at the KEY path, and
+#: ``{{ 100 * ([NAME/KEY…] - [NAME/KEY…]) | +.1f }}`` does arithmetic (+ - * / and numbers) on bracketed paths; after
+#: ``|`` comes Python's format (``.2f``, ``,``, ``.1%``). In a list a KEY is a position or ``FIELD=VALUE`` (the first
+#: record whose FIELD reads VALUE). Braces around anything else are left alone.
+QUOTE = re.compile(r"\{\{\s*(?P<expr>[^|{}]+?)\s*(?:\|\s*(?P<format>[^{}]*?)\s*)?\}\}")
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+_PLAIN_PATH = re.compile(r"[\w-]+(?:/[^/\[\]]+)+")
+
+
+def _arithmetic(node: ast.AST, values: dict):
+    """Evaluate numbers, the bracketed paths' values and + - * / (nothing else: a page quotes, it does not run code)."""
+    if isinstance(node, ast.Expression):
+        return _arithmetic(node.body, values)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in values:
+        return values[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _arithmetic(node.operand, values)
+        return -v if isinstance(node.op, ast.USub) else v
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b}
+    if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        return ops[type(node.op)](_arithmetic(node.left, values), _arithmetic(node.right, values))
+    raise ValueError(f"not a quotable expression: {ast.unparse(node)}")
 
 
 def quoted_value(path: str):
@@ -244,12 +264,20 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
     names: list[str] = []
 
     def value(m: re.Match) -> str:
-        v = quoted_value(m["path"].strip())
-        if m["factor"]:
-            v = float(m["factor"]) * v
-        name = m["path"].split("/", 1)[0]
-        if name not in names:
-            names.append(name)
+        expr = m["expr"].strip()
+        if _BRACKETED.search(expr):
+            paths = _BRACKETED.findall(expr)
+            values = {f"_q{i}": quoted_value(p.strip()) for i, p in enumerate(paths)}
+            counter = iter(range(len(paths)))
+            v = _arithmetic(ast.parse(_BRACKETED.sub(lambda _: f"_q{next(counter)}", expr), mode="eval"), values)
+        elif _PLAIN_PATH.fullmatch(expr):
+            paths, v = [expr], quoted_value(expr)
+        else:
+            return m[0]
+        for p in paths:
+            name = p.strip().split("/", 1)[0]
+            if name not in names:
+                names.append(name)
         return format(v, m["format"] or "")
 
     return QUOTE.sub(value, markdown), names

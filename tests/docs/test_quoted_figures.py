@@ -25,9 +25,11 @@ def results(tmp_path, monkeypatch):
 def test_a_quoted_figure_reads_its_result_file(results):
     text, names = generate.quote_figures(
         "training takes {{ speed/training/T50_s | .2f }} s, {{ speed/training/ratio over X@w/cpu_min | .1f }}× "
-        "X @ w; CNN gains {{ 100 * speed/rows/feature=cnn/gain | .1f }} points, {{ speed/rows/0/gain | .1% }} for "
-        "dense SIFT, on {{ speed/n | , }} rows")
-    assert text == "training takes 0.39 s, 6.8× X @ w; CNN gains 2.9 points, 3.1% for dense SIFT, on 200,000 rows"
+        "X @ w; CNN gains {{ 100 * [speed/rows/feature=cnn/gain] | .1f }} points, {{ speed/rows/0/gain | .1% }} for "
+        "dense SIFT, {{ 100 * ([speed/rows/0/gain] - [speed/rows/1/gain]) | +.1f }} more, on {{ speed/n | , }} rows "
+        "({{ [speed/n] / 1000 | .0f }}k)")
+    assert text == ("training takes 0.39 s, 6.8× X @ w; CNN gains 2.9 points, 3.1% for dense SIFT, +0.2 more, on "
+                    "200,000 rows (200k)")
     assert names == ["speed"]
     closing = generate.quoted_sources(names)
     assert "benchmarks/results/speed.json" in closing and "`0123456789ab`" in closing
@@ -35,6 +37,11 @@ def test_a_quoted_figure_reads_its_result_file(results):
 
 def test_text_without_quotes_is_unchanged(results):
     assert generate.quote_figures("a {b} c {{ not a path }} d") == ("a {b} c {{ not a path }} d", [])
+
+
+def test_a_quote_runs_arithmetic_only(results):
+    with pytest.raises(ValueError, match="not a quotable expression"):
+        generate.quote_figures("{{ __import__('os') or [speed/n] }}")
 
 
 @pytest.mark.parametrize("quote, missing", [
