@@ -211,11 +211,23 @@ def _load(name: str) -> dict:
 
 #: a figure quoted in a page's prose: ``{{ NAME/KEY/KEY… }}`` is result file NAME's value at the KEY path, and
 #: ``{{ 100 * ([NAME/KEY…] - [NAME/KEY…]) | +.1f }}`` does arithmetic (+ - * / and numbers) on bracketed paths; after
-#: ``|`` comes Python's format (``.2f``, ``,``, ``.1%``). In a list a KEY is a position or ``FIELD=VALUE`` (the first
-#: record whose FIELD reads VALUE). Braces around anything else are left alone.
-QUOTE = re.compile(r"\{\{\s*(?P<expr>[^|{}]+?)\s*(?:\|\s*(?P<format>[^{}]*?)\s*)?\}\}")
-_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+#: the last ``|`` comes Python's format (``.2f``, ``,``, ``.1%``). In a list a KEY is a position or ``FIELD=VALUE``
+#: (the first record whose FIELD reads VALUE). A key with ``/``, ``|`` or brackets in it goes in backticks
+#: (``methods/`nb[auto]`/ap``). Braces around anything else are left alone.
+QUOTE = re.compile(r"\{\{(?P<body>(?:`[^`]*`|[^`{}])+?)\}\}")
+_BRACKETED = re.compile(r"\[([^\[\]]*)\]")
 _PLAIN_PATH = re.compile(r"[\w-]+(?:/[^/\[\]]+)+")
+
+
+def _masked(text: str) -> str:
+    """``text`` with every backtick span (ticks included) blanked to ``_``, same length: the quote syntax is
+    looked for in the mask, and the original is sliced at the positions found."""
+    out, inside = [], False
+    for ch in text:
+        if ch == "`":
+            inside = not inside
+        out.append("_" if inside or ch == "`" else ch)
+    return "".join(out)
 
 
 def _arithmetic(node: ast.AST, values: dict):
@@ -238,7 +250,9 @@ def _arithmetic(node: ast.AST, values: dict):
 
 def quoted_value(path: str):
     """The value at ``NAME/KEY/KEY…`` of result file NAME (see :data:`QUOTE`); KeyError naming the missing part."""
-    name, *keys = path.split("/")
+    cuts = [-1] + [i for i, ch in enumerate(_masked(path)) if ch == "/"] + [len(path)]
+    name, *keys = (path[lo + 1:hi].strip() for lo, hi in zip(cuts, cuts[1:]))
+    keys = [k[1:-1] if len(k) > 1 and k[0] == k[-1] == "`" else k for k in keys]
     try:
         value = _load(name)
     except OSError as exc:
@@ -264,21 +278,26 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
     names: list[str] = []
 
     def value(m: re.Match) -> str:
-        expr = m["expr"].strip()
-        if _BRACKETED.search(expr):
-            paths = _BRACKETED.findall(expr)
-            values = {f"_q{i}": quoted_value(p.strip()) for i, p in enumerate(paths)}
-            counter = iter(range(len(paths)))
-            v = _arithmetic(ast.parse(_BRACKETED.sub(lambda _: f"_q{next(counter)}", expr), mode="eval"), values)
-        elif _PLAIN_PATH.fullmatch(expr):
+        body = m["body"]
+        bar = _masked(body).rfind("|")
+        expr, spec = (body[:bar].strip(), body[bar + 1:].strip()) if bar >= 0 else (body.strip(), "")
+        mask = _masked(expr)
+        spans = [found.span(1) for found in _BRACKETED.finditer(mask)]
+        if spans:
+            paths = [expr[lo:hi].strip() for lo, hi in spans]
+            source = expr
+            for i, (lo, hi) in reversed(list(enumerate(spans))):  # from the end: earlier positions stay valid
+                source = source[:lo - 1] + f"_q{i}" + source[hi + 1:]
+            v = _arithmetic(ast.parse(source, mode="eval"), {f"_q{i}": quoted_value(p) for i, p in enumerate(paths)})
+        elif _PLAIN_PATH.fullmatch(mask):
             paths, v = [expr], quoted_value(expr)
         else:
             return m[0]
         for p in paths:
-            name = p.strip().split("/", 1)[0]
+            name = p.split("/", 1)[0].strip()
             if name not in names:
                 names.append(name)
-        return format(v, m["format"] or "")
+        return format(v, spec)
 
     return QUOTE.sub(value, markdown), names
 

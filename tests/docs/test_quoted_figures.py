@@ -17,7 +17,8 @@ def results(tmp_path, monkeypatch):
     (tmp_path / "speed.json").write_text(json.dumps({
         "command": ["python", "benchmarks/speed.py"], "commit": "0123456789abcdef",
         "training": {"T50_s": 0.39172, "ratio over X@w": {"cpu_min": 6.8389}},
-        "rows": [{"feature": "dsift", "gain": 0.0312}, {"feature": "cnn", "gain": 0.0291}], "n": 200000}))
+        "rows": [{"feature": "dsift", "gain": 0.0312}, {"feature": "cnn", "gain": 0.0291}], "n": 200000,
+        "methods": {"nb[auto]": 0.5, "m=3|B+|": 0.25, "a/b": 2}}))
     monkeypatch.setattr(generate, "RESULTS", tmp_path)
     return tmp_path
 
@@ -33,6 +34,12 @@ def test_a_quoted_figure_reads_its_result_file(results):
     assert names == ["speed"]
     closing = generate.quoted_sources(names)
     assert "benchmarks/results/speed.json" in closing and "`0123456789ab`" in closing
+
+
+def test_a_key_with_slash_pipe_or_brackets_goes_in_backticks(results):
+    text, _ = generate.quote_figures("{{ speed/methods/`nb[auto]` }}, {{ [speed/methods/`m=3|B+|`] * 4 | .1f }}, "
+                                     "{{ speed/methods/`a/b` }}, {{ speed/methods/`m=3|B+|` | .2f }}")
+    assert text == "0.5, 1.0, 2, 0.25"
 
 
 def test_text_without_quotes_is_unchanged(results):
