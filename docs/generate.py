@@ -212,8 +212,10 @@ def _load(name: str) -> dict:
 #: a figure quoted in a page's prose: ``{{ NAME/KEY/KEY… }}`` is result file NAME's value at the KEY path, and
 #: ``{{ 100 * ([NAME/KEY…] - [NAME/KEY…]) | +.1f }}`` does arithmetic (+ - * / and numbers) on bracketed paths; after
 #: the last ``|`` comes Python's format (``.2f``, ``,``, ``.1%``). In a list a KEY is a position or ``FIELD=VALUE``
-#: (the first record whose FIELD reads VALUE). A key with ``/``, ``|`` or brackets in it goes in backticks
-#: (``methods/`nb[auto]`/ap``). Braces around anything else are left alone.
+#: (the first record whose FIELD reads VALUE); a ``*`` key takes every item, for ``mean``, ``min``, ``max`` or
+#: ``count`` (``{{ max([NAME/rows/*/gap]) | .4f }}``). A key with ``/``, ``|`` or brackets in it goes in backticks
+#: (``methods/`nb[auto]`/ap``). A negative number shows the minus sign (−). Braces around anything else are left
+#: alone.
 QUOTE = re.compile(r"\{\{(?P<body>(?:`[^`]*`|[^`{}])+?)\}\}")
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")
 _PLAIN_PATH = re.compile(r"[\w-]+(?:/[^/\[\]]+)+")
@@ -245,7 +247,17 @@ def _arithmetic(node: ast.AST, values: dict):
            ast.Div: lambda a, b: a / b}
     if isinstance(node, ast.BinOp) and type(node.op) in ops:
         return ops[type(node.op)](_arithmetic(node.left, values), _arithmetic(node.right, values))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in QUOTE_FUNCTIONS
+            and len(node.args) == 1 and not node.keywords):
+        items = _arithmetic(node.args[0], values)
+        if not isinstance(items, list) or not items:
+            raise ValueError(f"{ast.unparse(node)}: {node.func.id} takes a path with * (a non-empty list of values)")
+        return QUOTE_FUNCTIONS[node.func.id](items)
     raise ValueError(f"not a quotable expression: {ast.unparse(node)}")
+
+
+#: what a quote may apply to a ``*`` path's values: ``{{ max([NAME/rows/*/gap]) | .4f }}``
+QUOTE_FUNCTIONS = {"mean": statistics.fmean, "min": min, "max": max, "count": len}
 
 
 def quoted_value(path: str):
@@ -257,8 +269,15 @@ def quoted_value(path: str):
         value = _load(name)
     except OSError as exc:
         raise KeyError(f"{path}: no result file benchmarks/results/{name}.json") from exc
-    walked = name
-    for key in keys:
+    return _walk(value, keys, name, path)
+
+
+def _walk(value, keys: list[str], walked: str, path: str):
+    """``value`` at the ``keys`` path; a ``*`` key maps the rest of the path over every item (a list of values)."""
+    for i, key in enumerate(keys):
+        if key == "*" and isinstance(value, (list, dict)):
+            items = value if isinstance(value, list) else list(value.values())
+            return [_walk(item, keys[i + 1:], f"{walked}/*", path) for item in items]
         try:
             if isinstance(value, list):
                 field, eq, wanted = key.partition("=")
@@ -297,7 +316,9 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
             name = p.split("/", 1)[0].strip()
             if name not in names:
                 names.append(name)
-        return format(v, spec)
+        text = format(v, spec)
+        # a negative number reads with the minus sign the pages use, not a hyphen
+        return "\u2212" + text[1:] if isinstance(v, (int, float)) and text.startswith("-") else text
 
     return QUOTE.sub(value, markdown), names
 

@@ -31,6 +31,15 @@ def test_a_quoted_figure_reads_its_result_file(results):
         "({{ [speed/n] / 1000 | .0f }}k)")
     assert text == ("training takes 0.39 s, 6.8× X @ w; CNN gains 2.9 points, 3.1% for dense SIFT, +0.2 more, on "
                     "200,000 rows (200k)")
+    assert generate.quote_figures("{{ 100 * ([speed/rows/1/gain] - [speed/rows/0/gain]) | +.1f }}")[0] == "\u22120.2"
+
+
+def test_a_star_path_feeds_mean_min_max_count(results):
+    text, names = generate.quote_figures("{{ 1000 * mean([speed/rows/*/gain]) | .2f }} ({{ min([speed/rows/*/gain]) }}–"
+                                         "{{ max([speed/rows/*/gain]) }}, {{ count([speed/rows/*/gain]) }} rows)")
+    assert text == "30.15 (0.0291–0.0312, 2 rows)" and names == ["speed"]
+    with pytest.raises(ValueError, match="takes a path with"):
+        generate.quote_figures("{{ max([speed/n]) }}")
     assert names == ["speed"]
     closing = generate.quoted_sources(names)
     assert "benchmarks/results/speed.json" in closing and "`0123456789ab`" in closing
