@@ -214,9 +214,10 @@ def _load(name: str) -> dict:
 #: the last ``|`` comes Python's format (``.2f``, ``,``, ``.1%``). In a list a KEY is a position or ``FIELD=VALUE``
 #: (the first record whose FIELD reads VALUE); a ``*`` key takes every item, for ``mean``, ``min``, ``max`` or
 #: ``count`` (``{{ max([NAME/rows/*/gap]) | .4f }}``). A key with ``/``, ``|`` or brackets in it goes in backticks
-#: (``methods/`nb[auto]`/ap``). A negative number shows the minus sign (−). Braces around anything else are left
-#: alone.
+#: (``methods/`nb[auto]`/ap``). A negative number shows the minus sign (−). Braces around anything else, and
+#: quotes inside a code span or block (the docs' examples of the syntax), are left alone.
 QUOTE = re.compile(r"\{\{(?P<body>(?:`[^`]*`|[^`{}])+?)\}\}")
+_QUOTE_OR_CODE = re.compile(r"\{\{|`+")
 _BRACKETED = re.compile(r"\[([^\[\]]*)\]")
 _PLAIN_PATH = re.compile(r"[\w-]+(?:/[^/\[\]]+)+")
 
@@ -320,7 +321,25 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
         # a negative number reads with the minus sign the pages use, not a hyphen
         return "\u2212" + text[1:] if isinstance(v, (int, float)) and text.startswith("-") else text
 
-    return QUOTE.sub(value, markdown), names
+    out, at = [], 0
+    for found in _QUOTE_OR_CODE.finditer(markdown):
+        if found.start() < at:  # inside a code span or quote already passed
+            continue
+        if found[0] == "{{":
+            m = QUOTE.match(markdown, found.start())
+            if m is None:
+                continue
+            out += [markdown[at:m.start()], value(m)]
+            at = m.end()
+        else:  # a code span or fence: shown as written (the docs' own examples of the syntax)
+            close = markdown.find(found[0], found.end())
+            while close != -1 and markdown.startswith("`", close + len(found[0])):
+                close = markdown.find(found[0], close + len(found[0]) + 1)
+            end = len(markdown) if close == -1 else close + len(found[0])
+            out.append(markdown[at:end])
+            at = end
+    out.append(markdown[at:])
+    return "".join(out), names
 
 
 def quoted_sources(names: list[str]) -> str:

@@ -74,3 +74,13 @@ def test_a_quote_that_no_longer_resolves_is_an_error_naming_it(results, quote, m
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_figure_a_page_quotes_resolves(page):
     generate.quote_figures(page.read_text(encoding="utf-8"))
+
+
+def test_quotes_in_code_are_shown_as_written(results):
+    page = ("`` {{ speed/n | , }} `` and `{{ gone/x }}` stay; {{ speed/n | , }} is read\n"
+            "```\n{{ gone/y }}\n```\n"
+            "{{ speed/methods/`nb[auto]` }}")
+    text, names = generate.quote_figures(page)
+    assert text == ("`` {{ speed/n | , }} `` and `{{ gone/x }}` stay; 200,000 is read\n"
+                    "```\n{{ gone/y }}\n```\n0.5")
+    assert names == ["speed"]
