@@ -215,7 +215,7 @@ def _dcd_solve(XL, yL, loL, hiL, gL, QL, XU, loP, hiP, gP, loM, hiM, gM, QU, w, 
         for idx in order:
             if idx < nL:
                 lo, hi = loL[idx], hiL[idx]
-                if lo >= hi:
+                if lo >= hi or QL[idx] == np.inf:  # an all-zero row (balance): its gamma moves neither w nor s
                     continue
                 x = XL[idx]
                 y = yL[idx]
@@ -233,8 +233,8 @@ def _dcd_solve(XL, yL, loL, hiL, gL, QL, XU, loP, hiP, gP, loM, hiM, gM, QU, w, 
                     s += c
             else:
                 j = idx - nL
-                if loP[j] >= hiP[j] and loM[j] >= hiM[j]:
-                    continue
+                if (loP[j] >= hiP[j] and loM[j] >= hiM[j]) or QU[j] == np.inf:
+                    continue  # an unlabeled row at the unlabeled mean (balance) is all zero once centred: 0 * inf below
                 x = XU[j]
                 f = b0 + rho * s
                 for k in range(d):
