@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import math
 import random
 import shutil
@@ -111,8 +112,15 @@ def main() -> None:
                      "ci95": [round(lo, 3), round(hi, 3)], "statuses": dict(counts)})
     payload = {"study": "mutation_sample", "n_mutants": len(names), "sample": len(sample), "seed": args.seed,
                "seconds": round(seconds, 1), "folders": rows, "survivors": sorted(survivors)}
-    # the re-test rounds of an earlier sample's survivors stay, under the command and commit that measured them
-    keep_earlier_studies(RESULTS / "mutation_sample.json", EARLIER_ROUNDS, payload)
+    # the re-test rounds of an earlier sample's survivors stay, under the command and commit that measured them,
+    # and so does the previous whole-tree sample (the kill rate before this run's tests)
+    previous = RESULTS / "mutation_sample.json"
+    old = json.loads(previous.read_text()) if previous.is_file() else {}
+    keep_earlier_studies(previous, EARLIER_ROUNDS, payload)
+    if "folders" in old:
+        sample = {k: old[k] for k in ("n_mutants", "sample", "seed", "seconds", "folders", "survivors") if k in old}
+        payload["earlier_runs"] = [{"command": old.get("command"), "commit": old.get("commit"),
+                                    "studies": {f"sample_seed{old.get('seed')}": sample}}, *payload.get("earlier_runs", [])]
     path = write_results("mutation_sample", payload)
     print("| folder | checked | killed | kill rate | 95% CI |\n|---|---|---|---|---|")
     for r in rows:

@@ -1796,7 +1796,16 @@ def mutation_table(data: dict) -> str:
     total = next(f for f in data["folders"] if f["folder"] == "all")
     out += ["", f"Goal: {MUTATION_GOAL:.0%} killed overall: {'met' if total['kill_rate'] >= MUTATION_GOAL else 'not met'} "
             f"({total['kill_rate']:.1%}; mutants that no selected test reaches count as surviving)."]
-    rounds = [(run, key, study) for run in data.get("earlier_runs", []) for key, study in run["studies"].items()]
+    earlier = [(run, key, study) for run in data.get("earlier_runs", []) for key, study in run["studies"].items()]
+    samples = [(run, study) for run, key, study in earlier if key.startswith("sample_seed")]
+    if samples:
+        out += ["", "Earlier whole-tree samples (each at its own commit, before the tests written since):", ""]
+    for run, study in samples:
+        overall = next(f for f in study["folders"] if f["folder"] == "all")
+        out.append(f"- seed {study['seed']}, {study['sample']} of {study['n_mutants']:,} mutants (commit "
+                   f"`{str(run.get('commit'))[:12]}`): {overall['kill_rate']:.1%} killed "
+                   f"({overall['ci95'][0]:.1%}–{overall['ci95'][1]:.1%}).")
+    rounds = [(run, key, study) for run, key, study in earlier if not key.startswith("sample_seed")]
     if rounds:
         out += ["", "Earlier rounds on another sample (its survivors re-tested against tests written from them, so "
                 "these rates are not estimates for the whole tree):", ""]
