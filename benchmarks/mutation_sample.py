@@ -118,9 +118,9 @@ def main() -> None:
     old = json.loads(previous.read_text()) if previous.is_file() else {}
     keep_earlier_studies(previous, EARLIER_ROUNDS, payload)
     if "folders" in old:
-        sample = {k: old[k] for k in ("n_mutants", "sample", "seed", "seconds", "folders", "survivors") if k in old}
+        earlier = {k: old[k] for k in ("n_mutants", "sample", "seed", "seconds", "folders", "survivors") if k in old}
         payload["earlier_runs"] = [{"command": old.get("command"), "commit": old.get("commit"),
-                                    "studies": {f"sample_seed{old.get('seed')}": sample}}, *payload.get("earlier_runs", [])]
+                                    "studies": {f"sample_seed{old.get('seed')}": earlier}}, *payload.get("earlier_runs", [])]
     path = write_results("mutation_sample", payload)
     print("| folder | checked | killed | kill rate | 95% CI |\n|---|---|---|---|---|")
     for r in rows:
