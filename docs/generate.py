@@ -2080,40 +2080,6 @@ def serve_concept_table(data: dict) -> str:
     return "\n".join(out)
 
 
-@_from_result("concept_speed")
-def concept_speed_summary(data: dict) -> str:
-    """concept_speed.json as the concept page's speed paragraph: training, scoring and compression, each as a ratio
-    to the baseline timed in the same run."""
-    tr, sc, scan = data["training"], data["scoring"], data["store_scan"]
-    flat = data["scoring_vs_T_cpu_s"]
-    load = sc["load_average_1_5_15_min_before"][0]
-    out = [f"Speed (`benchmarks/concept_speed.py`, d = {sc['dim']:,}, load average {load:.1f} at the start): training "
-           f"T = 50, |B+| = 100, m = 1,000 takes {tr['compressed_T50_s']:.2f} s (the paper: 77 s compressed, 1,736 s "
-           f"exact); compressed candidate scoring makes training {tr['exact_over_compressed_at_T20']:.1f}× faster than "
-           f"exact kernel scoring. Compressed scoring (q = 100) of {sc['rows']:,} rows costs "
-           f"{sc['compressed_over_X@w']['cpu_min']:.1f}× the CPU time of `X @ w` (min over repeats; "
-           f"{sc['compressed_over_X@w']['cpu_median']:.1f}× median; {sc['compressed_over_X@w_1_thread']['cpu_min']:.1f}× "
-           f"a one-thread `X @ w`), {sc['previous_kernel_over_compressed']['cpu_min']:.1f}× faster than the previous "
-           "kernel: the kernel reads one packed (value, slope) pair per value after a quantization pass that "
-           "vectorizes, and sums in four chains in the order of the uint8 codes scan (so codes and float scores stay "
-           f"equal bit for bit). It is flat in T ({1000 * flat['1']:.0f} ms at T = 1, {1000 * flat['50']:.0f} ms at "
-           f"T = 50) and {sc['per_member_kernel_over_compressed']:.0f}× faster than evaluating the ensemble's kernels. "
-           "A uint8-binned copy of the store (`hardneg store quantize`) scans at "
-           f"{scan['binned_scan_over_float_X@w_scan']['cpu_min']:.2f}× the CPU time of reading the float32 store and "
-           "computing `X @ w`."]
-    for key, c in data.get("compression", {}).items():
-        what = "synthetic histograms" if key == "synthetic" else "Fashion-MNIST dense-SIFT words"
-        out.append(f"Model Compression of the T = 50 ensemble on {what} ({c['n_support']:,} support vectors × "
-                   f"{c['dim']:,}, q = {c['n_bins']}) takes {1000 * c['direct_q_bin_table']['cpu_min']:.0f} ms of CPU "
-                   f"time: the q-bin table is tabulated directly, {c['sorted_over_direct']['cpu_min']:.1f}× faster "
-                   f"than sorting the exact table first and sampling it at the q + 1 nodes (node values agree to "
-                   f"{c['max_abs_node_difference']:.0e}, error bounds "
-                   f"{'equal' if c['error_bounds_equal'] else 'differ'}).")
-    if "compression" not in data:
-        out.append("*This concept_speed run predates the compression study (section 7).*")
-    return "\n\n".join(out) + "\n\n" + provenance("concept_speed", data) + "\n"
-
-
 def page_tables() -> dict[str, str]:
     """Every results table a method or guide page includes (``--8<-- "docs/generated/<file>"``), by file name."""
     tables = {"concept_openclipart_tables.md": concept_openclipart_tables(),
@@ -2123,7 +2089,7 @@ def page_tables() -> dict[str, str]:
               "zeroshot_offline_tables.md": zeroshot_offline_tables(),
               "hashing_retrieval_tables.md": hashing_retrieval_tables(), "hashing_trees_table.md": hashing_trees_table(),
               "concept_missing_tags_T_table.md": concept_missing_tags_T_table("concept_missing_tags_fashion-mnist-dsift1024"),
-              "concept_quality_table.md": concept_quality_table(), "concept_speed_summary.md": concept_speed_summary(),
+              "concept_quality_table.md": concept_quality_table(),
               "features_fashion_retrieval_table.md": features_fashion_retrieval_table(),
               "store_scan_table.md": store_scan_table(), "features_throughput_table.md": features_throughput_table(),
               "hamming_ann_table.md": hamming_ann_table(), "serve_concept_table.md": serve_concept_table(),
