@@ -261,13 +261,15 @@ def _arithmetic(node: ast.AST, values: dict):
 QUOTE_FUNCTIONS = {"mean": statistics.fmean, "min": min, "max": max, "count": len}
 
 
-def quoted_value(path: str):
-    """The value at ``NAME/KEY/KEY…`` of result file NAME (see :data:`QUOTE`); KeyError naming the missing part."""
+def quoted_value(path: str, files: dict | None = None):
+    """The value at ``NAME/KEY/KEY…`` of result file NAME (see :data:`QUOTE`); KeyError naming the missing part.
+    ``files`` keeps the files read, by name, for the next quotes of a page."""
     cuts = [-1] + [i for i, ch in enumerate(_masked(path)) if ch == "/"] + [len(path)]
     name, *keys = (path[lo + 1:hi].strip() for lo, hi in zip(cuts, cuts[1:]))
     keys = [k[1:-1] if len(k) > 1 and k[0] == k[-1] == "`" else k for k in keys]
+    files = {} if files is None else files
     try:
-        value = _load(name)
+        value = files[name] if name in files else files.setdefault(name, _load(name))
     except OSError as exc:
         raise KeyError(f"{path}: no result file benchmarks/results/{name}.json") from exc
     return _walk(value, keys, name, path)
@@ -296,6 +298,7 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
 
     A figure that does not resolve raises KeyError: a page must not quote a file or key that is gone."""
     names: list[str] = []
+    files: dict = {}  # each result file read once per page
 
     def value(m: re.Match) -> str:
         body = m["body"]
@@ -308,9 +311,10 @@ def quote_figures(markdown: str) -> tuple[str, list[str]]:
             source = expr
             for i, (lo, hi) in reversed(list(enumerate(spans))):  # from the end: earlier positions stay valid
                 source = source[:lo - 1] + f"_q{i}" + source[hi + 1:]
-            v = _arithmetic(ast.parse(source, mode="eval"), {f"_q{i}": quoted_value(p) for i, p in enumerate(paths)})
+            v = _arithmetic(ast.parse(source, mode="eval"),
+                            {f"_q{i}": quoted_value(p, files) for i, p in enumerate(paths)})
         elif _PLAIN_PATH.fullmatch(mask):
-            paths, v = [expr], quoted_value(expr)
+            paths, v = [expr], quoted_value(expr, files)
         else:
             return m[0]
         for p in paths:
