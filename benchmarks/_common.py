@@ -73,16 +73,22 @@ def write_results(name: str, payload: dict) -> Path:
 RUN_CONTEXT = ("dirty", "machine", "args", "loadavg_start", "loadavg_end")
 
 
-def keep_earlier_studies(previous: Path, studies: tuple[str, ...], result: dict) -> None:
+def earlier_run(old: dict, studies: dict) -> dict:
+    """An ``earlier_runs`` entry: ``studies`` under the command, commit and :data:`RUN_CONTEXT` of the run ``old``
+    (a result file's content) that measured them."""
+    return {"command": old.get("command"), "commit": old.get("commit"),
+            **{k: old[k] for k in RUN_CONTEXT if k in old}, "studies": studies}
+
+
+def keep_earlier_studies(previous: Path, studies: tuple[str, ...], result: dict) -> dict:
     """A partial run rewrites only the studies it ran. The other ``studies`` that the ``previous`` result file holds
     (at its top level, or kept there from runs before it) go under ``result["earlier_runs"]``, each with the command,
-    commit and :data:`RUN_CONTEXT` of the run that measured it, so that this run's command and commit never cover figures it did not measure."""
+    commit and :data:`RUN_CONTEXT` of the run that measured it, so that this run's command and commit never cover
+    figures it did not measure. Returns the previous file's content ({} when there is none)."""
     if not previous.is_file():
-        return
+        return {}
     old = json.loads(previous.read_text())
-    context = {k: old[k] for k in RUN_CONTEXT if k in old}
-    runs = [{"command": old.get("command"), "commit": old.get("commit"), **context,
-             "studies": {k: old[k] for k in studies if k in old}}, *old.get("earlier_runs", [])]
+    runs = [earlier_run(old, {k: old[k] for k in studies if k in old}), *old.get("earlier_runs", [])]
     kept = []
     for run in runs:
         left = {k: v for k, v in run["studies"].items() if k not in result}
@@ -90,6 +96,7 @@ def keep_earlier_studies(previous: Path, studies: tuple[str, ...], result: dict)
             kept.append({**run, "studies": left})
     if kept:
         result["earlier_runs"] = kept
+    return old
 
 
 def _jsonable(value):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import math
 import random
 import shutil
@@ -34,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import RESULTS, keep_earlier_studies, write_results  # noqa: E402
+from benchmarks._common import RESULTS, earlier_run, keep_earlier_studies, write_results  # noqa: E402
 
 KILLED = {"killed", "segfault", "timeout"}
 # hand-run rounds that re-tested one sample's survivors against tests written from them (not made by this script)
@@ -114,13 +113,11 @@ def main() -> None:
                "seconds": round(seconds, 1), "folders": rows, "survivors": sorted(survivors)}
     # the re-test rounds of an earlier sample's survivors stay, under the command and commit that measured them,
     # and so does the previous whole-tree sample (the kill rate before this run's tests)
-    previous = RESULTS / "mutation_sample.json"
-    old = json.loads(previous.read_text()) if previous.is_file() else {}
-    keep_earlier_studies(previous, EARLIER_ROUNDS, payload)
+    old = keep_earlier_studies(RESULTS / "mutation_sample.json", EARLIER_ROUNDS, payload)
     if "folders" in old:
         earlier = {k: old[k] for k in ("n_mutants", "sample", "seed", "seconds", "folders", "survivors") if k in old}
-        payload["earlier_runs"] = [{"command": old.get("command"), "commit": old.get("commit"),
-                                    "studies": {f"sample_seed{old.get('seed')}": earlier}}, *payload.get("earlier_runs", [])]
+        payload["earlier_runs"] = [earlier_run(old, {f"sample_seed{old.get('seed')}": earlier}),
+                                   *payload.get("earlier_runs", [])]
     path = write_results("mutation_sample", payload)
     print("| folder | checked | killed | kill rate | 95% CI |\n|---|---|---|---|---|")
     for r in rows:
